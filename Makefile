@@ -1,0 +1,31 @@
+# ttkit: every workflow is a target. `make help` lists them.
+SHELL := /usr/bin/env bash
+GO ?= go
+BIN := $(CURDIR)/bin
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## List the targets with a line about each.
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: build
+build: ## Build every Go package and the command binaries into bin/.
+	$(GO) build ./...
+
+.PHONY: test
+test: ## Run every unit and integration test with the race detector (the CI test command).
+	$(GO) test -race -count=1 ./...
+
+.PHONY: lint
+lint: ## Check formatting (gofmt) and run go vet.
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+.PHONY: bench
+bench: ## Run the benchmarks and print the measured figures.
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+.PHONY: generate
+generate: ## Regenerate generated code (mdatagen) from metadata.yaml.
+	$(GO) generate ./...
