@@ -1,0 +1,291 @@
+// Package config holds queued's settings: their defaults, the environment
+// variables that set them (the seed's table plus a few of our own), and the
+// discovery of cards and of the state directory that the daemon and the CLI
+// share, so both find the same token, address and store without being told.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// DefaultPort is the loopback TCP port the seed assigns to the service.
+const DefaultPort = 5741
+
+// MaxRepeat bounds a job's repeat count; the seed leaves it open and an
+// unbounded count would let one request hold a card forever.
+const MaxRepeat = 10000
+
+// DefaultDevDir is where the kernel driver creates one node per card.
+const DefaultDevDir = "/dev/tenstorrent"
+
+// Config is the daemon's complete configuration after defaults, environment
+// and flags have been applied. Durations are whole seconds on the wire.
+type Config struct {
+	// Devices lists the card numbers that get a queue, ascending. Nil until
+	// TT_DEVICE_IDS sets it or Discover fills it from DefaultDevDir.
+	Devices []int
+	// StateDir holds the bbolt file, the token, the address file and one
+	// output file per job.
+	StateDir string
+	// Port is the loopback port the daemon listens on and the client dials.
+	Port int
+	// DefaultTimeout applies to a job submitted with timeout 0 or none.
+	DefaultTimeout time.Duration
+	// MaxTimeout is the largest timeout a submission may ask for.
+	MaxTimeout time.Duration
+	// MaxQueued bounds the number of queued (not yet running) jobs over all cards.
+	MaxQueued int
+	// MaxLogBytes caps each job's output file; the rest is drained and dropped.
+	MaxLogBytes int64
+	// ResultBytes is how much output the CLI's result command prints.
+	ResultBytes int64
+	// MaxRequestBytes bounds an HTTP request body.
+	MaxRequestBytes int64
+	// HTTPWorkers bounds the handlers doing work at once.
+	HTTPWorkers int
+	// RetentionDays is how long finished jobs are kept.
+	RetentionDays int
+	// MaxCompleted is how many finished jobs are kept at most.
+	MaxCompleted int
+	// KillGrace is the time between SIGINT and SIGKILL when a job is stopped.
+	KillGrace time.Duration
+}
+
+// Setting documents one environment variable: the README's settings table
+// and `queued --help` are both generated from this list, so they cannot
+// drift from what FromEnv reads.
+type Setting struct {
+	// Env is the variable's name.
+	Env string
+	// Default is the human-readable default.
+	Default string
+	// Help says what the variable sets, in one sentence.
+	Help string
+}
+
+// Settings lists every variable FromEnv reads, in the seed's table order
+// followed by the ones queued adds.
+var Settings = []Setting{
+	{"TT_DEVICE_IDS", "numeric nodes under /dev/tenstorrent", "Comma-separated card numbers that get a queue."},
+	{"TT_DEVICE_DEFAULT_TIMEOUT", "3600", "Seconds a job iteration may run when it asks for no timeout."},
+	{"TT_DEVICE_MAX_TIMEOUT", "86400", "Largest timeout in seconds a job may ask for."},
+	{"TT_DEVICE_MAX_QUEUED_JOBS", "1000", "Queued jobs allowed over all cards; more are refused with 429."},
+	{"TT_DEVICE_MAX_LOG_BYTES", "16777216", "Bytes of output kept per job; the rest is dropped and counted."},
+	{"TT_DEVICE_RESULT_BYTES", "1048576", "Bytes of output the CLI's result command prints."},
+	{"TT_DEVICE_MAX_REQUEST_BYTES", "1048576", "Largest HTTP request body; larger ones get 413."},
+	{"TT_DEVICE_HTTP_WORKERS", "16", "HTTP handlers working at once; long-poll waits do not count."},
+	{"TT_DEVICE_RETENTION_DAYS", "30", "Days finished jobs and their output are kept."},
+	{"TT_DEVICE_MAX_COMPLETED_JOBS", "10000", "Finished jobs kept at most; older ones are deleted first."},
+	{"TT_DEVICE_LOG_DIR", "${XDG_STATE_HOME:-~/.local/state}/tt-device-queue/logs-v2", "State directory: store, token, job output."},
+	{"TT_DEVICE_PORT", "5741", "Loopback port the daemon listens on and the CLI connects to."},
+	{"TT_DEVICE_KILL_GRACE", "10", "Seconds between SIGINT and SIGKILL when a job is killed or the service stops."},
+}
+
+// Default returns the configuration with every default applied and no
+// devices (they come from the environment or from Discover).
+func Default() Config {
+	return Config{
+		Port:            DefaultPort,
+		DefaultTimeout:  3600 * time.Second,
+		MaxTimeout:      86400 * time.Second,
+		MaxQueued:       1000,
+		MaxLogBytes:     16 << 20,
+		ResultBytes:     1 << 20,
+		MaxRequestBytes: 1 << 20,
+		HTTPWorkers:     16,
+		RetentionDays:   30,
+		MaxCompleted:    10000,
+		KillGrace:       10 * time.Second,
+	}
+}
+
+// EnvError is a variable whose value cannot be used. Its message names the
+// variable and quotes the value, so the operator can fix it at once.
+type EnvError struct {
+	Var, Value, Reason string
+}
+
+func (e *EnvError) Error() string {
+	return fmt.Sprintf("%s=%q: %s", e.Var, e.Value, e.Reason)
+}
+
+// ErrNoDevices means no card was named and none was found; the message says
+// how to name them.
+var ErrNoDevices = errors.New("no Tenstorrent cards found; set TT_DEVICE_IDS (for example TT_DEVICE_IDS=0,1) to name the cards to queue for")
+
+// Lookup reads one environment variable; os.LookupEnv fits.
+type Lookup func(name string) (string, bool)
+
+// FromEnv applies the environment to the defaults. Unset or empty variables
+// keep their defaults; the first unusable value is returned as an *EnvError.
+// The state directory is resolved (see StateDir) but not created.
+func FromEnv(lookup Lookup) (Config, error) {
+	c := Default()
+	get := func(name string) (string, bool) {
+		v, ok := lookup(name)
+		v = strings.TrimSpace(v)
+		return v, ok && v != ""
+	}
+	if v, ok := get("TT_DEVICE_IDS"); ok {
+		ids, err := ParseDevices(v)
+		if err != nil {
+			return c, &EnvError{"TT_DEVICE_IDS", v, err.Error()}
+		}
+		c.Devices = ids
+	}
+	ints := []struct {
+		name string
+		dst  *int
+		min  int
+	}{
+		{"TT_DEVICE_MAX_QUEUED_JOBS", &c.MaxQueued, 1},
+		{"TT_DEVICE_HTTP_WORKERS", &c.HTTPWorkers, 1},
+		{"TT_DEVICE_RETENTION_DAYS", &c.RetentionDays, 1},
+		{"TT_DEVICE_MAX_COMPLETED_JOBS", &c.MaxCompleted, 1},
+		{"TT_DEVICE_PORT", &c.Port, 0},
+	}
+	for _, f := range ints {
+		if v, ok := get(f.name); ok {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < f.min {
+				return c, &EnvError{f.name, v, fmt.Sprintf("want a whole number of at least %d", f.min)}
+			}
+			*f.dst = n
+		}
+	}
+	bytes := []struct {
+		name string
+		dst  *int64
+	}{
+		{"TT_DEVICE_MAX_LOG_BYTES", &c.MaxLogBytes},
+		{"TT_DEVICE_RESULT_BYTES", &c.ResultBytes},
+		{"TT_DEVICE_MAX_REQUEST_BYTES", &c.MaxRequestBytes},
+	}
+	for _, f := range bytes {
+		if v, ok := get(f.name); ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n < 1 {
+				return c, &EnvError{f.name, v, "want a whole number of bytes, at least 1"}
+			}
+			*f.dst = n
+		}
+	}
+	secs := []struct {
+		name string
+		dst  *time.Duration
+		min  int64
+	}{
+		{"TT_DEVICE_DEFAULT_TIMEOUT", &c.DefaultTimeout, 1},
+		{"TT_DEVICE_MAX_TIMEOUT", &c.MaxTimeout, 1},
+		{"TT_DEVICE_KILL_GRACE", &c.KillGrace, 0},
+	}
+	for _, f := range secs {
+		if v, ok := get(f.name); ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n < f.min || n > 10*365*86400 {
+				return c, &EnvError{f.name, v, fmt.Sprintf("want a whole number of seconds, at least %d", f.min)}
+			}
+			*f.dst = time.Duration(n) * time.Second
+		}
+	}
+	dir, err := StateDir(lookup)
+	if err != nil {
+		return c, err
+	}
+	c.StateDir = dir
+	if err := c.Validate(); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+// Validate checks the relations between settings that no single variable
+// can break on its own.
+func (c Config) Validate() error {
+	if c.DefaultTimeout > c.MaxTimeout {
+		return fmt.Errorf("default timeout %ds (TT_DEVICE_DEFAULT_TIMEOUT) is above the maximum %ds (TT_DEVICE_MAX_TIMEOUT)",
+			int64(c.DefaultTimeout/time.Second), int64(c.MaxTimeout/time.Second))
+	}
+	if c.Port < 0 || c.Port > 65535 {
+		return &EnvError{"TT_DEVICE_PORT", strconv.Itoa(c.Port), "want a TCP port, 0-65535"}
+	}
+	if c.StateDir != "" && !filepath.IsAbs(c.StateDir) {
+		return &EnvError{"TT_DEVICE_LOG_DIR", c.StateDir, "want an absolute path"}
+	}
+	return nil
+}
+
+// ParseDevices reads a comma-separated list of card numbers, such as "0,1".
+// Duplicates and anything but non-negative integers are refused; the result
+// is sorted.
+func ParseDevices(s string) ([]int, error) {
+	var ids []int
+	seen := map[int]bool{}
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		n, err := strconv.Atoi(part)
+		if err != nil || n < 0 || n > 1<<16 || strconv.Itoa(n) != part {
+			return nil, fmt.Errorf("%q is not a card number (want non-negative integers separated by commas)", part)
+		}
+		if seen[n] {
+			return nil, fmt.Errorf("card %d is listed twice", n)
+		}
+		seen[n] = true
+		ids = append(ids, n)
+	}
+	sort.Ints(ids)
+	return ids, nil
+}
+
+// Discover lists the numeric device nodes in devDir (normally
+// DefaultDevDir). A missing directory or one without numeric entries yields
+// ErrNoDevices, whose message names TT_DEVICE_IDS.
+func Discover(devDir string) ([]int, error) {
+	entries, err := os.ReadDir(devDir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("listing %s: %w", devDir, err)
+	}
+	var ids []int
+	for _, e := range entries {
+		n, err := strconv.Atoi(e.Name())
+		if err != nil || n < 0 || strconv.Itoa(n) != e.Name() {
+			continue
+		}
+		ids = append(ids, n)
+	}
+	if len(ids) == 0 {
+		return nil, fmt.Errorf("no numeric device nodes in %s: %w", devDir, ErrNoDevices)
+	}
+	sort.Ints(ids)
+	return ids, nil
+}
+
+// StateDir resolves the state directory: TT_DEVICE_LOG_DIR, else
+// $XDG_STATE_HOME/tt-device-queue/logs-v2, else
+// ~/.local/state/tt-device-queue/logs-v2. The daemon and the CLI both call it
+// so the CLI finds the daemon's token on its own.
+func StateDir(lookup Lookup) (string, error) {
+	if v, ok := lookup("TT_DEVICE_LOG_DIR"); ok && strings.TrimSpace(v) != "" {
+		v = strings.TrimSpace(v)
+		if !filepath.IsAbs(v) {
+			return "", &EnvError{"TT_DEVICE_LOG_DIR", v, "want an absolute path"}
+		}
+		return filepath.Clean(v), nil
+	}
+	base, ok := lookup("XDG_STATE_HOME")
+	if !ok || !filepath.IsAbs(base) {
+		home, _ := lookup("HOME")
+		if home == "" || !filepath.IsAbs(home) {
+			return "", errors.New("cannot find the state directory: HOME is unset; set TT_DEVICE_LOG_DIR")
+		}
+		base = filepath.Join(home, ".local", "state")
+	}
+	return filepath.Join(base, "tt-device-queue", "logs-v2"), nil
+}

@@ -1,0 +1,99 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func env(m map[string]string) Lookup {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+func TestFromEnv_Defaults(t *testing.T) {
+	c, err := FromEnv(env(map[string]string{"HOME": "/home/u"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Default()
+	want.StateDir = "/home/u/.local/state/tt-device-queue/logs-v2"
+	if c.StateDir != want.StateDir || c.MaxQueued != 1000 || c.MaxLogBytes != 16<<20 || c.HTTPWorkers != 16 ||
+		c.DefaultTimeout != time.Hour || c.MaxTimeout != 24*time.Hour || c.Devices != nil || c.Port != 5741 {
+		t.Fatalf("defaults = %+v", c)
+	}
+}
+
+func TestFromEnv_Overrides(t *testing.T) {
+	c, err := FromEnv(env(map[string]string{
+		"TT_DEVICE_IDS": "1, 0", "TT_DEVICE_MAX_QUEUED_JOBS": "5", "TT_DEVICE_DEFAULT_TIMEOUT": "10",
+		"TT_DEVICE_LOG_DIR": "/srv/q", "TT_DEVICE_MAX_LOG_BYTES": "4096", "TT_DEVICE_PORT": "0",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Devices) != 2 || c.Devices[0] != 0 || c.MaxQueued != 5 || c.DefaultTimeout != 10*time.Second ||
+		c.StateDir != "/srv/q" || c.MaxLogBytes != 4096 || c.Port != 0 {
+		t.Fatalf("config = %+v", c)
+	}
+	c, err = FromEnv(env(map[string]string{"XDG_STATE_HOME": "/x"}))
+	if err != nil || c.StateDir != "/x/tt-device-queue/logs-v2" {
+		t.Fatalf("XDG state dir = %q, %v", c.StateDir, err)
+	}
+}
+
+func TestFromEnv_ErrorsNameVariableAndValue(t *testing.T) {
+	for name, val := range map[string]string{
+		"TT_DEVICE_IDS":               "0,x",
+		"TT_DEVICE_MAX_TIMEOUT":       "abc",
+		"TT_DEVICE_HTTP_WORKERS":      "0",
+		"TT_DEVICE_MAX_LOG_BYTES":     "-1",
+		"TT_DEVICE_RETENTION_DAYS":    "1.5",
+		"TT_DEVICE_LOG_DIR":           "relative/dir",
+		"TT_DEVICE_DEFAULT_TIMEOUT":   "-5",
+		"TT_DEVICE_MAX_REQUEST_BYTES": "1e6",
+	} {
+		_, err := FromEnv(env(map[string]string{"HOME": "/h", name: val}))
+		var ee *EnvError
+		if !errors.As(err, &ee) || ee.Var != name || !strings.Contains(err.Error(), name) || !strings.Contains(err.Error(), val) {
+			t.Errorf("%s=%s: error %v does not name the variable and value", name, val, err)
+		}
+	}
+	_, err := FromEnv(env(map[string]string{"HOME": "/h", "TT_DEVICE_DEFAULT_TIMEOUT": "100", "TT_DEVICE_MAX_TIMEOUT": "50"}))
+	if err == nil || !strings.Contains(err.Error(), "TT_DEVICE_MAX_TIMEOUT") {
+		t.Errorf("default above max: %v", err)
+	}
+	if _, err := FromEnv(env(map[string]string{})); err == nil || !strings.Contains(err.Error(), "TT_DEVICE_LOG_DIR") {
+		t.Errorf("no HOME: %v", err)
+	}
+}
+
+func TestParseDevices(t *testing.T) {
+	for _, bad := range []string{"", "0,0", "-1", "a", "01", "0,,1"} {
+		if _, err := ParseDevices(bad); err == nil {
+			t.Errorf("ParseDevices(%q) accepted", bad)
+		}
+	}
+	ids, err := ParseDevices("3,1")
+	if err != nil || len(ids) != 2 || ids[0] != 1 || ids[1] != 3 {
+		t.Errorf("ParseDevices(3,1) = %v, %v", ids, err)
+	}
+}
+
+func TestDiscover(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := Discover(filepath.Join(dir, "missing")); !errors.Is(err, ErrNoDevices) || !strings.Contains(err.Error(), "TT_DEVICE_IDS") {
+		t.Fatalf("missing dir: %v", err)
+	}
+	for _, n := range []string{"1", "0", "by-id", "10"} {
+		if err := os.WriteFile(filepath.Join(dir, n), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ids, err := Discover(dir)
+	if err != nil || len(ids) != 3 || ids[0] != 0 || ids[2] != 10 {
+		t.Fatalf("Discover = %v, %v", ids, err)
+	}
+}

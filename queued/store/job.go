@@ -1,0 +1,139 @@
+package store
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"time"
+)
+
+// Kind tells an ordinary job from a card reset (issue 6), which runs at the
+// head of its card's queue.
+type Kind string
+
+// Job kinds.
+const (
+	KindJob   Kind = "job"
+	KindReset Kind = "reset"
+)
+
+// State is where a job is in its life: queued -> running -> done.
+type State string
+
+// Job states.
+const (
+	StateQueued  State = "queued"
+	StateRunning State = "running"
+	StateDone    State = "done"
+)
+
+// Outcome classifies how a done job ended, for people reading status and for
+// metrics by outcome; the exit code alone cannot tell a timeout from a kill.
+type Outcome string
+
+// Outcomes.
+const (
+	OutcomeSuccess Outcome = "success" // every iteration exited 0
+	OutcomeFailure Outcome = "failure" // an iteration exited non-zero or could not start
+	OutcomeTimeout Outcome = "timeout" // an iteration ran past its timeout and was killed (-9)
+	OutcomeKilled  Outcome = "killed"  // stopped by a kill request, queued or running
+	// OutcomeInterrupted is a job ended by a service stop or restart, or by a
+	// reset of its card; it is never run again.
+	OutcomeInterrupted Outcome = "interrupted"
+	OutcomeCardDead    Outcome = "card_dead" // failed because its card is dead
+)
+
+// Job is one stored job record. Fields are only ever added, so older
+// records decode into newer builds; a record written without Device (an
+// older schema) belongs to card 0.
+type Job struct {
+	ID     string `json:"id"`
+	Seq    uint64 `json:"seq"`
+	Kind   Kind   `json:"kind"`
+	Device *int   `json:"device,omitempty"`
+
+	Cmd      string            `json:"cmd"`
+	Cwd      string            `json:"cwd"`
+	Env      map[string]string `json:"env,omitempty"`
+	Timeout  int64             `json:"timeout_sec"` // per iteration, already defaulted
+	Repeat   int               `json:"repeat"`
+	ClientID string            `json:"client_id,omitempty"`
+
+	State       State     `json:"state"`
+	SubmittedAt time.Time `json:"submitted_at"`
+	StartedAt   time.Time `json:"started_at,omitzero"`
+	FinishedAt  time.Time `json:"finished_at,omitzero"`
+
+	ExitCode   *int    `json:"exit_code,omitempty"`
+	Outcome    Outcome `json:"outcome,omitempty"`
+	Error      string  `json:"error,omitempty"`
+	Iterations int     `json:"iterations,omitempty"` // iterations started
+
+	LogBytes        int64 `json:"log_bytes,omitempty"`
+	LogTruncated    bool  `json:"log_truncated,omitempty"`
+	DroppedLogBytes int64 `json:"dropped_log_bytes,omitempty"`
+
+	// PGID and LeaderStart identify the process group of the current
+	// iteration (LeaderStart: field 22 of /proc/<pid>/stat), so a restarted
+	// daemon kills a leftover group only if it is still the same one.
+	PGID        int    `json:"pgid,omitempty"`
+	LeaderStart uint64 `json:"leader_start,omitempty"`
+	// BootID is /proc/sys/kernel/random/boot_id when the job started.
+	BootID string `json:"boot_id,omitempty"`
+	// ResetEpoch is its card's reset count when the job started, so a
+	// job-based reset can tell whether the card was reset since (issue 6).
+	ResetEpoch uint64 `json:"reset_epoch,omitempty"`
+}
+
+// Card returns the job's card, 0 for records written without one.
+func (j *Job) Card() int {
+	if j.Device == nil {
+		return 0
+	}
+	return *j.Device
+}
+
+// Card is the durable state of one card (issue 6 fills in resets and dead
+// state; the record exists now so the schema does not change then).
+type Card struct {
+	ID int `json:"id"`
+	// State is "healthy" or "dead"; resetting is never stored, a reset in
+	// progress is a running reset job.
+	State string `json:"state"`
+	// DeadBootID is the boot on which the card was marked dead; a new boot
+	// starts it healthy.
+	DeadBootID string `json:"dead_boot_id,omitempty"`
+	DeadReason string `json:"dead_reason,omitempty"`
+	// ResetEpoch counts completed resets of the card.
+	ResetEpoch  uint64    `json:"reset_epoch"`
+	LastResetAt time.Time `json:"last_reset_at,omitzero"`
+	LastResetID string    `json:"last_reset_id,omitempty"`
+}
+
+// IDLen is the length of a job id: 128 random bits as lowercase hex.
+const IDLen = 32
+
+// NewID returns a fresh job id.
+func NewID() string {
+	var b [IDLen / 2]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on Linux
+	return hex.EncodeToString(b[:])
+}
+
+// ValidID reports whether s is a complete job id.
+func ValidID(s string) bool {
+	return len(s) == IDLen && IsHex(s)
+}
+
+// IsHex reports whether s is non-empty lowercase hex.
+func IsHex(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}

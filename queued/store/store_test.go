@@ -1,0 +1,283 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func open(t *testing.T, dir string) *Store {
+	t.Helper()
+	s, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func card(n int) *int { return &n }
+
+func job(seq uint64, state State) Job {
+	return Job{ID: NewID(), Seq: seq, Kind: KindJob, Device: card(0), Cmd: "true", Cwd: "/",
+		State: state, SubmittedAt: time.Unix(1000, 0).UTC(), Repeat: 1, Timeout: 60}
+}
+
+func TestOpen_CreatesAndReopens(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir)
+	j := job(1, StateQueued)
+	if err := s.Put(j); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	if err := s.Put(j); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Put after Close = %v, want ErrClosed", err)
+	}
+	s2 := open(t, dir)
+	got, err := s2.Job(j.ID)
+	if err != nil || got.Cmd != "true" || got.State != StateQueued {
+		t.Fatalf("reopened record = %+v, %v", got, err)
+	}
+}
+
+func TestOpen_RefusesUnknownVersion(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir)
+	s.Close()
+	db, err := bolt.Open(filepath.Join(dir, FileName), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(func(tx *bolt.Tx) error { return tx.Bucket(BucketMeta).Put(KeyVersion, []byte("7")) }); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	_, err = Open(dir, Options{})
+	if !errors.Is(err, ErrVersion) || !strings.Contains(err.Error(), `"7"`) {
+		t.Fatalf("Open = %v, want ErrVersion naming version 7", err)
+	}
+}
+
+func TestOpen_RefusesForeignFile(t *testing.T) {
+	dir := t.TempDir()
+	db, err := bolt.Open(filepath.Join(dir, FileName), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(func(tx *bolt.Tx) error { _, err := tx.CreateBucket([]byte("other")); return err }); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if _, err := Open(dir, Options{}); !errors.Is(err, ErrVersion) {
+		t.Fatalf("Open = %v, want ErrVersion", err)
+	}
+}
+
+func TestOpen_LockedAsksAboutAnotherQueued(t *testing.T) {
+	dir := t.TempDir()
+	open(t, dir)
+	_, err := Open(dir, Options{LockTimeout: 50 * time.Millisecond})
+	if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "is another queued using "+dir) {
+		t.Fatalf("second Open = %v", err)
+	}
+}
+
+func TestPut_IndexesFollowState(t *testing.T) {
+	s := open(t, t.TempDir())
+	a, b, c := job(1, StateQueued), job(2, StateRunning), job(3, StateQueued)
+	if err := s.Put(c, a, b); err != nil {
+		t.Fatal(err)
+	}
+	active, err := s.Active()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(active) != 3 || active[0].ID != a.ID || active[1].ID != b.ID || active[2].ID != c.ID {
+		t.Fatalf("active order = %v", ids(active))
+	}
+	b.State = StateDone
+	b.FinishedAt = time.Unix(2000, 0)
+	if err := s.Put(b); err != nil {
+		t.Fatal(err)
+	}
+	active, _ = s.Active()
+	if len(active) != 2 || active[0].ID != a.ID || active[1].ID != c.ID {
+		t.Fatalf("active after done = %v", ids(active))
+	}
+	fin, _ := s.Finished()
+	if len(fin) != 1 || fin[0] != b.ID {
+		t.Fatalf("finished = %v", fin)
+	}
+	if _, err := s.Job(NewID()); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Job(unknown) = %v", err)
+	}
+}
+
+func TestJob_LegacyRecordWithoutCardIsCardZero(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir)
+	s.Close()
+	id := NewID()
+	db, err := bolt.Open(filepath.Join(dir, FileName), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		if err := tx.Bucket(BucketJobs).Put([]byte(id), []byte(`{"id":"`+id+`","seq":5,"cmd":"true","cwd":"/","state":"queued"}`)); err != nil {
+			return err
+		}
+		return tx.Bucket(BucketActive).Put(seqKey(5), []byte(id))
+	})
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2 := open(t, dir)
+	active, err := s2.Active()
+	if err != nil || len(active) != 1 || active[0].Device != nil || active[0].Card() != 0 {
+		t.Fatalf("legacy active = %+v, %v", active, err)
+	}
+}
+
+func TestMatch_Prefixes(t *testing.T) {
+	s := open(t, t.TempDir())
+	a, b := job(1, StateQueued), job(2, StateQueued)
+	a.ID = "abcdef" + strings.Repeat("0", 26)
+	b.ID = "abcdef" + strings.Repeat("1", 26)
+	if err := s.Put(a, b); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		prefix string
+		want   int
+	}{{"abcdef", 2}, {"abcdef0", 1}, {"abcdef1", 1}, {"abcdee", 0}, {a.ID, 1}} {
+		got, err := s.Match(tc.prefix, 2)
+		if err != nil || len(got) != tc.want {
+			t.Errorf("Match(%s) = %v, %v; want %d", tc.prefix, got, err, tc.want)
+		}
+	}
+}
+
+func TestPrune_ByAgeAndCount(t *testing.T) {
+	s := open(t, t.TempDir())
+	var all []Job
+	for i := range 10 {
+		j := job(uint64(i+1), StateDone)
+		j.FinishedAt = time.Unix(int64(1000+i), 0)
+		all = append(all, j)
+	}
+	all = append(all, job(99, StateQueued))
+	if err := s.Put(all...); err != nil {
+		t.Fatal(err)
+	}
+	// Finished before 1003: the first three go.
+	gone, err := s.Prune(time.Unix(1003, 0), 100)
+	if err != nil || len(gone) != 3 || gone[0] != all[0].ID || gone[2] != all[2].ID {
+		t.Fatalf("Prune by age = %v, %v", gone, err)
+	}
+	// Keep the newest 4 of the remaining 7.
+	gone, err = s.Prune(time.Unix(0, 0), 4)
+	if err != nil || len(gone) != 3 || gone[0] != all[3].ID {
+		t.Fatalf("Prune by count = %v, %v", gone, err)
+	}
+	fin, _ := s.Finished()
+	if len(fin) != 4 || fin[0] != all[6].ID {
+		t.Fatalf("finished left = %v", fin)
+	}
+	if _, err := s.Job(all[0].ID); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("pruned job still readable: %v", err)
+	}
+	if _, err := s.Job(all[10].ID); err != nil {
+		t.Fatalf("queued job pruned: %v", err)
+	}
+}
+
+func TestPut_ConcurrentWritersShareCommits(t *testing.T) {
+	s := open(t, t.TempDir())
+	// Hold bbolt's writer lock so the commit loop stalls on its first
+	// request while the others pile up behind it.
+	tx, err := s.db.Begin(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := s.Stats()
+	const n = 64
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- s.Put(job(uint64(i+1), StateQueued))
+		}()
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(s.reqs) < n-1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d requests queued", len(s.reqs))
+		}
+		time.Sleep(time.Millisecond) // polling a condition with a deadline
+	}
+	tx.Rollback()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := s.Stats()
+	if commits := got.Commits - before.Commits; commits > 2 {
+		t.Fatalf("%d writes took %d commits, want at most 2", n, commits)
+	}
+	active, _ := s.Active()
+	if len(active) != n {
+		t.Fatalf("active = %d", len(active))
+	}
+}
+
+func TestCardsAndProbe(t *testing.T) {
+	s := open(t, t.TempDir())
+	if err := s.PutCards(Card{ID: 1, State: "dead", DeadBootID: "b"}, Card{ID: 0, State: "healthy", ResetEpoch: 3}); err != nil {
+		t.Fatal(err)
+	}
+	cards, err := s.Cards()
+	if err != nil || len(cards) != 2 || cards[0].ResetEpoch != 3 || cards[1].State != "dead" {
+		t.Fatalf("Cards = %+v, %v", cards, err)
+	}
+	if err := s.Probe(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestPut_RejectsMalformedID(t *testing.T) {
+	s := open(t, t.TempDir())
+	j := job(1, StateQueued)
+	j.ID = "nothex"
+	if err := s.Put(j); err == nil {
+		t.Fatal("Put accepted a malformed id")
+	}
+}
+
+func ids(js []Job) string {
+	var b strings.Builder
+	for _, j := range js {
+		fmt.Fprintf(&b, "%d:%s ", j.Seq, j.ID[:6])
+	}
+	return b.String()
+}
