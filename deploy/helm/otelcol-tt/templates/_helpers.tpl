@@ -1,0 +1,82 @@
+{{/*
+The chart's name, overridable with nameOverride. Kubernetes names are limited
+to 63 characters, so every name here is cut there.
+*/}}
+{{- define "otelcol-tt.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+The name of every object of a release: the release name, with the chart name
+appended unless the release name already holds it.
+*/}}
+{{- define "otelcol-tt.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+The helm.sh/chart label value: chart name and version.
+*/}}
+{{- define "otelcol-tt.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+Labels on every object of the release.
+*/}}
+{{- define "otelcol-tt.labels" -}}
+helm.sh/chart: {{ include "otelcol-tt.chart" . }}
+{{ include "otelcol-tt.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/component: agent
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{/*
+The labels that select the release's pods. They never change over the life of
+a release, since a DaemonSet's selector is immutable.
+*/}}
+{{- define "otelcol-tt.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "otelcol-tt.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{/*
+The service account the pods run as.
+*/}}
+{{- define "otelcol-tt.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "otelcol-tt.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{/*
+The container image; the tag defaults to the chart's appVersion.
+*/}}
+{{- define "otelcol-tt.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+
+{{/*
+The address a port of the collector listens on inside the pod: every
+interface when the port is exposed, loopback otherwise.
+Call with (dict "port" .Values.ports.NAME).
+*/}}
+{{- define "otelcol-tt.listenAddress" -}}
+{{- if .port.enabled }}
+{{- printf "0.0.0.0:%d" (int .port.containerPort) }}
+{{- else }}
+{{- printf "127.0.0.1:%d" (int .port.containerPort) }}
+{{- end }}
+{{- end }}
