@@ -1,0 +1,52 @@
+package friendlyname
+
+import (
+	"strings"
+	"testing"
+)
+
+// FuzzDerive checks the invariants the tt_process labels rely on: the name
+// is never empty, fits the 256-byte label bound, is one token (or part of
+// one) of the command line it came from, and depends on nothing else.
+func FuzzDerive(f *testing.F) {
+	for _, tc := range deriveCases {
+		f.Add(tc.line)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		Derive(raw) // any string at all must be safe to pass
+		line := sanitize(raw)
+		got := Derive(line)
+		switch {
+		case got == "":
+			t.Fatalf("Derive(%q) is empty", line)
+		case len(got) > 256:
+			t.Fatalf("Derive(%q) is %d bytes long", line, len(got))
+		case got != Derive(line):
+			t.Fatalf("Derive(%q) is not deterministic", line)
+		case got == unknownName:
+			if strings.Trim(line, " ") != "" {
+				t.Fatalf("Derive(%q) = %q for a line with tokens", line, got)
+			}
+		case got == pythonCommand:
+			if !strings.Contains(line, "c") {
+				t.Fatalf("Derive(%q) = %q without any -c", line, got)
+			}
+		case !strings.Contains(line, got) || strings.Contains(got, " "):
+			t.Fatalf("Derive(%q) = %q, which is not part of one of its tokens", line, got)
+		}
+	})
+}
+
+// sanitize does to a raw /proc/<pid>/cmdline what procscan does before it
+// calls Derive: NUL separators become spaces, trailing spaces go, every byte
+// outside printable ASCII is dropped, and the rest is cut to 256 bytes.
+func sanitize(raw string) string {
+	raw = strings.TrimRight(strings.ReplaceAll(raw, "\x00", " "), " ")
+	var b strings.Builder
+	for i := 0; i < len(raw) && b.Len() < 256; i++ {
+		if c := raw[i]; 0x20 <= c && c <= 0x7e {
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
