@@ -71,6 +71,9 @@ type Job struct {
 	LogBytes        int64 `json:"log_bytes,omitempty"`
 	LogTruncated    bool  `json:"log_truncated,omitempty"`
 	DroppedLogBytes int64 `json:"dropped_log_bytes,omitempty"`
+	// LogError is the first error writing the output file (a full disk);
+	// output after it was dropped, the job itself was not disturbed.
+	LogError string `json:"log_error,omitempty"`
 
 	// PGID and LeaderStart identify the process group of the current
 	// iteration (LeaderStart: field 22 of /proc/<pid>/stat), so a restarted

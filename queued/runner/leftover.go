@@ -1,0 +1,113 @@
+package runner
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// JobEnvVar is the variable every job process carries with its job id; it
+// finds a job's processes when its process group was never recorded.
+const JobEnvVar = "TT_QUEUE_JOB_ID"
+
+// Leftover names an interrupted job whose processes may still be alive.
+type Leftover struct {
+	// JobID is matched against TT_QUEUE_JOB_ID in /proc/<pid>/environ.
+	JobID string
+	// PGID and LeaderStart are the recorded process group and its leader's
+	// start time; zero when the record never became durable.
+	PGID        int
+	LeaderStart uint64
+}
+
+// ErrSurvivors means processes of an interrupted job were still alive
+// after the kill deadline.
+var ErrSurvivors = errors.New("leftover processes survived SIGKILL")
+
+// KillLeftovers SIGKILLs what is left of interrupted jobs: each recorded
+// process group whose leader is alive with the recorded start time (a PID
+// reused by an unrelated process has another start time and is spared),
+// and every process whose environment carries TT_QUEUE_JOB_ID=<one of the
+// ids> (the record of the group may have been lost in a crash; a job's
+// children inherit the variable). It repeats until a scan finds nothing
+// alive, for at most timeout, and returns the PIDs it signalled.
+func KillLeftovers(procRoot string, jobs []Leftover, timeout time.Duration) ([]int, error) {
+	if len(jobs) == 0 {
+		return nil, nil
+	}
+	marks := make([][]byte, len(jobs))
+	for i, j := range jobs {
+		marks[i] = []byte(JobEnvVar + "=" + j.JobID + "\x00")
+	}
+	self := os.Getpid()
+	var killed []int
+	deadline := time.Now().Add(timeout)
+	for {
+		alive := 0
+		for _, j := range jobs {
+			if j.PGID <= 0 {
+				continue
+			}
+			st, err := readStat(procRoot, j.PGID)
+			if err != nil || st.start != j.LeaderStart || st.state == 'Z' || st.pgrp != j.PGID {
+				continue
+			}
+			alive++
+			syscall.Kill(-j.PGID, syscall.SIGKILL)
+			killed = append(killed, j.PGID)
+		}
+		pids, err := scanEnv(procRoot, marks, self)
+		if err != nil {
+			return killed, err
+		}
+		for _, pid := range pids {
+			alive++
+			syscall.Kill(pid, syscall.SIGKILL)
+			killed = append(killed, pid)
+		}
+		if alive == 0 {
+			return killed, nil
+		}
+		if time.Now().After(deadline) {
+			return killed, fmt.Errorf("%d process(es) of interrupted jobs: %w", alive, ErrSurvivors)
+		}
+		time.Sleep(10 * time.Millisecond) // give SIGKILL time to land before rescanning
+	}
+}
+
+// scanEnv returns the live processes (not zombies, not self) whose
+// environment contains one of marks. Processes that vanish or cannot be
+// read (another user's, when not root) are skipped.
+func scanEnv(procRoot string, marks [][]byte, self int) ([]int, error) {
+	entries, err := os.ReadDir(procRoot)
+	if err != nil {
+		return nil, fmt.Errorf("listing %s: %w", procRoot, err)
+	}
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == self {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join(procRoot, e.Name(), "environ"))
+		if err != nil || len(env) == 0 {
+			continue
+		}
+		env = append([]byte{0}, env...) // so every variable starts after a NUL
+		env = append(env, 0)
+		for _, m := range marks {
+			if bytes.Contains(env, append([]byte{0}, m...)) {
+				if st, err := readStat(procRoot, pid); err == nil && st.state != 'Z' {
+					pids = append(pids, pid)
+				}
+				break
+			}
+		}
+	}
+	return pids, nil
+}

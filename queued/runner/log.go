@@ -1,0 +1,159 @@
+package runner
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+)
+
+// Log is a job's bounded output file. Writes never block on the cap: past
+// it, output is counted and dropped, so a child that prints without end is
+// drained and never stalls on a full pipe. One Log takes the output of
+// several commands in turn (a reset job runs reset, health check and deep
+// reset into one log), and readers wait for new output on Changed instead
+// of polling.
+type Log struct {
+	path  string
+	limit int64
+
+	mu        sync.Mutex
+	f         *os.File
+	kept      int64 // output bytes in the file
+	size      int64 // file size: kept output plus the truncation marker
+	dropped   int64
+	truncated bool
+	closed    bool
+	err       error
+	changed   chan struct{}
+}
+
+// LogState is a consistent snapshot of a Log.
+type LogState struct {
+	// Size is how many bytes a reader can read from the file.
+	Size int64
+	// Dropped counts output bytes beyond the cap (or after a write error).
+	Dropped int64
+	// Truncated is set once output reached the cap.
+	Truncated bool
+	// Closed is set when no more output will come.
+	Closed bool
+	// Err is the first error writing the file, if any.
+	Err error
+	// Changed is closed at the next change of Size or Closed.
+	Changed <-chan struct{}
+}
+
+// CreateLog creates (or truncates) the output file at path, mode 0600
+// because output may carry secrets, capped at limit bytes of output.
+func CreateLog(path string, limit int64) (*Log, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("creating output file: %w", err)
+	}
+	return &Log{path: path, limit: limit, f: f, changed: make(chan struct{})}, nil
+}
+
+// Path is the output file's path, for readers.
+func (l *Log) Path() string { return l.path }
+
+// TruncationMarker is appended to the file once, when output first reaches
+// the cap, so whoever reads the log sees that the rest is missing.
+func TruncationMarker(limit int64) string {
+	return fmt.Sprintf("\n[tt-device-queue: output reached the %d-byte limit; the rest was dropped]\n", limit)
+}
+
+// Write keeps what fits under the cap and drops the rest. It always
+// reports success, so the copy from the child's pipe never stops early.
+func (l *Log) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed || l.err != nil {
+		l.dropped += int64(len(p))
+		return len(p), nil
+	}
+	keep := int64(len(p))
+	if room := l.limit - l.kept; keep > room {
+		keep = max(room, 0)
+	}
+	if keep > 0 {
+		n, err := l.f.Write(p[:keep])
+		l.kept += int64(n)
+		l.size += int64(n)
+		if err != nil {
+			l.err = fmt.Errorf("writing %s: %w", l.path, err)
+			keep = int64(n)
+		}
+	}
+	if rest := int64(len(p)) - keep; rest > 0 {
+		l.dropped += rest
+		if !l.truncated && l.err == nil {
+			l.truncated = true
+			n, err := io.WriteString(l.f, TruncationMarker(l.limit))
+			l.size += int64(n)
+			if err != nil {
+				l.err = fmt.Errorf("writing %s: %w", l.path, err)
+			}
+		}
+	}
+	l.notify()
+	return len(p), nil
+}
+
+// notify wakes everyone waiting on Changed; l.mu is held.
+func (l *Log) notify() {
+	close(l.changed)
+	l.changed = make(chan struct{})
+}
+
+// State returns a snapshot.
+func (l *Log) State() LogState {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return LogState{Size: l.size, Dropped: l.dropped, Truncated: l.truncated, Closed: l.closed, Err: l.err, Changed: l.changed}
+}
+
+// Close ends the log: later writes are dropped, waiters are woken. A
+// second Close is a no-op.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil
+	}
+	l.closed = true
+	l.notify()
+	if err := l.f.Close(); err != nil {
+		return fmt.Errorf("closing %s: %w", l.path, err)
+	}
+	return nil
+}
+
+// ReadLog reads up to limit bytes at offset from an output file and
+// returns them with the file's size. A missing file reads as empty (a job
+// that never started has none).
+func ReadLog(path string, offset, limit int64) ([]byte, int64, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, 0, nil
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("opening output: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, 0, fmt.Errorf("reading output: %w", err)
+	}
+	size := fi.Size()
+	if offset >= size || limit <= 0 {
+		return nil, size, nil
+	}
+	buf := make([]byte, min(limit, size-offset))
+	n, err := f.ReadAt(buf, offset)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, size, fmt.Errorf("reading output: %w", err)
+	}
+	return buf[:n], size, nil
+}

@@ -1,0 +1,362 @@
+package runner
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+type bundle struct {
+	dir string
+	log *Log
+}
+
+func setup(t *testing.T, limit int64) *bundle {
+	t.Helper()
+	dir := t.TempDir()
+	l, err := CreateLog(filepath.Join(dir, "out.log"), limit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return &bundle{dir: dir, log: l}
+}
+
+func (b *bundle) spec(cmd string) Spec {
+	return Spec{Shell: Shell(), Cmd: cmd, Dir: b.dir, Env: os.Environ(), KillGrace: 5 * time.Second}
+}
+
+func (b *bundle) output(t *testing.T) string {
+	t.Helper()
+	data, _, err := ReadLog(b.log.Path(), 0, 1<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// waitOutput blocks on the log's change notifications until it holds want.
+func (b *bundle) waitOutput(t *testing.T, want string) {
+	t.Helper()
+	timeout := time.After(10 * time.Second)
+	for {
+		st := b.log.State()
+		if strings.Contains(b.output(t), want) {
+			return
+		}
+		select {
+		case <-st.Changed:
+		case <-timeout:
+			t.Fatalf("output never contained %q: %q", want, b.output(t))
+		}
+	}
+}
+
+func dead(pid int) bool {
+	st, err := readStat("/proc", pid)
+	return err != nil || st.state == 'Z'
+}
+
+func TestRun_ExitCodesAndOutput(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		cmd  string
+		code int
+	}{
+		{"echo hello; echo err >&2", 0},
+		{"exit 3", 3},
+		{"kill -TERM $$", -15},
+	} {
+		b := setup(t, 1<<20)
+		res := Run(b.spec(tc.cmd), b.log, nil)
+		if res.ExitCode != tc.code || res.Iterations != 1 || res.Err != nil {
+			t.Errorf("%q: %+v, want exit %d", tc.cmd, res, tc.code)
+		}
+		if tc.code == 0 && b.output(t) != "hello\nerr\n" {
+			t.Errorf("output = %q", b.output(t))
+		}
+	}
+}
+
+func TestRun_CwdEnvAndShFallback(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 1<<20)
+	spec := b.spec(`printf '%s|%s' "$PWD" "$FOO"`)
+	spec.Shell = []string{"/bin/sh", "-c"}
+	spec.Env = []string{"FOO=bar baz", "PATH=/usr/bin:/bin"}
+	if res := Run(spec, b.log, nil); res.ExitCode != 0 {
+		t.Fatalf("%+v", res)
+	}
+	if got := b.output(t); got != b.dir+"|bar baz" {
+		t.Fatalf("output = %q", got)
+	}
+}
+
+func TestRun_StartErrorIsMinusOne(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 1<<20)
+	spec := b.spec("true")
+	spec.Dir = filepath.Join(b.dir, "gone")
+	res := Run(spec, b.log, nil)
+	if res.ExitCode != -1 || res.Err == nil || !strings.Contains(res.Err.Error(), "gone") {
+		t.Fatalf("%+v", res)
+	}
+}
+
+func TestRun_TimeoutKillsWholeGroup(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 1<<20)
+	spec := b.spec("sleep 1000 & echo $!; wait")
+	spec.Timeout = 300 * time.Millisecond
+	var leader Proc
+	spec.OnStart = func(p Proc) { leader = p }
+	res := Run(spec, b.log, nil)
+	if res.ExitCode != -9 || !res.TimedOut {
+		t.Fatalf("%+v", res)
+	}
+	if leader.PID == 0 || leader.Start == 0 {
+		t.Fatalf("OnStart got %+v", leader)
+	}
+	child, err := strconv.Atoi(strings.TrimSpace(b.output(t)))
+	if err != nil {
+		t.Fatalf("output %q: %v", b.output(t), err)
+	}
+	waitFor(t, "background child to die", func() bool { return dead(child) })
+}
+
+func TestRun_RepeatStopsAtFirstFailure(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 1<<20)
+	spec := b.spec(`echo x >> count; [ "$(wc -l < count)" -lt 3 ]`)
+	spec.Repeat = 5
+	res := Run(spec, b.log, nil)
+	if res.ExitCode != 1 || res.Iterations != 3 {
+		t.Fatalf("%+v", res)
+	}
+	b2 := setup(t, 1<<20)
+	spec = b2.spec("echo run")
+	spec.Repeat = 4
+	if res := Run(spec, b2.log, nil); res.ExitCode != 0 || res.Iterations != 4 || b2.output(t) != strings.Repeat("run\n", 4) {
+		t.Fatalf("%+v %q", res, b2.output(t))
+	}
+}
+
+func TestRun_StopSendsSIGINTThenSIGKILL(t *testing.T) {
+	t.Parallel()
+	t.Run("interruptible", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, 1<<20)
+		stop := make(chan struct{})
+		spec := b.spec("echo ready; sleep 1000")
+		spec.Repeat = 3
+		done := make(chan Result)
+		go func() { done <- Run(spec, b.log, stop) }()
+		b.waitOutput(t, "ready")
+		close(stop)
+		res := <-done
+		if res.ExitCode != -2 || !res.Stopped || res.Iterations != 1 {
+			t.Fatalf("%+v", res)
+		}
+	})
+	t.Run("ignores SIGINT", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, 1<<20)
+		stop := make(chan struct{})
+		spec := b.spec("trap '' INT; echo ready; sleep 1000")
+		spec.KillGrace = 100 * time.Millisecond
+		done := make(chan Result)
+		go func() { done <- Run(spec, b.log, stop) }()
+		b.waitOutput(t, "ready")
+		close(stop)
+		res := <-done
+		if res.ExitCode != -9 || !res.Stopped || res.TimedOut {
+			t.Fatalf("%+v", res)
+		}
+	})
+	t.Run("before start", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, 1<<20)
+		stop := make(chan struct{})
+		close(stop)
+		if res := Run(b.spec("echo never"), b.log, stop); res.Iterations != 0 || !res.Stopped || b.output(t) != "" {
+			t.Fatalf("%+v", res)
+		}
+	})
+}
+
+func TestLog_CapDrainsAndMarks(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 1000)
+	res := Run(b.spec("head -c 5000000 /dev/zero; echo tail"), b.log, nil)
+	if res.ExitCode != 0 {
+		t.Fatalf("%+v", res)
+	}
+	st := b.log.State()
+	marker := TruncationMarker(1000)
+	if !st.Truncated || st.Dropped != 5000000+5-1000 || st.Size != 1000+int64(len(marker)) {
+		t.Fatalf("state = %+v", st)
+	}
+	out := b.output(t)
+	if !strings.HasSuffix(out, marker) || !strings.HasPrefix(out, strings.Repeat("\x00", 1000)) {
+		t.Fatalf("file does not end with the marker: %q", out[len(out)-100:])
+	}
+}
+
+func TestLog_SharedByCommandsAndWakesWaiters(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 1<<20)
+	changed := b.log.State().Changed
+	woke := make(chan struct{})
+	go func() { <-changed; close(woke) }()
+	Run(b.spec("echo first"), b.log, nil)
+	<-woke
+	Run(b.spec("echo second"), b.log, nil)
+	if got := b.output(t); got != "first\nsecond\n" {
+		t.Fatalf("output = %q", got)
+	}
+	last := b.log.State().Changed
+	b.log.Close()
+	<-last // Close wakes waiters too
+	if st := b.log.State(); !st.Closed || st.Size != 13 {
+		t.Fatalf("state = %+v", st)
+	}
+	b.log.Write([]byte("late"))
+	if st := b.log.State(); st.Size != 13 || st.Dropped != 4 {
+		t.Fatalf("write after close: %+v", st)
+	}
+	data, size, err := ReadLog(b.log.Path(), 6, 3)
+	if err != nil || string(data) != "sec" || size != 13 {
+		t.Fatalf("ReadLog = %q %d %v", data, size, err)
+	}
+	if data, size, err := ReadLog(filepath.Join(b.dir, "none"), 0, 10); err != nil || size != 0 || data != nil {
+		t.Fatalf("ReadLog(missing) = %q %d %v", data, size, err)
+	}
+}
+
+func TestLog_WriteErrorDropsAndRecords(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	l, err := CreateLog(filepath.Join(dir, "out"), 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.f.Close() // a failing file, as on a broken disk
+	l.Write([]byte("abc"))
+	st := l.State()
+	if st.Err == nil || st.Dropped != 3 {
+		t.Fatalf("state = %+v", st)
+	}
+	l.Close()
+}
+
+// startGroup starts a process group that carries TT_QUEUE_JOB_ID=id and
+// whose leader has a child; it returns the leader and the child's PID.
+func startGroup(t *testing.T, id string) (*exec.Cmd, int, <-chan struct{}) {
+	t.Helper()
+	dir := t.TempDir()
+	cmd := exec.Command("bash", "-c", "sleep 1000 & echo $! > child; wait")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), JobEnvVar+"="+id)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	var child int
+	waitFor(t, "child pid", func() bool {
+		b, _ := os.ReadFile(filepath.Join(dir, "child"))
+		child, _ = strconv.Atoi(string(bytes.TrimSpace(b)))
+		return child > 0
+	})
+	t.Cleanup(func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+		}
+	})
+	return cmd, child, exited
+}
+
+func TestKillLeftovers(t *testing.T) {
+	t.Parallel()
+	t.Run("recorded group", func(t *testing.T) {
+		t.Parallel()
+		cmd, child, exited := startGroup(t, "other-id")
+		start, err := StartTime("/proc", cmd.Process.Pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		killed, err := KillLeftovers("/proc", []Leftover{{JobID: "job-a", PGID: cmd.Process.Pid, LeaderStart: start}}, 10*time.Second)
+		if err != nil || len(killed) == 0 {
+			t.Fatalf("killed %v, %v", killed, err)
+		}
+		<-exited
+		waitFor(t, "child to die", func() bool { return dead(child) })
+	})
+	t.Run("reused pid spared", func(t *testing.T) {
+		t.Parallel()
+		cmd, child, exited := startGroup(t, "other-id-2")
+		start, _ := StartTime("/proc", cmd.Process.Pid)
+		killed, err := KillLeftovers("/proc", []Leftover{{JobID: "job-b", PGID: cmd.Process.Pid, LeaderStart: start + 1}}, 10*time.Second)
+		if err != nil || len(killed) != 0 {
+			t.Fatalf("killed %v, %v", killed, err)
+		}
+		select {
+		case <-exited:
+			t.Fatal("group died")
+		default:
+		}
+		if dead(child) {
+			t.Fatal("child died")
+		}
+	})
+	t.Run("found by environment", func(t *testing.T) {
+		t.Parallel()
+		_, child, exited := startGroup(t, "job-c")
+		killed, err := KillLeftovers("/proc", []Leftover{{JobID: "job-c"}}, 10*time.Second)
+		if err != nil || len(killed) < 2 {
+			t.Fatalf("killed %v, %v", killed, err)
+		}
+		<-exited
+		waitFor(t, "child to die", func() bool { return dead(child) })
+	})
+}
+
+func TestReadStat_OddCommandName(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	os.MkdirAll(filepath.Join(root, "42"), 0o755)
+	stat := "42 (a) b (c)) S 1 77 77 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 123456 1000 100 18446744073709551615"
+	os.WriteFile(filepath.Join(root, "42", "stat"), []byte(stat), 0o644)
+	st, err := readStat(root, 42)
+	if err != nil || st.state != 'S' || st.pgrp != 77 || st.start != 123456 {
+		t.Fatalf("%+v %v", st, err)
+	}
+	if _, err := readStat(root, 43); err == nil {
+		t.Fatal("missing pid read")
+	}
+}
