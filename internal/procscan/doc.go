@@ -1,0 +1,16 @@
+// Package procscan finds the host processes that hold an open handle to a
+// Tenstorrent kernel-mode driver (KMD) device and names them.
+//
+// The KMD publishes, for every device, a file /proc/driver/tenstorrent/<n>/pids
+// with one decimal PID per open file descriptor. A [Scanner] reads those files
+// on every call to [Scanner.Scan], takes their union, and attaches to every PID
+// an [Identity]: the sanitized command line and the friendly name derived from
+// it, read from /proc/<pid> once and cached for as long as the same process
+// holds the PID. The result says whether every device was read ([Result.Complete]),
+// because a caller may only conclude that a process has gone away on the
+// strength of a complete scan.
+//
+// Both the OpenTelemetry receiver (tt_process, tt_process_count) and the queue
+// daemon (which process holds this card?) use it, so it knows nothing about
+// either: paths are options, and nothing here logs.
+package procscan

@@ -1,0 +1,42 @@
+package procscan
+
+import "strings"
+
+// MaxCommandLine is the longest command line, in bytes, that [Sanitize]
+// returns. Command lines become Prometheus label values and a process chooses
+// its own, so they are bounded.
+const MaxCommandLine = 256
+
+// Unknown is the friendly name and command line of a process whose command
+// line is empty once sanitized (for example one made only of control bytes).
+// It is the value friendlyname.Derive gives for an empty command line.
+const Unknown = "<unknown>"
+
+// Sanitize renders the raw bytes of /proc/<pid>/cmdline as a label-safe
+// command line, in the order DESIGN.md fixes: NUL separators become spaces,
+// trailing NULs and spaces are trimmed, every byte outside printable ASCII
+// (0x20-0x7E) is dropped, and the result is cut to [MaxCommandLine] bytes.
+// It returns "" when nothing is left; callers render that as [Unknown].
+//
+// Like ps, the rendering is not reversible: an argument containing a space
+// cannot be told from two arguments.
+func Sanitize(raw []byte) string {
+	end := len(raw)
+	for end > 0 && (raw[end-1] == 0 || raw[end-1] == ' ') {
+		end--
+	}
+	var out strings.Builder
+	out.Grow(min(end, MaxCommandLine))
+	for _, c := range raw[:end] {
+		if out.Len() == MaxCommandLine {
+			break
+		}
+		switch {
+		case c == 0:
+			out.WriteByte(' ')
+		case c >= 0x20 && c <= 0x7e:
+			out.WriteByte(c)
+		}
+	}
+	return out.String()
+}
