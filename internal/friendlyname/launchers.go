@@ -22,9 +22,9 @@ type special uint8
 
 const (
 	getoptOnly  special = iota // no token outside getopt
-	sudoArgs            // VAR=value operands mixed with the options; -h host
-	envDash             // a lone "-", which implies -i and ends the options
-	niceNumbers         // the historical adjustments -N, --N and -+N
+	sudoArgs                   // VAR=value operands mixed with the options; -h host
+	envDash                    // a lone "-", which implies -i and ends the options
+	niceNumbers                // the historical adjustments -N, --N and -+N
 )
 
 // step is what a launcher's special reading of a token decided.

@@ -278,8 +278,10 @@ func TestSanitize(t *testing.T) {
 		{"a  b \x00 \x00", "a  b"},
 		{"caf\xc3\xa9\x00\x7f\x1b[31m", "caf [31m"},
 		{"\x01\x02\xff", ""},
-		// Trailing separators are trimmed before dropping, as DESIGN.md orders it.
-		{"a\x00\xff", "a "},
+		// A separator left trailing by a dropped byte or the cut is trimmed.
+		{"a\x00\xff", "a"},
+		{"\x01\x02\x00\xff\x00", ""},
+		{strings.Repeat("a", 255) + "\x00b", strings.Repeat("a", 255)},
 		{strings.Repeat("ab", 200), strings.Repeat("ab", 128)},
 		{strings.Repeat("\xff", 1000) + "x", "x"},
 	} {

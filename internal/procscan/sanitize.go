@@ -16,7 +16,10 @@ const Unknown = "<unknown>"
 // command line, in the order DESIGN.md fixes: NUL separators become spaces,
 // trailing NULs and spaces are trimmed, every byte outside printable ASCII
 // (0x20-0x7E) is dropped, and the result is cut to [MaxCommandLine] bytes.
-// It returns "" when nothing is left; callers render that as [Unknown].
+// Trailing spaces left behind by a dropped byte or by the cut are trimmed
+// too, so a label never ends in blank space and a line of nothing but
+// control bytes is empty. It returns "" when nothing is left; callers render
+// that as [Unknown].
 //
 // Like ps, the rendering is not reversible: an argument containing a space
 // cannot be told from two arguments.
@@ -38,5 +41,5 @@ func Sanitize(raw []byte) string {
 			out.WriteByte(c)
 		}
 	}
-	return out.String()
+	return strings.TrimRight(out.String(), " ")
 }
