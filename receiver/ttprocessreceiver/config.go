@@ -1,0 +1,95 @@
+package ttprocessreceiver // import "github.com/ttkit/ttkit/receiver/ttprocessreceiver"
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"time"
+
+	"go.opentelemetry.io/collector/scraper/scraperhelper"
+
+	"github.com/ttkit/ttkit/receiver/ttprocessreceiver/internal/metadata"
+)
+
+// Defaults for the receiver's own settings. The collection interval matches
+// the seed's tt-telemetry cadence; the paths are where Linux and the KMD put
+// things.
+const (
+	defaultCollectionInterval = 10 * time.Second
+	defaultDriverPath         = "/proc/driver/tenstorrent"
+	defaultProcPath           = "/proc"
+)
+
+// Config is the ttprocess receiver's configuration.
+type Config struct {
+	scraperhelper.ControllerConfig `mapstructure:",squash"`
+	metadata.MetricsBuilderConfig  `mapstructure:",squash"`
+
+	// DriverPath is the KMD's procfs directory holding one numbered
+	// directory per device, each with a pids file. Tests and containers
+	// that mount the host's procfs elsewhere point it somewhere else.
+	DriverPath string `mapstructure:"driver_path"`
+
+	// ProcPath is the procfs mount the receiver reads /<pid>/cmdline,
+	// comm and stat from.
+	ProcPath string `mapstructure:"proc_path"`
+
+	// Hostname is the value of the hostname label and the host.name
+	// resource attribute. Empty means the OS host name; in Kubernetes set
+	// it from the node name, since a pod's own host name is the pod's.
+	Hostname string `mapstructure:"hostname"`
+
+	// CommandLineRedact lists regular expressions whose matches in a
+	// command line are replaced by *** before the command_line label is set
+	// and the friendly name derived. A process chooses its own command
+	// line, so a secret passed as an argument (--token=..., a password in a
+	// URL) would otherwise be stored in Prometheus.
+	CommandLineRedact []string `mapstructure:"command_line_redact"`
+
+	// prevent unkeyed literal initialization
+	_ struct{}
+}
+
+// Validate rejects a configuration the receiver could not run with, naming
+// the offending value.
+func (cfg *Config) Validate() error {
+	var errs []error
+	if cfg.CollectionInterval <= 0 {
+		errs = append(errs, fmt.Errorf("collection_interval must be positive: %s", cfg.CollectionInterval))
+	}
+	if !filepath.IsAbs(cfg.DriverPath) {
+		errs = append(errs, fmt.Errorf("driver_path must be absolute: %q", cfg.DriverPath))
+	}
+	if !filepath.IsAbs(cfg.ProcPath) {
+		errs = append(errs, fmt.Errorf("proc_path must be absolute: %q", cfg.ProcPath))
+	}
+	if _, err := compileRedactions(cfg.CommandLineRedact); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// compileRedactions compiles the command_line_redact expressions in order.
+func compileRedactions(exprs []string) ([]*regexp.Regexp, error) {
+	res := make([]*regexp.Regexp, 0, len(exprs))
+	for i, expr := range exprs {
+		re, err := regexp.Compile(expr)
+		if err != nil {
+			return nil, fmt.Errorf("command_line_redact[%d] is not a valid regular expression %q: %w", i, expr, err)
+		}
+		res = append(res, re)
+	}
+	return res, nil
+}
+
+func createDefaultConfig() *Config {
+	cc := scraperhelper.NewDefaultControllerConfig()
+	cc.CollectionInterval = defaultCollectionInterval
+	return &Config{
+		ControllerConfig:     cc,
+		MetricsBuilderConfig: metadata.NewDefaultMetricsBuilderConfig(),
+		DriverPath:           defaultDriverPath,
+		ProcPath:             defaultProcPath,
+	}
+}

@@ -1,0 +1,246 @@
+package ttprocessreceiver // import "github.com/ttkit/ttkit/receiver/ttprocessreceiver"
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/receiver"
+	"go.opentelemetry.io/collector/scraper/scrapererror"
+	"go.uber.org/zap"
+
+	"github.com/ttkit/ttkit/internal/procscan"
+	"github.com/ttkit/ttkit/receiver/ttprocessreceiver/internal/metadata"
+)
+
+// privateNamespaceRemedy is appended to every warning about a collector that
+// cannot see the host's PIDs: it is the only fix, so say it where it is read.
+const privateNamespaceRemedy = "the collector runs in a private PID namespace and cannot name processes on this host; " +
+	"share the host PID namespace (Kubernetes: hostPID: true, the chart's daemonset.hostPID; Docker: --pid=host)"
+
+// series is one live tt_process series. Its labels are fixed when the
+// process is first seen: a Prometheus label set is immutable, and the seed
+// requires the friendly name and command line to describe the same read.
+type series struct {
+	pid          int
+	startTime    uint64
+	pidLabel     string
+	friendlyName string
+	commandLine  string
+	seen         uint64 // the scan generation that last listed this PID
+}
+
+// ttScraper turns procscan results into tt_process gauges. It remembers the
+// live series between cycles so it can keep labels stable, retire a series
+// with a staleness point when its process is gone, and hold everything when
+// a scan is incomplete.
+type ttScraper struct {
+	cfg      *Config
+	settings receiver.Settings
+	logger   *zap.Logger
+
+	hostname string
+	mb       *metadata.MetricsBuilder
+	scanner  *procscan.Scanner
+	now      func() time.Time
+	selfPID  int // the collector's own PID, excluded from every scan
+
+	generation   uint64
+	series       map[int]*series
+	live         []*series // scratch, sorted by PID each cycle
+	retired      []*series // scratch
+	warnedOnlyNS bool
+}
+
+func newScraper(cfg *Config, set receiver.Settings) *ttScraper {
+	return &ttScraper{
+		cfg:      cfg,
+		settings: set,
+		logger:   set.Logger,
+		mb:       metadata.NewMetricsBuilder(cfg.MetricsBuilderConfig, set),
+		now:      time.Now,
+		selfPID:  os.Getpid(),
+		series:   make(map[int]*series),
+	}
+}
+
+func (s *ttScraper) start(context.Context, component.Host) error {
+	s.hostname = s.cfg.Hostname
+	if s.hostname == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			return fmt.Errorf("hostname is not set and the OS host name cannot be read: %w", err)
+		}
+		s.hostname = h
+	}
+	redactions, err := compileRedactions(s.cfg.CommandLineRedact)
+	if err != nil {
+		return err
+	}
+	self := s.selfPID
+	s.scanner = procscan.New(procscan.Options{
+		DriverPath: s.cfg.DriverPath,
+		ProcPath:   s.cfg.ProcPath,
+		SelfPID:    self,
+		Redact:     redactor(redactions),
+	})
+	s.logger.Info("Excluding the collector's own PID from tt_process", zap.Int("pid", self),
+		zap.String("driver_path", s.cfg.DriverPath), zap.String("hostname", s.hostname))
+	if self == 1 {
+		s.logger.Warn("The collector's own PID is 1: " + privateNamespaceRemedy)
+	}
+	return nil
+}
+
+func (s *ttScraper) shutdown(context.Context) error {
+	if s.scanner == nil {
+		return nil
+	}
+	return s.scanner.Close()
+}
+
+// redactor replaces every match of every expression with ***, in order.
+func redactor(res []*regexp.Regexp) func(string) string {
+	if len(res) == 0 {
+		return nil
+	}
+	return func(cmdline string) string {
+		for _, re := range res {
+			cmdline = re.ReplaceAllLiteralString(cmdline, "***")
+		}
+		return cmdline
+	}
+}
+
+func (s *ttScraper) scrape(context.Context) (pmetric.Metrics, error) {
+	now := pcommon.NewTimestampFromTime(s.now())
+	res := s.scanner.Scan()
+	s.generation++
+
+	s.retired = s.retired[:0]
+	for i := range res.Processes {
+		p := &res.Processes[i]
+		cur, ok := s.series[p.PID]
+		if ok && cur.startTime != p.Identity.StartTime {
+			// The PID was reused by another process: the old series ends,
+			// unless the new process has the very same labels, in which
+			// case Prometheus sees one series that simply goes on.
+			next := newSeries(p)
+			if next.friendlyName != cur.friendlyName || next.commandLine != cur.commandLine {
+				s.retire(cur)
+			}
+			cur = next
+			s.series[p.PID] = cur
+		}
+		if !ok {
+			cur = newSeries(p)
+			s.series[p.PID] = cur
+		}
+		cur.seen = s.generation
+	}
+	if res.Complete {
+		for pid, cur := range s.series {
+			if cur.seen != s.generation {
+				s.retire(cur)
+				delete(s.series, pid)
+			}
+		}
+	}
+
+	s.live = s.live[:0]
+	for _, cur := range s.series {
+		s.live = append(s.live, cur)
+	}
+	slices.SortFunc(s.live, func(a, b *series) int { return a.pid - b.pid })
+	for _, cur := range s.live {
+		s.mb.RecordTtProcessDataPoint(now, 1, s.hostname, cur.pidLabel, cur.friendlyName, cur.commandLine)
+	}
+	for _, old := range s.retired {
+		s.mb.RecordTtProcessDataPoint(now, 0, s.hostname, old.pidLabel, old.friendlyName, old.commandLine)
+	}
+
+	count := len(s.series)
+	if res.Foreign {
+		count++
+	}
+	s.mb.RecordTtProcessCountDataPoint(now, int64(count), s.hostname)
+	for _, d := range res.Devices {
+		if d.Read {
+			s.mb.RecordTtDeviceProcessCountDataPoint(now, int64(d.Holders), s.hostname, strconv.Itoa(d.Number))
+		}
+	}
+	s.warnIfOnlyForeign(&res)
+
+	rb := s.mb.NewResourceBuilder()
+	rb.SetHostName(s.hostname)
+	md := s.mb.Emit(metadata.WithResource(rb.Emit()))
+	if len(s.retired) > 0 {
+		markRetired(md)
+	}
+
+	var errs scrapererror.ScrapeErrors
+	for _, err := range res.Errors {
+		errs.AddPartial(1, err)
+	}
+	return md, errs.Combine()
+}
+
+// retire queues a staleness point for a series whose process is gone.
+func (s *ttScraper) retire(old *series) {
+	s.retired = append(s.retired, old)
+}
+
+// warnIfOnlyForeign warns once when every holder the driver lists is outside
+// our PID namespace: the telltale of a containerized collector without the
+// host PID namespace.
+func (s *ttScraper) warnIfOnlyForeign(res *procscan.Result) {
+	if s.warnedOnlyNS || !res.Foreign || len(res.Processes) > 0 {
+		return
+	}
+	s.warnedOnlyNS = true
+	s.logger.Warn("Every process holding a Tenstorrent device is listed as PID 0: " + privateNamespaceRemedy)
+}
+
+func newSeries(p *procscan.Process) *series {
+	return &series{
+		pid:          p.PID,
+		startTime:    p.Identity.StartTime,
+		pidLabel:     strconv.Itoa(p.PID),
+		friendlyName: p.Identity.FriendlyName,
+		commandLine:  p.Identity.CommandLine,
+	}
+}
+
+// markRetired flags the tt_process points recorded for retired series (the
+// only ones with value 0) as NoRecordedValue, so the Prometheus exporter drops
+// the series at once and remote write sends a staleness marker, instead of the
+// series lingering for the exporter's five-minute expiry.
+func markRetired(md pmetric.Metrics) {
+	stale := pmetric.DefaultDataPointFlags.WithNoRecordedValue(true)
+	rms := md.ResourceMetrics()
+	for i := 0; i < rms.Len(); i++ {
+		sms := rms.At(i).ScopeMetrics()
+		for j := 0; j < sms.Len(); j++ {
+			ms := sms.At(j).Metrics()
+			for k := 0; k < ms.Len(); k++ {
+				m := ms.At(k)
+				if m.Name() != "tt_process" {
+					continue
+				}
+				dps := m.Gauge().DataPoints()
+				for l := 0; l < dps.Len(); l++ {
+					if dps.At(l).IntValue() == 0 {
+						dps.At(l).SetFlags(stale)
+					}
+				}
+			}
+		}
+	}
+}
