@@ -7,7 +7,7 @@ BIN := $(CURDIR)/bin
 
 .PHONY: help
 help: ## List the targets with a line about each.
-	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
 build: ## Build every Go package and the command binaries into bin/.
@@ -25,6 +25,21 @@ lint: ## Check formatting (gofmt) and run go vet.
 .PHONY: bench
 bench: ## Run the benchmarks and print the measured figures.
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+OCB := $(GO) run go.opentelemetry.io/collector/cmd/builder@v0.165.0
+RECEIVER_SOURCES := $(shell find receiver internal -name '*.go' -not -name '*_test.go' 2>/dev/null) go.mod go.sum
+
+.PHONY: otelcol-tt
+otelcol-tt: $(BIN)/otelcol-tt ## Build the otelcol-tt collector distribution with ocb into bin/otelcol-tt.
+
+$(BIN)/otelcol-tt: builder-config.yaml $(RECEIVER_SOURCES)
+	@mkdir -p $(BIN) build
+	$(OCB) --config builder-config.yaml
+	cp build/otelcol-tt/otelcol-tt $@
+
+.PHONY: e2e
+e2e: $(BIN)/otelcol-tt ## Run otelcol-tt against a real Prometheus server (needs the prometheus binary).
+	$(GO) test -tags e2e -count=1 -v ./test/e2e/
 
 .PHONY: generate
 generate: ## Regenerate generated code (mdatagen) from metadata.yaml.

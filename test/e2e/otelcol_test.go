@@ -1,0 +1,338 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ttkit/ttkit/internal/kmdtest"
+)
+
+var (
+	otelcolBin = flag.String("otelcol", "../../bin/otelcol-tt", "path of the otelcol-tt binary under test")
+	promBin    = flag.String("prometheus", "prometheus", "path of the prometheus server binary")
+)
+
+const (
+	hostName      = "e2e-host"
+	containerName = "e2e-container"
+	// collectionInterval is the receiver's cycle; scrapeInterval is
+	// Prometheus's. A retired series must be gone from an instant query
+	// within two scrape intervals of its process leaving the pids file.
+	collectionInterval = time.Second
+	scrapeInterval     = 2 * time.Second
+)
+
+func TestOtelcolTTWithPrometheus(t *testing.T) {
+	otelcol, err := filepath.Abs(*otelcolBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(otelcol); err != nil {
+		t.Fatalf("otelcol-tt binary: %v (run `make e2e`, which builds it)", err)
+	}
+	prometheus, err := exec.LookPath(*promBin)
+	if err != nil {
+		t.Fatalf("prometheus server: %v (install Debian's prometheus package)", err)
+	}
+	dir := t.TempDir()
+
+	work := kmdtest.Workloads(t, dir)
+	train, pytest, sleeper := work[0], work[1], work[2]
+	writeFile(t, filepath.Join(dir, "serve.py"), "import sys\nsys.stdin.read()\n")
+	secret := kmdtest.Start(t, dir, nil, "python3", "serve.py", "--token=hunter2")
+	secret.FriendlyName, secret.CommandLine = "serve.py", "python3 serve.py ***"
+	work = append(work, secret)
+
+	// The host tree: several devices, duplicate lines (one per open fd),
+	// and a process on two devices, as the KMD writes them.
+	hostTree := kmdtest.NewTree(t, filepath.Join(dir, "driver-host"))
+	hostTree.SetPids(0, train.PID(), train.PID(), pytest.PID())
+	hostTree.SetPids(1, pytest.PID(), sleeper.PID(), secret.PID())
+	hostTree.SetPids(2)
+	// The container case: a collector outside the host PID namespace reads
+	// every holder as 0.
+	containerTree := kmdtest.NewTree(t, filepath.Join(dir, "driver-container"))
+	containerTree.SetPids(0, 0, 0)
+	containerTree.SetPids(1, 0)
+
+	metricsPort, healthPort, promPort := freePort(t), freePort(t), freePort(t)
+	otelConfig := filepath.Join(dir, "otelcol.yaml")
+	writeFile(t, otelConfig, fmt.Sprintf(`
+extensions:
+  health_check:
+    endpoint: 127.0.0.1:%d
+receivers:
+  ttprocess/host:
+    collection_interval: %s
+    initial_delay: 0s
+    driver_path: %s
+    hostname: %s
+    command_line_redact: ['--token=\S+']
+  ttprocess/container:
+    collection_interval: %s
+    initial_delay: 0s
+    driver_path: %s
+    hostname: %s
+exporters:
+  prometheus:
+    endpoint: 127.0.0.1:%d
+service:
+  extensions: [health_check]
+  telemetry:
+    metrics:
+      level: none
+  pipelines:
+    metrics:
+      receivers: [ttprocess/host, ttprocess/container]
+      exporters: [prometheus]
+`, healthPort, collectionInterval, hostTree.Dir, hostName, collectionInterval, containerTree.Dir, containerName, metricsPort))
+	startServer(t, "otelcol-tt", dir, otelcol, "--config="+otelConfig)
+	waitHTTP(t, fmt.Sprintf("http://127.0.0.1:%d/", healthPort))
+
+	promConfig := filepath.Join(dir, "prometheus.yml")
+	writeFile(t, promConfig, fmt.Sprintf(`
+global:
+  scrape_interval: %s
+  evaluation_interval: %s
+scrape_configs:
+  - job_name: otelcol-tt
+    static_configs:
+      - targets: ['127.0.0.1:%d']
+`, scrapeInterval, scrapeInterval, metricsPort))
+	startServer(t, "prometheus", dir, prometheus,
+		"--config.file="+promConfig,
+		"--storage.tsdb.path="+filepath.Join(dir, "tsdb"),
+		fmt.Sprintf("--web.listen-address=127.0.0.1:%d", promPort))
+	prom := fmt.Sprintf("http://127.0.0.1:%d", promPort)
+	waitHTTP(t, prom+"/-/ready")
+
+	// Every holder is a tt_process series with exact labels and value 1.
+	hostSel := fmt.Sprintf(`tt_process{hostname=%q}`, hostName)
+	got := waitQuery(t, prom, hostSel, 30*time.Second, func(r []sample) bool { return len(r) == len(work) })
+	t.Logf("%s -> %s", hostSel, render(got))
+	for _, w := range work {
+		s, ok := findPID(got, w.PID())
+		if !ok {
+			t.Fatalf("no tt_process series for pid %d (%s)", w.PID(), w.CommandLine)
+		}
+		if s.Value != "1" {
+			t.Errorf("pid %d: value %s, want 1", w.PID(), s.Value)
+		}
+		want := map[string]string{
+			"hostname":      hostName,
+			"pid":           strconv.Itoa(w.PID()),
+			"friendly_name": w.FriendlyName,
+			"command_line":  w.CommandLine,
+		}
+		for k, v := range want {
+			if s.Metric[k] != v {
+				t.Errorf("pid %d: label %s = %q, want %q", w.PID(), k, s.Metric[k], v)
+			}
+		}
+	}
+	countSel := fmt.Sprintf(`tt_process_count{hostname=%q}`, hostName)
+	got = waitQuery(t, prom, countSel, 10*time.Second, func(r []sample) bool { return len(r) == 1 })
+	t.Logf("%s -> %s", countSel, render(got))
+	if got[0].Value != strconv.Itoa(len(work)) {
+		t.Errorf("%s = %s, want %d", countSel, got[0].Value, len(work))
+	}
+
+	// The container case: count is a floor of 1, and nothing is named.
+	ctrCount := fmt.Sprintf(`tt_process_count{hostname=%q}`, containerName)
+	got = waitQuery(t, prom, ctrCount, 10*time.Second, func(r []sample) bool { return len(r) == 1 })
+	t.Logf("%s -> %s", ctrCount, render(got))
+	if got[0].Value != "1" {
+		t.Errorf("%s = %s, want 1", ctrCount, got[0].Value)
+	}
+	ctrSel := fmt.Sprintf(`tt_process{hostname=%q}`, containerName)
+	if got := query(t, prom, ctrSel); len(got) != 0 {
+		t.Errorf("%s = %s, want no series", ctrSel, render(got))
+	}
+
+	// A process exits: the KMD drops its fds from the pids file, and its
+	// series must leave Prometheus within two scrape intervals rather than
+	// at the exporter's five-minute expiry.
+	sleeper.Stop()
+	hostTree.SetPids(1, pytest.PID(), secret.PID())
+	gone := time.Now()
+	got = waitQuery(t, prom, hostSel, 2*scrapeInterval, func(r []sample) bool { return len(r) == len(work)-1 })
+	t.Logf("after killing pid %d: series gone in %s; %s -> %s", sleeper.PID(), time.Since(gone).Round(10*time.Millisecond), hostSel, render(got))
+	if _, ok := findPID(got, sleeper.PID()); ok {
+		t.Errorf("the killed process's series is still there")
+	}
+	got = waitQuery(t, prom, countSel, 2*scrapeInterval, func(r []sample) bool {
+		return len(r) == 1 && r[0].Value == strconv.Itoa(len(work)-1)
+	})
+	t.Logf("%s -> %s", countSel, render(got))
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// startServer runs a server for the test's lifetime, its output in a log
+// file that is printed if the test fails.
+func startServer(t *testing.T, name, dir, path string, args ...string) {
+	t.Helper()
+	logPath := filepath.Join(dir, name+".log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(path, args...)
+	cmd.Dir = dir
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-done
+		}
+		logFile.Close()
+		if t.Failed() {
+			b, _ := os.ReadFile(logPath)
+			t.Logf("--- %s log ---\n%s", name, b)
+		}
+	})
+}
+
+func waitHTTP(t *testing.T, u string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get(u)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not answer 200 within 30s (last error: %v)", u, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// sample is one series of a Prometheus instant-query vector result.
+type sample struct {
+	Metric map[string]string
+	Value  string
+}
+
+func query(t *testing.T, prom, q string) []sample {
+	t.Helper()
+	resp, err := http.Get(prom + "/api/v1/query?query=" + url.QueryEscape(q))
+	if err != nil {
+		t.Fatalf("query %s: %v", q, err)
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Status string `json:"status"`
+		Error  string `json:"error"`
+		Data   struct {
+			Result []struct {
+				Metric map[string]string `json:"metric"`
+				Value  [2]any            `json:"value"`
+			} `json:"result"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		t.Fatalf("query %s: decoding: %v", q, err)
+	}
+	if body.Status != "success" {
+		t.Fatalf("query %s: %s", q, body.Error)
+	}
+	out := make([]sample, 0, len(body.Data.Result))
+	for _, r := range body.Data.Result {
+		v, _ := r.Value[1].(string)
+		out = append(out, sample{Metric: r.Metric, Value: v})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Metric["pid"] < out[j].Metric["pid"] })
+	return out
+}
+
+// waitQuery polls an instant query until ok accepts the result or the
+// deadline passes.
+func waitQuery(t *testing.T, prom, q string, within time.Duration, ok func([]sample) bool) []sample {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		got := query(t, prom, q)
+		if ok(got) {
+			return got
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("query %s: still %s after %s", q, render(got), within)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func findPID(samples []sample, pid int) (sample, bool) {
+	for _, s := range samples {
+		if s.Metric["pid"] == strconv.Itoa(pid) {
+			return s, true
+		}
+	}
+	return sample{}, false
+}
+
+func render(samples []sample) string {
+	var parts []string
+	for _, s := range samples {
+		keys := make([]string, 0, len(s.Metric))
+		for k := range s.Metric {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		var labels []string
+		for _, k := range keys {
+			labels = append(labels, fmt.Sprintf("%s=%q", k, s.Metric[k]))
+		}
+		parts = append(parts, fmt.Sprintf("{%s} %s", strings.Join(labels, ", "), s.Value))
+	}
+	if len(parts) == 0 {
+		return "(no series)"
+	}
+	return strings.Join(parts, "; ")
+}
