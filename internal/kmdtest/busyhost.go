@@ -5,36 +5,43 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 )
 
 // BusyHost starts processes real sleep processes and lists them in a driver
 // tree of devices devices under dir, the shape benchmarks of a full host
-// use: every process holds two devices with two descriptors each, so the
-// pids files carry duplicates as the KMD writes them.
-func BusyHost(tb testing.TB, dir string, devices, processes int) (*Tree, []int) {
+// use: every process holds two devices with fds descriptors each, listed
+// newest first and interleaved as the KMD writes them, so the pids files
+// carry duplicates. It returns once every process has exec'd sleep.
+func BusyHost(tb testing.TB, dir string, devices, processes, fds int) (*Tree, []int) {
 	tb.Helper()
 	pids := make([]int, processes)
+	procs := make([]*Process, processes)
 	for i := range pids {
-		cmd := exec.Command("sleep", "600")
-		if err := cmd.Start(); err != nil {
-			tb.Fatalf("starting sleep: %v", err)
-		}
-		tb.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-		pids[i] = cmd.Process.Pid
+		procs[i] = Start(tb, dir, nil, "sleep", "600")
+		pids[i] = procs[i].PID()
 	}
-	lists := make([][]int, devices)
+	for _, p := range procs {
+		p.WaitCommandLine(tb, 10*time.Second)
+	}
+	holders := make([][]int, devices)
 	for i, pid := range pids {
-		for _, d := range []int{i % devices, (i + 1) % devices} {
-			lists[d] = append(lists[d], pid, pid)
+		for _, d := range []int{i % devices, (i + 7) % devices} {
+			holders[d] = append(holders[d], pid)
 		}
 	}
-	tree := NewTree(tb, dir)
-	for d, l := range lists {
-		tree.SetPids(d, l...)
+	tree := NewTree(tb, filepath.Join(dir, "driver"))
+	for d, hs := range holders {
+		var lines []int
+		for range fds {
+			for j := len(hs) - 1; j >= 0; j-- {
+				lines = append(lines, hs[j])
+			}
+		}
+		tree.SetPids(d, lines...)
 	}
 	return tree, pids
 }

@@ -2,13 +2,11 @@ package procscan
 
 import (
 	"fmt"
-	"io"
-	"os"
-	"os/exec"
-	"strconv"
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ttkit/ttkit/internal/kmdtest"
 )
 
 const (
@@ -17,55 +15,19 @@ const (
 	benchFDs       = 3 // descriptors (lines) per process per device
 )
 
-// benchHost starts benchProcesses real sleep processes and a fake driver
-// tree in which each of them holds two devices with benchFDs descriptors
-// each, listed newest first and interleaved as the driver would. It returns
-// the driver path and the PIDs.
-func benchHost(b *testing.B) (string, []int) {
+// benchHost is a full host: benchProcesses real processes holding two of
+// benchDevices devices each, benchFDs descriptors per device.
+func benchHost(b *testing.B) (*kmdtest.Tree, []int) {
 	b.Helper()
-	pids := make([]int, benchProcesses)
-	for i := range pids {
-		cmd := exec.Command("sleep", "600")
-		if err := cmd.Start(); err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-		})
-		pids[i] = cmd.Process.Pid
-	}
-	for _, pid := range pids {
-		waitUntil(b, "sleep to exec", func() bool {
-			cl, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
-			return err == nil && string(cl) == "sleep\x00600\x00"
-		})
-	}
-	driver := b.TempDir()
-	holders := make([][]int, benchDevices)
-	for i, pid := range pids {
-		for _, d := range []int{i % benchDevices, (i + 7) % benchDevices} {
-			holders[d] = append(holders[d], pid)
-		}
-	}
-	for d, hs := range holders {
-		var lines []int
-		for range benchFDs {
-			for j := len(hs) - 1; j >= 0; j-- {
-				lines = append(lines, hs[j])
-			}
-		}
-		writeFile(b, driver, strconv.Itoa(d)+"/pids", pidLines(lines...))
-	}
-	return driver, pids
+	return kmdtest.BusyHost(b, b.TempDir(), benchDevices, benchProcesses, benchFDs)
 }
 
 // BenchmarkScanSteadyState scans the same holders over and over: nothing is
 // new, so every cycle lists the driver directory, reads the pids files and
 // checks each cached process's start time.
 func BenchmarkScanSteadyState(b *testing.B) {
-	driver, _ := benchHost(b)
-	s := New(Options{DriverPath: driver})
+	tree, _ := benchHost(b)
+	s := New(Options{DriverPath: tree.Dir})
 	b.Cleanup(func() { _ = s.Close() })
 	if res := s.Scan(); len(res.Processes) != benchProcesses || !res.Complete {
 		b.Fatalf("warm-up scan: %d processes, complete %v", len(res.Processes), res.Complete)
@@ -81,31 +43,12 @@ func BenchmarkScanSteadyState(b *testing.B) {
 // BenchmarkFloor is the least any scan could do: open and read every pids
 // file, and stat every /proc/<pid> to know it is still there.
 func BenchmarkFloor(b *testing.B) {
-	driver, pids := benchHost(b)
-	var files, procs []string
-	for d := range benchDevices {
-		files = append(files, driver+"/"+strconv.Itoa(d)+"/pids")
-	}
-	for _, pid := range pids {
-		procs = append(procs, "/proc/"+strconv.Itoa(pid))
-	}
-	buf := make([]byte, 64<<10)
+	tree, pids := benchHost(b)
+	floor := kmdtest.NewFloor(tree, benchDevices, pids)
 	b.ReportAllocs()
 	for b.Loop() {
-		for _, path := range files {
-			f, err := os.Open(path)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if _, err := io.ReadFull(f, buf); err != io.ErrUnexpectedEOF {
-				b.Fatal(err)
-			}
-			f.Close()
-		}
-		for _, path := range procs {
-			if _, err := os.Stat(path); err != nil {
-				b.Fatal(err)
-			}
+		if err := floor.Run(); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

@@ -20,7 +20,7 @@ const (
 // devices, 64 processes, several descriptors each) through the scraper,
 // pdata and all. Target: within 3x BenchmarkScrapeFloor.
 func BenchmarkScrape(b *testing.B) {
-	tree, _ := kmdtest.BusyHost(b, b.TempDir(), benchDevices, benchProcesses)
+	tree, _ := kmdtest.BusyHost(b, b.TempDir(), benchDevices, benchProcesses, 3)
 	cfg := createDefaultConfig()
 	cfg.DriverPath = tree.Dir
 	cfg.Hostname = "bench"
@@ -47,7 +47,7 @@ func BenchmarkScrape(b *testing.B) {
 // BenchmarkScrapeFloor is the same host's floor: read every pids file and
 // stat every /proc/<pid>, nothing more.
 func BenchmarkScrapeFloor(b *testing.B) {
-	tree, pids := kmdtest.BusyHost(b, b.TempDir(), benchDevices, benchProcesses)
+	tree, pids := kmdtest.BusyHost(b, b.TempDir(), benchDevices, benchProcesses, 3)
 	floor := kmdtest.NewFloor(tree, benchDevices, pids)
 	b.ReportAllocs()
 	for b.Loop() {
