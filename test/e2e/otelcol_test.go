@@ -70,39 +70,11 @@ func TestOtelcolTTWithPrometheus(t *testing.T) {
 	containerTree.SetPids(0, 0, 0)
 	containerTree.SetPids(1, 0)
 
-	metricsPort, healthPort, promPort := freePort(t), freePort(t), freePort(t)
-	otelConfig := filepath.Join(dir, "otelcol.yaml")
-	writeFile(t, otelConfig, fmt.Sprintf(`
-extensions:
-  health_check:
-    endpoint: 127.0.0.1:%d
-receivers:
-  ttprocess/host:
-    collection_interval: %s
-    initial_delay: 0s
-    driver_path: %s
-    hostname: %s
-    command_line_redact: ['--token=\S+']
-  ttprocess/container:
-    collection_interval: %s
-    initial_delay: 0s
-    driver_path: %s
-    hostname: %s
-exporters:
-  prometheus:
-    endpoint: 127.0.0.1:%d
-service:
-  extensions: [health_check]
-  telemetry:
-    metrics:
-      level: none
-  pipelines:
-    metrics:
-      receivers: [ttprocess/host, ttprocess/container]
-      exporters: [prometheus]
-`, healthPort, collectionInterval, hostTree.Dir, hostName, collectionInterval, containerTree.Dir, containerName, metricsPort))
-	startServer(t, "otelcol-tt", dir, otelcol, "--config="+otelConfig)
-	waitHTTP(t, fmt.Sprintf("http://127.0.0.1:%d/", healthPort))
+	// Two collectors run the shipped default config, steered by its
+	// environment variables: one sees the host tree, one the container's.
+	hostMetrics := startCollector(t, dir, otelcol, "host", hostTree.Dir, hostName)
+	ctrMetrics := startCollector(t, dir, otelcol, "container", containerTree.Dir, containerName)
+	promPort := freePort(t)
 
 	promConfig := filepath.Join(dir, "prometheus.yml")
 	writeFile(t, promConfig, fmt.Sprintf(`
@@ -112,9 +84,9 @@ global:
 scrape_configs:
   - job_name: otelcol-tt
     static_configs:
-      - targets: ['127.0.0.1:%d']
-`, scrapeInterval, scrapeInterval, metricsPort))
-	startServer(t, "prometheus", dir, prometheus,
+      - targets: ['%s', '%s']
+`, scrapeInterval, scrapeInterval, hostMetrics, ctrMetrics))
+	startServer(t, "prometheus", dir, nil, prometheus,
 		"--config.file="+promConfig,
 		"--storage.tsdb.path="+filepath.Join(dir, "tsdb"),
 		fmt.Sprintf("--web.listen-address=127.0.0.1:%d", promPort))
@@ -201,9 +173,36 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
+// startCollector runs otelcol-tt with the default config from deploy/,
+// overriding only what a test must: addresses, the driver tree, the host
+// name and a short collection interval. It returns the metrics address.
+func startCollector(t *testing.T, dir, otelcol, name, driver, hostname string) string {
+	t.Helper()
+	config, err := filepath.Abs("../../deploy/otelcol-tt/config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	health := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	env := []string{
+		"OTELCOL_TT_PROMETHEUS_ENDPOINT=" + metrics,
+		"OTELCOL_TT_HEALTH_ENDPOINT=" + health,
+		fmt.Sprintf("OTELCOL_TT_OTLP_GRPC_ENDPOINT=127.0.0.1:%d", freePort(t)),
+		fmt.Sprintf("OTELCOL_TT_OTLP_HTTP_ENDPOINT=127.0.0.1:%d", freePort(t)),
+		"OTELCOL_TT_DRIVER_PATH=" + driver,
+		"OTELCOL_TT_HOSTNAME=" + hostname,
+	}
+	startServer(t, "otelcol-tt-"+name, dir, env, otelcol, "--config="+config,
+		"--set=receivers::ttprocess::collection_interval="+collectionInterval.String(),
+		"--set=receivers::ttprocess::initial_delay=0s",
+		"--set=service::telemetry::metrics::level=none")
+	waitHTTP(t, "http://"+health+"/")
+	return metrics
+}
+
 // startServer runs a server for the test's lifetime, its output in a log
 // file that is printed if the test fails.
-func startServer(t *testing.T, name, dir, path string, args ...string) {
+func startServer(t *testing.T, name, dir string, env []string, path string, args ...string) {
 	t.Helper()
 	logPath := filepath.Join(dir, name+".log")
 	logFile, err := os.Create(logPath)
@@ -212,6 +211,7 @@ func startServer(t *testing.T, name, dir, path string, args ...string) {
 	}
 	cmd := exec.Command(path, args...)
 	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
