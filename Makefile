@@ -18,9 +18,13 @@ test: ## Run every unit and integration test with the race detector (the CI test
 	$(GO) test -race -count=1 ./...
 
 .PHONY: lint
-lint: ## Check formatting (gofmt) and run go vet.
+lint: ## Check formatting (gofmt), run go vet, and fail when generated code is stale.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) vet -tags e2e ./test/...
+	@$(MAKE) --no-print-directory generate >/dev/null
+	@stale=$$(git status --porcelain -- receiver); if [ -n "$$stale" ]; then \
+		echo "generated files are stale; run make generate and commit:"; echo "$$stale"; exit 1; fi
 
 .PHONY: bench
 bench: ## Run the benchmarks and print the measured figures.
