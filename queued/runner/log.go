@@ -45,14 +45,14 @@ type LogState struct {
 	Changed <-chan struct{}
 }
 
-// CreateLog creates (or truncates) the output file at path, mode 0600
-// because output may carry secrets, capped at limit bytes of output.
-func CreateLog(path string, limit int64) (*Log, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("creating output file: %w", err)
-	}
-	return &Log{path: path, limit: limit, f: f, changed: make(chan struct{})}, nil
+// NewLog returns a log for the output file at path, capped at limit bytes
+// of output. The file is created (mode 0600, because output may carry
+// secrets) by the first write, so a job that prints nothing costs no file
+// and creating it is never on the path between two jobs; readers treat a
+// missing file as empty. If it cannot be created, the output is dropped and
+// the error is kept in the state.
+func NewLog(path string, limit int64) *Log {
+	return &Log{path: path, limit: limit, changed: make(chan struct{})}
 }
 
 // Path is the output file's path, for readers.
@@ -69,10 +69,18 @@ func TruncationMarker(limit int64) string {
 func (l *Log) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.f == nil && !l.closed && l.err == nil {
+		f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+		if err != nil {
+			l.err = fmt.Errorf("creating output file: %w", err)
+		}
+		l.f = f
+	}
 	if l.closed || l.err != nil {
 		l.dropped += int64(len(p))
 		return len(p), nil
 	}
+	size := l.size
 	keep := int64(len(p))
 	if room := l.limit - l.kept; keep > room {
 		keep = max(room, 0)
@@ -97,7 +105,9 @@ func (l *Log) Write(p []byte) (int, error) {
 			}
 		}
 	}
-	l.notify()
+	if l.size != size {
+		l.notify()
+	}
 	return len(p), nil
 }
 
@@ -124,6 +134,9 @@ func (l *Log) Close() error {
 	}
 	l.closed = true
 	l.notify()
+	if l.f == nil {
+		return nil
+	}
 	if err := l.f.Close(); err != nil {
 		return fmt.Errorf("closing %s: %w", l.path, err)
 	}

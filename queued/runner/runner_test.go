@@ -24,10 +24,7 @@ type bundle struct {
 func setup(t *testing.T, limit int64) *bundle {
 	t.Helper()
 	dir := t.TempDir()
-	l, err := CreateLog(filepath.Join(dir, "out.log"), limit)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := NewLog(filepath.Join(dir, "out.log"), limit)
 	t.Cleanup(func() { l.Close() })
 	return &bundle{dir: dir, log: l}
 }
@@ -258,14 +255,20 @@ func TestLog_SharedByCommandsAndWakesWaiters(t *testing.T) {
 func TestLog_WriteErrorDropsAndRecords(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	l, err := CreateLog(filepath.Join(dir, "out"), 100)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := NewLog(filepath.Join(dir, "out"), 100)
+	l.Write([]byte("ab"))
 	l.f.Close() // a failing file, as on a broken disk
 	l.Write([]byte("abc"))
 	st := l.State()
-	if st.Err == nil || st.Dropped != 3 {
+	if st.Err == nil || st.Dropped != 3 || st.Size != 2 {
+		t.Fatalf("state = %+v", st)
+	}
+	l.Close()
+	// A file that cannot be created: a directory in its way.
+	os.Mkdir(filepath.Join(dir, "dir"), 0o700)
+	l = NewLog(filepath.Join(dir, "dir"), 100)
+	l.Write([]byte("abc"))
+	if st := l.State(); st.Err == nil || st.Dropped != 3 || !strings.Contains(st.Err.Error(), "creating output file") {
 		t.Fatalf("state = %+v", st)
 	}
 	l.Close()

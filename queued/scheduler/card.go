@@ -1,0 +1,243 @@
+package scheduler
+
+import (
+	"fmt"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ttkit/ttkit/queued/runner"
+	"github.com/ttkit/ttkit/queued/store"
+)
+
+// CardState is a card's health. Only Healthy is used until resets arrive
+// (issue 6): Resetting while a reset job runs, Dead after failed recovery.
+type CardState string
+
+// Card states.
+const (
+	Healthy   CardState = "healthy"
+	Resetting CardState = "resetting"
+	Dead      CardState = "dead"
+)
+
+// pidWriteDelay is how long a job runs before its process record is
+// written on its own; a job that ends sooner carries it in its done record.
+const pidWriteDelay = 50 * time.Millisecond
+
+// card is one card's queue and worker state, guarded by Scheduler.mu.
+type card struct {
+	id         int
+	state      CardState
+	queue      []*job // queued jobs, next first; a reset will be put at the head
+	current    *job   // taken for dispatch or running
+	resetEpoch uint64
+	wake       chan struct{} // capacity 1: something changed, look again
+	history    []time.Duration
+}
+
+func newCard(id int) *card {
+	return &card{id: id, state: Healthy, wake: make(chan struct{}, 1)}
+}
+
+func (c *card) wakeup() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// work is the card's worker: take the head of the queue, commit its start
+// together with the previous job's end, run it, repeat.
+func (s *Scheduler) work(c *card) {
+	defer s.workers.Done()
+	var done *job // finished job whose final record is not settled yet
+	var doneRec store.Job
+	for {
+		s.mu.Lock()
+		if done != nil && s.persist.err != nil {
+			s.holdLocked(done, doneRec)
+			done = nil
+		}
+		next := s.takeLocked(c)
+		if done == nil && next == nil {
+			if s.stopping {
+				s.mu.Unlock()
+				return
+			}
+			s.mu.Unlock()
+			<-c.wake
+			continue
+		}
+		recs := make([]store.Job, 0, 2)
+		if done != nil {
+			recs = append(recs, doneRec)
+		}
+		if next != nil {
+			recs = append(recs, next.rec)
+		}
+		s.mu.Unlock()
+
+		err := s.st.Put(recs...)
+
+		s.mu.Lock()
+		if err != nil {
+			s.failLocked(err)
+			if done != nil {
+				s.holdLocked(done, doneRec)
+			}
+			if next != nil {
+				s.undoStartLocked(c, next)
+			}
+		} else if done != nil {
+			s.settleLocked(done, doneRec)
+		}
+		done = nil
+		s.mu.Unlock()
+		if err != nil || next == nil {
+			continue
+		}
+		doneRec = s.run(c, next)
+		done = next
+	}
+}
+
+// takeLocked removes the head of the card's queue and marks it running in
+// memory, if dispatch is allowed and the head's insert is durable.
+func (s *Scheduler) takeLocked(c *card) *job {
+	if s.stopping || s.persist.err != nil || c.state != Healthy || c.current != nil || len(c.queue) == 0 {
+		return nil
+	}
+	j := c.queue[0]
+	if !j.durable {
+		return nil // its submission is still committing; FIFO waits for it
+	}
+	c.queue[0] = nil
+	c.queue = c.queue[1:]
+	s.queued--
+	c.current = j
+	j.rec.State = store.StateRunning
+	j.rec.StartedAt = s.opt.Now()
+	j.rec.BootID = s.bootID
+	j.rec.ResetEpoch = c.resetEpoch
+	j.notify()
+	return j
+}
+
+// undoStartLocked puts a job whose running record failed to commit back at
+// the head of its queue; it never started.
+func (s *Scheduler) undoStartLocked(c *card, j *job) {
+	j.rec.State = store.StateQueued
+	j.rec.StartedAt = time.Time{}
+	j.rec.BootID = ""
+	c.current = nil
+	c.queue = append([]*job{j}, c.queue...)
+	s.queued++
+	j.notify()
+}
+
+// run runs a job whose running record is durable and returns its done
+// record. A panic becomes a failed job rather than a dead worker.
+func (s *Scheduler) run(c *card, j *job) (rec store.Job) {
+	var res runner.Result
+	var ls runner.LogState
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.Error("job panicked", "job", j.rec.ID, "panic", p, "stack", string(debug.Stack()))
+			res = runner.Result{ExitCode: -1, Err: fmt.Errorf("internal error: %v", p)}
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		rec = finishRecord(j.rec, res, j.reason, ls, s.opt.Now())
+		c.current = nil
+		if rec.Outcome == store.OutcomeSuccess || rec.Outcome == store.OutcomeFailure {
+			c.observe(rec.FinishedAt.Sub(rec.StartedAt), rec.Iterations)
+		}
+	}()
+	log := runner.NewLog(s.outputPath(j.rec.ID), s.opt.MaxLogBytes)
+	j.ran = make(chan struct{})
+	j.pidKick = make(chan struct{}, 1)
+	j.pidDone = make(chan struct{})
+	s.mu.Lock()
+	j.log = log
+	j.notify()
+	spec := runner.Spec{
+		Shell:     s.opt.Shell,
+		Cmd:       j.rec.Cmd,
+		Dir:       j.rec.Cwd,
+		Env:       s.jobEnv(&j.rec),
+		Timeout:   time.Duration(j.rec.Timeout) * time.Second,
+		Repeat:    j.rec.Repeat,
+		KillGrace: s.opt.KillGrace,
+		OnStart:   func(p runner.Proc) { s.started(j, p) },
+	}
+	s.mu.Unlock()
+	go s.writeProcess(j)
+	res = runner.Run(spec, log, j.stop)
+	close(j.ran)
+	close(j.pidKick)
+	<-j.pidDone
+	log.Close()
+	ls = log.State()
+	return
+}
+
+// started records an iteration's process in memory and kicks the writer.
+func (s *Scheduler) started(j *job, p runner.Proc) {
+	s.mu.Lock()
+	j.rec.PGID, j.rec.LeaderStart = p.PID, p.Start
+	j.rec.Iterations++
+	s.mu.Unlock()
+	select {
+	case j.pidKick <- struct{}{}:
+	default:
+	}
+}
+
+// writeProcess commits the running job's process identity once it has run
+// for pidWriteDelay, so a crash later finds the group by record; shorter
+// jobs carry it in their done record instead.
+func (s *Scheduler) writeProcess(j *job) {
+	defer close(j.pidDone)
+	for range j.pidKick {
+		t := time.NewTimer(pidWriteDelay)
+		select {
+		case <-t.C:
+		case <-j.ran:
+			t.Stop()
+			return
+		}
+		s.mu.Lock()
+		failing := s.persist.err != nil
+		rec := j.rec
+		s.mu.Unlock()
+		if failing {
+			continue
+		}
+		if err := s.st.Put(rec); err != nil {
+			s.mu.Lock()
+			s.failLocked(err)
+			s.mu.Unlock()
+		}
+	}
+}
+
+// jobEnv is the service environment plus the job's own variables plus the
+// two the queue sets. It never sets TT_VISIBLE_DEVICES.
+func (s *Scheduler) jobEnv(rec *store.Job) []string {
+	env := make([]string, 0, len(s.env)+len(rec.Env)+2)
+	for _, kv := range s.env {
+		name := kv
+		if i := strings.IndexByte(kv, '='); i >= 0 {
+			name = kv[:i]
+		}
+		if _, over := rec.Env[name]; !over {
+			env = append(env, kv)
+		}
+	}
+	for k, v := range rec.Env {
+		env = append(env, k+"="+v)
+	}
+	return append(env, runner.JobEnvVar+"="+rec.ID, DeviceEnvVar+"="+strconv.Itoa(rec.Card()))
+}

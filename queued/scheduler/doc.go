@@ -1,0 +1,48 @@
+// Package scheduler runs queued's jobs: one worker goroutine per card, each
+// with its own FIFO, so a job on card 0 never waits for card 1. Only queued
+// and running jobs (and finished ones whose record could not be written
+// yet) live in memory; finished jobs are read from the store.
+//
+// # Durability and the never-replay rule
+//
+// Every transition is written durably, through the store's group commit:
+//
+//   - submit: the queued record is committed before the submission is
+//     answered. Its sequence number (its FIFO place) is taken in memory
+//     first, and the worker starts a job only once its insert is durable,
+//     so concurrent submitters cannot reorder a card's queue.
+//   - start: the running record is committed BEFORE the process is
+//     started. A crash after the start therefore always finds the job
+//     "running" and ends it as interrupted; it is never run twice. A crash
+//     between the commit and the start costs the job (it is reported
+//     interrupted although it never ran), which is the safe side.
+//   - finish: when job N ends, the worker commits N's done record and the
+//     running record of the next job N+1 in ONE transaction, then starts
+//     N+1. The rule holds (N+1's running is durable before its process
+//     starts) and a busy card pays one fsync per job, not two, on its
+//     critical path. N is reported done only after that commit.
+//   - process identity: the process group id and leader start time are
+//     known only after the start. A small per-job writer commits them while
+//     the job runs, off the worker's path; if that record is lost in a
+//     crash, recovery still finds the processes by TT_QUEUE_JOB_ID in their
+//     environment.
+//
+// # Persistence failure
+//
+// Any failed write (disk full, I/O error) stops dispatch on every card and
+// makes Submit return ErrPersistence (503). Running jobs keep running; when
+// they end, their done records are held in memory and served from there. A
+// retry loop probes the store with backoff; once a probe and the held
+// writes succeed, dispatch resumes. A start whose running record failed to
+// commit is undone: the job goes back to the head of its queue.
+//
+// # Restart and stop
+//
+// New recovers from the store before any worker starts: queued jobs go back
+// on their card in FIFO order (a record without a card goes to card 0; a
+// job for a card no longer configured fails), running jobs become done with
+// exit -1 and "interrupted by service restart", and their leftover process
+// groups are killed first. Stop (SIGTERM) refuses new submissions, leaves
+// queued jobs queued, and ends running jobs with SIGINT, SIGKILL after the
+// grace period, recording exit -1 and "interrupted by service stop".
+package scheduler

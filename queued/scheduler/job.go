@@ -1,0 +1,110 @@
+package scheduler
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/ttkit/ttkit/queued/runner"
+	"github.com/ttkit/ttkit/queued/store"
+)
+
+// stopReason says who stopped a running job, which decides its outcome.
+type stopReason int
+
+const (
+	stopNone    stopReason = iota
+	stopKill               // a kill request
+	stopService            // the service is stopping
+	stopReset              // a reset of its card (issue 6)
+)
+
+// job is a queued or running job in memory, or a finished one whose record
+// is not yet settled. Every field is guarded by Scheduler.mu except where
+// noted.
+type job struct {
+	rec     store.Job
+	durable bool // the queued record is committed; before that the job is not dispatched or visible
+	held    bool // finished, record held in memory by a persistence failure
+
+	log     *runner.Log
+	stop    chan struct{} // closed (once, via stopFor) to stop the job
+	reason  stopReason
+	changed chan struct{} // closed and replaced at every transition
+
+	ran     chan struct{} // closed when the runner returns; ends the process-record writer
+	pidKick chan struct{} // capacity 1: the process record changed
+	pidDone chan struct{} // closed when the process-record writer has ended
+}
+
+func newJob(rec store.Job, durable bool) *job {
+	return &job{rec: rec, durable: durable, stop: make(chan struct{}), changed: make(chan struct{})}
+}
+
+// notify wakes everyone waiting for this job to change.
+func (j *job) notify() {
+	close(j.changed)
+	j.changed = make(chan struct{})
+}
+
+// stopFor closes the stop channel once, remembering the first reason.
+func (j *job) stopFor(r stopReason) {
+	if j.reason != stopNone {
+		return
+	}
+	j.reason = r
+	close(j.stop)
+}
+
+// JobInfo is a job record as the API shows it, with its place in the queue.
+type JobInfo struct {
+	store.Job
+	// Position is 1 for the next job to start on its card, 2 for the one
+	// after it, and so on; 0 unless the job is queued.
+	Position int
+	// EstimatedWait is the estimated time until the job starts (queued) or
+	// ends (running); see estimate.go.
+	EstimatedWait time.Duration
+	// Held is set while the job's final record is kept in memory because
+	// the store is failing.
+	Held bool
+}
+
+// finishRecord turns a runner result into the job's done record.
+func finishRecord(rec store.Job, res runner.Result, reason stopReason, ls runner.LogState, now time.Time) store.Job {
+	rec.State = store.StateDone
+	rec.FinishedAt = now
+	rec.Iterations = res.Iterations
+	code := res.ExitCode
+	switch {
+	case res.Stopped && reason == stopService:
+		code, rec.Outcome, rec.Error = -1, store.OutcomeInterrupted, "interrupted by service stop"
+	case res.Stopped && reason == stopReset:
+		code, rec.Outcome = -1, store.OutcomeInterrupted
+		rec.Error = fmt.Sprintf("interrupted by a reset of card %d", rec.Card())
+	case res.Stopped && reason == stopKill:
+		rec.Outcome, rec.Error = store.OutcomeKilled, "killed by request"
+		if res.Iterations == 0 {
+			code, rec.Error = -1, "killed by request before it started"
+		}
+	case res.Err != nil:
+		code, rec.Outcome, rec.Error = -1, store.OutcomeFailure, res.Err.Error()
+	case res.TimedOut:
+		rec.Outcome = store.OutcomeTimeout
+		rec.Error = fmt.Sprintf("iteration %d timed out after %ds; its process group was killed", res.Iterations, rec.Timeout)
+	case code == 0:
+		rec.Outcome = store.OutcomeSuccess
+	default:
+		rec.Outcome = store.OutcomeFailure
+		if code < 0 {
+			rec.Error = fmt.Sprintf("iteration %d was killed by signal %d", res.Iterations, -code)
+		} else if rec.Repeat > 1 {
+			rec.Error = fmt.Sprintf("iteration %d of %d exited with status %d", res.Iterations, rec.Repeat, code)
+		}
+	}
+	rec.ExitCode = &code
+	rec.LogBytes, rec.LogTruncated, rec.DroppedLogBytes = ls.Size, ls.Truncated, ls.Dropped
+	if ls.Err != nil {
+		rec.LogError = ls.Err.Error()
+	}
+	return rec
+}

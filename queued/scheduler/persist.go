@@ -1,0 +1,141 @@
+package scheduler
+
+import (
+	"time"
+
+	"github.com/ttkit/ttkit/queued/store"
+)
+
+// persistState tracks a persistence failure, guarded by Scheduler.mu.
+type persistState struct {
+	err      error     // the last write error; nil while writes succeed
+	since    time.Time // when the failure began
+	held     []*job    // finished jobs whose final records wait to be written
+	attempts int       // recovery attempts since the failure began
+}
+
+// failLocked records a failed write: dispatch stops on every card and
+// submissions are refused until the retry loop recovers.
+func (s *Scheduler) failLocked(err error) {
+	if s.persist.err == nil {
+		s.persist.since = s.opt.Now()
+		s.persist.attempts = 0
+		s.log.Error("persistence failing: dispatch stopped on every card", "err", err)
+	}
+	s.persist.err = err
+	select {
+	case s.failed <- struct{}{}:
+	default:
+	}
+}
+
+// holdLocked keeps a finished job's final record in memory until the store
+// takes writes again; the job is shown as done meanwhile.
+func (s *Scheduler) holdLocked(j *job, rec store.Job) {
+	j.rec = rec
+	if !j.held {
+		j.held = true
+		s.persist.held = append(s.persist.held, j)
+	}
+	j.notify()
+}
+
+// retryLoop waits for a failure, then tries to recover with exponential
+// backoff between RetryMin and RetryMax until it succeeds.
+func (s *Scheduler) retryLoop() {
+	defer s.loops.Done()
+	for {
+		select {
+		case <-s.failed:
+		case <-s.quit:
+			return
+		}
+		delay := s.opt.RetryMin
+		for !s.tryRecover() {
+			t := time.NewTimer(delay)
+			select {
+			case <-t.C:
+			case <-s.quit:
+				t.Stop()
+				return
+			}
+			delay = min(2*delay, s.opt.RetryMax)
+		}
+	}
+}
+
+// tryRecover probes the store, writes the held records and, if both
+// succeed and nothing new failed meanwhile, resumes dispatch.
+func (s *Scheduler) tryRecover() bool {
+	s.mu.Lock()
+	if s.persist.err == nil {
+		s.mu.Unlock()
+		return true
+	}
+	s.persist.attempts++
+	s.mu.Unlock()
+
+	if err := s.st.Probe(); err != nil {
+		s.mu.Lock()
+		s.persist.err = err
+		s.mu.Unlock()
+		return false
+	}
+	if !s.flushHeld() {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.persist.held) > 0 {
+		return false // more were held while we wrote; go round again
+	}
+	s.log.Info("persistence recovered: dispatch resumed", "after", s.opt.Now().Sub(s.persist.since).Round(time.Millisecond))
+	s.persist.err = nil
+	for _, id := range s.order {
+		s.cards[id].wakeup()
+	}
+	// A failure that raced with this recovery left a token in s.failed;
+	// drain it so the loop does not start a pointless round.
+	select {
+	case <-s.failed:
+	default:
+	}
+	return true
+}
+
+// flushHeld writes the records held so far in one transaction and forgets
+// the jobs written. It reports whether everything held was written.
+func (s *Scheduler) flushHeld() bool {
+	s.mu.Lock()
+	held := append([]*job(nil), s.persist.held...)
+	recs := make([]store.Job, len(held))
+	for i, j := range held {
+		recs[i] = j.rec
+	}
+	s.mu.Unlock()
+	if len(held) == 0 {
+		return true
+	}
+	if err := s.st.Put(recs...); err != nil {
+		s.mu.Lock()
+		s.persist.err = err
+		s.mu.Unlock()
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	written := map[*job]bool{}
+	for _, j := range held {
+		written[j] = true
+		j.held = false
+		delete(s.jobs, j.rec.ID)
+	}
+	rest := s.persist.held[:0]
+	for _, j := range s.persist.held {
+		if !written[j] {
+			rest = append(rest, j)
+		}
+	}
+	s.persist.held = rest
+	return true
+}

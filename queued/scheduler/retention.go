@@ -1,0 +1,102 @@
+package scheduler
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/ttkit/ttkit/queued/store"
+)
+
+// retentionState is shown in status, guarded by Scheduler.mu.
+type retentionState struct {
+	lastRun time.Time
+	deleted int    // jobs deleted by the last run
+	warning string // the last run's error; retention errors never stop the queue
+}
+
+// retentionLoop prunes at start (also sweeping output files that no record
+// names) and then every RetentionInterval.
+func (s *Scheduler) retentionLoop() {
+	defer s.loops.Done()
+	s.prune(true)
+	t := time.NewTicker(s.opt.RetentionInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			s.prune(false)
+		case <-s.quit:
+			return
+		}
+	}
+}
+
+// prune deletes finished jobs older than RetentionDays or beyond the newest
+// MaxCompleted, and their output files.
+func (s *Scheduler) prune(sweep bool) {
+	s.mu.Lock()
+	failing := s.persist.err != nil
+	s.mu.Unlock()
+	if failing {
+		return // writes are failing; the retry loop owns the store for now
+	}
+	now := s.opt.Now()
+	cutoff := now.Add(-time.Duration(s.opt.RetentionDays) * 24 * time.Hour)
+	ids, err := s.st.Prune(cutoff, s.opt.MaxCompleted)
+	var problems []string
+	if err != nil {
+		problems = append(problems, err.Error())
+	}
+	for _, id := range ids {
+		if err := os.Remove(s.outputPath(id)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			problems = append(problems, fmt.Sprintf("removing output of %s: %v", id, err))
+		}
+	}
+	if sweep {
+		problems = append(problems, s.sweepOrphans()...)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.retain.lastRun = now
+	s.retain.deleted = len(ids)
+	s.retain.warning = ""
+	if len(problems) > 0 {
+		if len(problems) > 3 {
+			problems = append(problems[:3], fmt.Sprintf("and %d more", len(problems)-3))
+		}
+		s.retain.warning = "retention: " + strings.Join(problems, "; ")
+		s.log.Warn("retention problems", "warning", s.retain.warning)
+	}
+}
+
+// sweepOrphans removes output files whose job record is gone (a crash
+// between deleting a record and its file).
+func (s *Scheduler) sweepOrphans() []string {
+	entries, err := os.ReadDir(s.opt.OutputDir)
+	if err != nil {
+		return []string{fmt.Sprintf("listing %s: %v", s.opt.OutputDir, err)}
+	}
+	var problems []string
+	for _, e := range entries {
+		id, ok := strings.CutSuffix(e.Name(), ".log")
+		if !ok || !store.ValidID(id) {
+			continue
+		}
+		s.mu.Lock()
+		active := s.jobs[id] != nil
+		s.mu.Unlock()
+		if active {
+			continue
+		}
+		if _, err := s.st.Job(id); !errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err := os.Remove(s.outputPath(id)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			problems = append(problems, fmt.Sprintf("removing orphan output %s: %v", e.Name(), err))
+		}
+	}
+	return problems
+}

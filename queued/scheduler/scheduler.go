@@ -1,0 +1,249 @@
+package scheduler
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ttkit/ttkit/queued/runner"
+	"github.com/ttkit/ttkit/queued/store"
+)
+
+// Store is what the scheduler needs from durable storage; *store.Store
+// implements it. It is an interface so tests can wrap the real store and
+// inject write faults.
+type Store interface {
+	// Put durably writes job records in one transaction.
+	Put(jobs ...store.Job) error
+	// Job reads one record; store.ErrNotFound when there is none.
+	Job(id string) (store.Job, error)
+	// Match lists up to max ids starting with prefix.
+	Match(prefix string, max int) ([]string, error)
+	// Active lists queued and running records in FIFO order.
+	Active() ([]store.Job, error)
+	// Prune deletes finished records by age and count and returns their ids.
+	Prune(cutoff time.Time, keep int) ([]string, error)
+	// Probe proves a write commits now.
+	Probe() error
+}
+
+// Errors the API maps to status codes with errors.Is.
+var (
+	ErrUnknownCard = errors.New("unknown card")
+	ErrQueueFull   = errors.New("queue full")
+	ErrPersistence = errors.New("persistence failing")
+	ErrStopping    = errors.New("service stopping")
+	ErrNotFound    = errors.New("no such job")
+	ErrAmbiguous   = errors.New("ambiguous job id prefix")
+	ErrFinished    = errors.New("job already finished")
+	ErrCardDead    = errors.New("card is dead")
+)
+
+// Options configure a Scheduler. Zero values take the defaults noted.
+type Options struct {
+	// Store holds the durable records. Required.
+	Store Store
+	// Devices are the card numbers that get a queue. Required.
+	Devices []int
+	// OutputDir holds one output file per job. Required.
+	OutputDir string
+	// Shell is the interpreter prefix; default runner.Shell().
+	Shell []string
+	// BaseEnv is the service environment jobs start from; default os.Environ().
+	BaseEnv []string
+	// DefaultTimeout applies when a job asks for none; default 1h.
+	DefaultTimeout time.Duration
+	// MaxQueued bounds queued jobs over all cards; default 1000.
+	MaxQueued int
+	// MaxLogBytes caps each output file; default 16 MiB.
+	MaxLogBytes int64
+	// KillGrace is the time from SIGINT to SIGKILL; default 10s.
+	KillGrace time.Duration
+	// RetentionDays and MaxCompleted bound finished jobs; defaults 30 and 10000.
+	RetentionDays int
+	MaxCompleted  int
+	// RetentionInterval is the time between retention runs; default 1h.
+	RetentionInterval time.Duration
+	// RetryMin and RetryMax bound the backoff of the persistence retry
+	// loop; defaults 200ms and 5s.
+	RetryMin, RetryMax time.Duration
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+	// ProcRoot is where /proc is mounted; default "/proc".
+	ProcRoot string
+	// BootIDPath is read for the boot id recorded on each job; default
+	// /proc/sys/kernel/random/boot_id.
+	BootIDPath string
+	// Logger receives operational messages; default slog.Default().
+	Logger *slog.Logger
+}
+
+func (o *Options) defaults() error {
+	if o.Store == nil || len(o.Devices) == 0 || o.OutputDir == "" {
+		return errors.New("scheduler: Store, Devices and OutputDir are required")
+	}
+	if len(o.Shell) == 0 {
+		o.Shell = runner.Shell()
+	}
+	if o.BaseEnv == nil {
+		o.BaseEnv = os.Environ()
+	}
+	setDur := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	setDur(&o.DefaultTimeout, time.Hour)
+	setDur(&o.RetentionInterval, time.Hour)
+	setDur(&o.RetryMin, 200*time.Millisecond)
+	setDur(&o.RetryMax, 5*time.Second)
+	if o.KillGrace < 0 {
+		o.KillGrace = 0
+	} else if o.KillGrace == 0 {
+		o.KillGrace = 10 * time.Second
+	}
+	if o.MaxQueued <= 0 {
+		o.MaxQueued = 1000
+	}
+	if o.MaxLogBytes <= 0 {
+		o.MaxLogBytes = 16 << 20
+	}
+	if o.RetentionDays <= 0 {
+		o.RetentionDays = 30
+	}
+	if o.MaxCompleted <= 0 {
+		o.MaxCompleted = 10000
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.ProcRoot == "" {
+		o.ProcRoot = "/proc"
+	}
+	if o.BootIDPath == "" {
+		o.BootIDPath = "/proc/sys/kernel/random/boot_id"
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return nil
+}
+
+// Scheduler owns the cards, their queues and the jobs in memory.
+type Scheduler struct {
+	opt    Options
+	st     Store
+	log    *slog.Logger
+	env    []string // BaseEnv without the variables the queue sets
+	bootID string
+
+	mu       sync.Mutex
+	cards    map[int]*card
+	order    []int           // card ids ascending
+	jobs     map[string]*job // queued, running, and finished-but-not-yet-forgotten
+	queued   int             // jobs in state queued over all cards
+	nextSeq  uint64
+	stopping bool
+	persist  persistState
+	warnings []string // recovery problems shown in status
+	retain   retentionState
+
+	failed   chan struct{} // poked when persistence fails, wakes the retry loop
+	quit     chan struct{} // closed by Stop after the workers are done
+	workers  sync.WaitGroup
+	loops    sync.WaitGroup
+	stopOnce sync.Once
+}
+
+// New recovers the queues from the store (see the package comment), kills
+// leftover process groups of interrupted jobs, then starts one worker per
+// card, the persistence retry loop and the retention loop.
+func New(opt Options) (*Scheduler, error) {
+	if err := opt.defaults(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(opt.OutputDir, 0o700); err != nil {
+		return nil, fmt.Errorf("creating output directory: %w", err)
+	}
+	s := &Scheduler{
+		opt:     opt,
+		st:      opt.Store,
+		log:     opt.Logger,
+		cards:   map[int]*card{},
+		jobs:    map[string]*job{},
+		nextSeq: 1,
+		failed:  make(chan struct{}, 1),
+		quit:    make(chan struct{}),
+	}
+	for _, kv := range opt.BaseEnv {
+		if strings.HasPrefix(kv, runner.JobEnvVar+"=") || strings.HasPrefix(kv, DeviceEnvVar+"=") {
+			continue
+		}
+		s.env = append(s.env, kv)
+	}
+	if b, err := os.ReadFile(opt.BootIDPath); err == nil {
+		s.bootID = strings.TrimSpace(string(b))
+	}
+	for _, id := range opt.Devices {
+		if s.cards[id] != nil {
+			return nil, fmt.Errorf("card %d listed twice", id)
+		}
+		s.cards[id] = newCard(id)
+		s.order = append(s.order, id)
+	}
+	sort.Ints(s.order)
+	if err := s.recover(); err != nil {
+		return nil, err
+	}
+	for _, id := range s.order {
+		s.workers.Add(1)
+		go s.work(s.cards[id])
+	}
+	s.loops.Add(2)
+	go s.retryLoop()
+	go s.retentionLoop()
+	return s, nil
+}
+
+// DeviceEnvVar carries the job's card number into the job.
+const DeviceEnvVar = "TT_QUEUE_DEVICE"
+
+// Stop refuses new submissions, ends running jobs (SIGINT, then SIGKILL
+// after the grace period) as interrupted by the service stop, leaves
+// queued jobs queued, makes a last attempt to write held records and
+// returns when every goroutine has ended. A second Stop is a no-op.
+func (s *Scheduler) Stop() {
+	s.stopOnce.Do(func() {
+		s.mu.Lock()
+		s.stopping = true
+		for _, id := range s.order {
+			c := s.cards[id]
+			if c.current != nil {
+				c.current.stopFor(stopService)
+			}
+			c.wakeup()
+		}
+		s.mu.Unlock()
+		s.workers.Wait()
+		close(s.quit)
+		s.loops.Wait()
+		s.flushHeld()
+	})
+}
+
+// outputPath is where a job's output file lives.
+func (s *Scheduler) outputPath(id string) string {
+	return filepath.Join(s.opt.OutputDir, id+".log")
+}
+
+// OutputPath is where the job's output file lives (it may not exist).
+func (s *Scheduler) OutputPath(id string) string { return s.outputPath(id) }
+
+// Cards lists the configured card numbers, ascending.
+func (s *Scheduler) Cards() []int { return append([]int(nil), s.order...) }

@@ -1,0 +1,269 @@
+package scheduler
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ttkit/ttkit/queued/runner"
+	"github.com/ttkit/ttkit/queued/store"
+)
+
+// JobSpec is a validated submission. The API checks every field against
+// the limits; the scheduler checks only what depends on its state.
+type JobSpec struct {
+	Card     int
+	Cmd      string
+	Cwd      string
+	Env      map[string]string
+	Timeout  time.Duration // 0 selects the default
+	Repeat   int           // less than 1 means 1
+	ClientID string
+}
+
+// Submit durably queues a job at the tail of its card's queue and returns
+// it with its position and estimated wait. It fails with ErrUnknownCard,
+// ErrStopping, ErrPersistence (also when this very insert fails),
+// ErrCardDead or ErrQueueFull.
+func (s *Scheduler) Submit(spec JobSpec) (JobInfo, error) {
+	s.mu.Lock()
+	c := s.cards[spec.Card]
+	switch {
+	case c == nil:
+		s.mu.Unlock()
+		return JobInfo{}, fmt.Errorf("card %d: %w", spec.Card, ErrUnknownCard)
+	case s.stopping:
+		s.mu.Unlock()
+		return JobInfo{}, ErrStopping
+	case s.persist.err != nil:
+		err := s.persist.err
+		s.mu.Unlock()
+		return JobInfo{}, fmt.Errorf("%w: %w", ErrPersistence, err)
+	case c.state == Dead:
+		s.mu.Unlock()
+		return JobInfo{}, fmt.Errorf("card %d: %w", spec.Card, ErrCardDead)
+	case s.queued >= s.opt.MaxQueued:
+		s.mu.Unlock()
+		return JobInfo{}, fmt.Errorf("%d jobs queued: %w", s.queued, ErrQueueFull)
+	}
+	timeout := spec.Timeout
+	if timeout <= 0 {
+		timeout = s.opt.DefaultTimeout
+	}
+	card := spec.Card
+	j := newJob(store.Job{
+		ID: store.NewID(), Seq: s.nextSeq, Kind: store.KindJob, Device: &card,
+		Cmd: spec.Cmd, Cwd: spec.Cwd, Env: spec.Env,
+		Timeout: int64((timeout + time.Second - 1) / time.Second), Repeat: max(spec.Repeat, 1),
+		ClientID: spec.ClientID, State: store.StateQueued, SubmittedAt: s.opt.Now(),
+	}, false)
+	s.nextSeq++
+	c.queue = append(c.queue, j)
+	s.jobs[j.rec.ID] = j
+	s.queued++
+	rec := j.rec
+	s.mu.Unlock()
+
+	err := s.st.Put(rec)
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		for i, q := range c.queue {
+			if q == j {
+				c.queue = append(c.queue[:i], c.queue[i+1:]...)
+				break
+			}
+		}
+		delete(s.jobs, j.rec.ID)
+		s.queued--
+		s.failLocked(err)
+		c.wakeup()
+		return JobInfo{}, fmt.Errorf("%w: %w", ErrPersistence, err)
+	}
+	j.durable = true
+	c.wakeup()
+	return s.infoLocked(j), nil
+}
+
+// Resolve turns a unique id prefix into the full id: ErrNotFound when no
+// job matches, ErrAmbiguous when several do.
+func (s *Scheduler) Resolve(prefix string) (string, error) {
+	found := map[string]bool{}
+	s.mu.Lock()
+	for id, j := range s.jobs {
+		if j.durable && len(id) >= len(prefix) && id[:len(prefix)] == prefix {
+			found[id] = true
+		}
+	}
+	s.mu.Unlock()
+	ids, err := s.st.Match(prefix, 2)
+	if err != nil {
+		return "", err
+	}
+	for _, id := range ids {
+		found[id] = true
+	}
+	switch len(found) {
+	case 0:
+		return "", fmt.Errorf("job %s: %w", prefix, ErrNotFound)
+	case 1:
+		for id := range found {
+			return id, nil
+		}
+	}
+	return "", fmt.Errorf("%q matches %d or more jobs: %w", prefix, len(found), ErrAmbiguous)
+}
+
+// Job returns a job by full id, from memory when it is active, else from
+// the store.
+func (s *Scheduler) Job(id string) (JobInfo, error) {
+	s.mu.Lock()
+	if j := s.jobs[id]; j != nil && j.durable {
+		info := s.infoLocked(j)
+		s.mu.Unlock()
+		return info, nil
+	}
+	s.mu.Unlock()
+	rec, err := s.st.Job(id)
+	if errors.Is(err, store.ErrNotFound) {
+		return JobInfo{}, fmt.Errorf("job %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return JobInfo{}, err
+	}
+	return JobInfo{Job: rec}, nil
+}
+
+// Watch is a job's state and output at one moment, with channels that close
+// when either changes, so a long-poll waits without polling.
+type Watch struct {
+	Info JobInfo
+	// Path is the output file.
+	Path string
+	// Done means the job is over and its output file complete.
+	Done bool
+	// OutputChanged closes when output grows or the output file is closed;
+	// nil when there is no live output.
+	OutputChanged <-chan struct{}
+	// JobChanged closes at the job's next transition; nil when Done.
+	JobChanged <-chan struct{}
+}
+
+// Watch returns the job's current Watch. Read the output after calling it:
+// the channels were taken first, so no change is missed.
+func (s *Scheduler) Watch(id string) (Watch, error) {
+	s.mu.Lock()
+	if j := s.jobs[id]; j != nil && j.durable {
+		w := Watch{Info: s.infoLocked(j), Path: s.outputPath(id)}
+		if j.rec.State == store.StateDone {
+			w.Done = true
+		} else {
+			w.JobChanged = j.changed
+			if j.log != nil {
+				if st := j.log.State(); !st.Closed {
+					w.OutputChanged = st.Changed
+				}
+			}
+		}
+		s.mu.Unlock()
+		return w, nil
+	}
+	s.mu.Unlock()
+	info, err := s.Job(id)
+	if err != nil {
+		return Watch{}, err
+	}
+	// A record not in memory is settled, so it is done (or the service
+	// restarted past it and it is done too).
+	return Watch{Info: info, Path: s.outputPath(id), Done: info.State == store.StateDone}, nil
+}
+
+// Kill stops a job: a queued one is removed from its queue and recorded as
+// killed (exit -1) at once; a running one gets SIGINT, then SIGKILL after
+// the grace period, and is recorded when it ends. ErrFinished when it is
+// already done.
+func (s *Scheduler) Kill(id string) (JobInfo, error) {
+	s.mu.Lock()
+	j := s.jobs[id]
+	if j == nil || !j.durable {
+		s.mu.Unlock()
+		info, err := s.Job(id)
+		if err != nil {
+			return JobInfo{}, err
+		}
+		return info, fmt.Errorf("job %s: %w", id, ErrFinished)
+	}
+	switch {
+	case j.rec.State == store.StateDone:
+		info := s.infoLocked(j)
+		s.mu.Unlock()
+		return info, fmt.Errorf("job %s: %w", id, ErrFinished)
+	case j.rec.State == store.StateRunning:
+		j.stopFor(stopKill)
+		info := s.infoLocked(j)
+		s.mu.Unlock()
+		return info, nil
+	}
+	c := s.cards[j.rec.Card()]
+	for i, q := range c.queue {
+		if q == j {
+			c.queue = append(c.queue[:i], c.queue[i+1:]...)
+			break
+		}
+	}
+	s.queued--
+	j.stopFor(stopKill)
+	rec := finishRecord(j.rec, runner.Result{Stopped: true}, stopKill, runner.LogState{}, s.opt.Now())
+	failing := s.persist.err != nil
+	if failing {
+		s.holdLocked(j, rec)
+		info := s.infoLocked(j)
+		s.mu.Unlock()
+		return info, nil
+	}
+	s.mu.Unlock()
+	err := s.st.Put(rec)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		s.failLocked(err)
+		s.holdLocked(j, rec)
+	} else {
+		s.settleLocked(j, rec)
+	}
+	c.wakeup()
+	return s.infoLocked(j), nil
+}
+
+// settleLocked installs a durable final record and forgets the job.
+func (s *Scheduler) settleLocked(j *job, rec store.Job) {
+	j.rec = rec
+	j.held = false
+	delete(s.jobs, rec.ID)
+	j.notify()
+}
+
+// infoLocked is a job's record plus position and estimate.
+func (s *Scheduler) infoLocked(j *job) JobInfo {
+	info := JobInfo{Job: j.rec, Held: j.held}
+	c := s.cards[j.rec.Card()]
+	if c == nil {
+		return info
+	}
+	now := s.opt.Now()
+	switch j.rec.State {
+	case store.StateQueued:
+		waits := c.waits(now)
+		for i, q := range c.queue {
+			if q == j {
+				info.Position = i + 1
+				info.EstimatedWait = waits[i]
+				break
+			}
+		}
+	case store.StateRunning:
+		info.EstimatedWait = c.remaining(&j.rec, now)
+	}
+	return info
+}

@@ -1,0 +1,55 @@
+package store
+
+import (
+	"sync"
+	"testing"
+	"time"
+)
+
+// BenchmarkPut is one durable single-record commit, the cost on a card's
+// critical path per job.
+func BenchmarkPut(b *testing.B) {
+	s, err := Open(b.TempDir(), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	j := job(1, StateQueued)
+	for b.Loop() {
+		if err := s.Put(j); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkPutConcurrent64 has 64 writers committing at once, as 64
+// submitting clients do; the group commit folds them into few fsyncs.
+func BenchmarkPutConcurrent64(b *testing.B) {
+	s, err := Open(b.TempDir(), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	var wg sync.WaitGroup
+	per := b.N/64 + 1
+	before := s.Stats()
+	start := time.Now()
+	b.ResetTimer()
+	for w := range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range per {
+				if err := s.Put(job(uint64(w*per+i+1), StateQueued)); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	after := s.Stats()
+	b.ReportMetric(float64(after.Writes-before.Writes)/float64(after.Commits-before.Commits), "writes/commit")
+	b.ReportMetric(float64(64*per)/elapsed.Seconds(), "writes/s")
+}
