@@ -42,8 +42,17 @@ $(BIN)/otelcol-tt: builder-config.yaml $(RECEIVER_SOURCES)
 	cp build/otelcol-tt/otelcol-tt $@
 
 .PHONY: e2e
-e2e: $(BIN)/otelcol-tt ## Run otelcol-tt against a real Prometheus server (needs the prometheus binary).
+e2e: $(BIN)/otelcol-tt chart-test ## Run otelcol-tt against a real Prometheus server and render the Helm chart.
 	$(GO) test -tags e2e -count=1 -v ./test/e2e/
+
+HELM_VERSION := v4.3.2
+
+$(BIN)/helm:
+	GOBIN=$(BIN) $(GO) install helm.sh/helm/v4/cmd/helm@$(HELM_VERSION)
+
+.PHONY: chart-test
+chart-test: $(BIN)/helm ## Lint and render the Helm chart with helm v4 (built from source) and check the manifests.
+	deploy/helm/test-chart.sh $(BIN)/helm
 
 .PHONY: generate
 generate: ## Regenerate generated code (mdatagen) from metadata.yaml.

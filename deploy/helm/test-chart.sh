@@ -26,8 +26,11 @@ pass() { echo "test-chart: ok   $*"; }
 [[ $# -eq 1 ]] || fail "usage: $0 /path/to/helm"
 helm=$1
 [[ -x $helm ]] || fail "helm binary $helm is not executable"
-python3 -c 'import yaml' 2>/dev/null ||
-	fail "python3 with PyYAML is needed to parse the manifests (Debian package python3-yaml)"
+# Debian's interpreter first: that is where the python3-yaml package installs.
+python=python3
+[[ -x /usr/bin/python3 ]] && python=/usr/bin/python3
+"$python" -c 'import yaml' 2>/dev/null ||
+	fail "$python with PyYAML is needed to parse the manifests (Debian package python3-yaml)"
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 chart=$here/otelcol-tt
@@ -55,7 +58,7 @@ render() {
 # check CHECK FILE [ARGS...] runs one of the Python checks below on a rendered
 # file; a failing check prints why and exits non-zero.
 check() {
-	python3 - "$@" <<'PY'
+	"$python" - "$@" <<'PY'
 import sys
 import yaml
 
