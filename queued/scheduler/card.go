@@ -31,6 +31,7 @@ type card struct {
 	id         int
 	state      CardState
 	queue      []*job // queued jobs, next first; a reset will be put at the head
+	repeats    int    // sum of Repeat over queue, for O(1) estimates of a new job
 	current    *job   // taken for dispatch or running
 	resetEpoch uint64
 	wake       chan struct{} // capacity 1: something changed, look again
@@ -39,6 +40,40 @@ type card struct {
 
 func newCard(id int) *card {
 	return &card{id: id, state: Healthy, wake: make(chan struct{}, 1)}
+}
+
+// push appends a job to the tail of the queue.
+func (c *card) push(j *job) {
+	c.queue = append(c.queue, j)
+	c.repeats += j.rec.Repeat
+}
+
+// pushFront puts a job at the head of the queue (an undone start; a reset
+// in issue 6).
+func (c *card) pushFront(j *job) {
+	c.queue = append([]*job{j}, c.queue...)
+	c.repeats += j.rec.Repeat
+}
+
+// pop removes the head of the queue.
+func (c *card) pop() *job {
+	j := c.queue[0]
+	c.queue[0] = nil
+	c.queue = c.queue[1:]
+	c.repeats -= j.rec.Repeat
+	return j
+}
+
+// remove takes a job out of the queue wherever it is; false if absent.
+func (c *card) remove(j *job) bool {
+	for i, q := range c.queue {
+		if q == j {
+			c.queue = append(c.queue[:i], c.queue[i+1:]...)
+			c.repeats -= j.rec.Repeat
+			return true
+		}
+	}
+	return false
 }
 
 func (c *card) wakeup() {
@@ -109,12 +144,10 @@ func (s *Scheduler) takeLocked(c *card) *job {
 	if s.stopping || s.persist.err != nil || c.state != Healthy || c.current != nil || len(c.queue) == 0 {
 		return nil
 	}
-	j := c.queue[0]
-	if !j.durable {
+	if !c.queue[0].durable {
 		return nil // its submission is still committing; FIFO waits for it
 	}
-	c.queue[0] = nil
-	c.queue = c.queue[1:]
+	j := c.pop()
 	s.queued--
 	c.current = j
 	j.rec.State = store.StateRunning
@@ -132,7 +165,7 @@ func (s *Scheduler) undoStartLocked(c *card, j *job) {
 	j.rec.StartedAt = time.Time{}
 	j.rec.BootID = ""
 	c.current = nil
-	c.queue = append([]*job{j}, c.queue...)
+	c.pushFront(j)
 	s.queued++
 	j.notify()
 }

@@ -68,3 +68,13 @@ func (c *card) waits(now time.Time) []time.Duration {
 	out[len(c.queue)] = w
 	return out
 }
+
+// tailWait is the expected wait of a job submitted now, behind the whole
+// queue, without walking it.
+func (c *card) tailWait(now time.Time) time.Duration {
+	var w time.Duration
+	if c.current != nil {
+		w = c.remaining(&c.current.rec, now)
+	}
+	return w + c.iterationEstimate()*time.Duration(c.repeats)
+}

@@ -43,7 +43,7 @@ func (s *Scheduler) recover() error {
 			rec.Error = fmt.Sprintf("card %d is no longer configured (TT_DEVICE_IDS)", rec.Card())
 		default:
 			j := newJob(rec, true)
-			c.queue = append(c.queue, j)
+			c.push(j)
 			s.jobs[rec.ID] = j
 			s.queued++
 			continue

@@ -58,7 +58,7 @@ func (s *Scheduler) Submit(spec JobSpec) (JobInfo, error) {
 		ClientID: spec.ClientID, State: store.StateQueued, SubmittedAt: s.opt.Now(),
 	}, false)
 	s.nextSeq++
-	c.queue = append(c.queue, j)
+	c.push(j)
 	s.jobs[j.rec.ID] = j
 	s.queued++
 	rec := j.rec
@@ -69,12 +69,7 @@ func (s *Scheduler) Submit(spec JobSpec) (JobInfo, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err != nil {
-		for i, q := range c.queue {
-			if q == j {
-				c.queue = append(c.queue[:i], c.queue[i+1:]...)
-				break
-			}
-		}
+		c.remove(j)
 		delete(s.jobs, j.rec.ID)
 		s.queued--
 		s.failLocked(err)
@@ -83,6 +78,14 @@ func (s *Scheduler) Submit(spec JobSpec) (JobInfo, error) {
 	}
 	j.durable = true
 	c.wakeup()
+	info := JobInfo{Job: j.rec}
+	if j.rec.State == store.StateQueued && len(c.queue) > 0 && c.queue[len(c.queue)-1] == j {
+		// The usual case, a job still at the tail: O(1) instead of a walk
+		// of the whole queue.
+		info.Position = len(c.queue)
+		info.EstimatedWait = c.tailWait(s.opt.Now()) - c.runEstimate(&j.rec)
+		return info, nil
+	}
 	return s.infoLocked(j), nil
 }
 
@@ -206,12 +209,7 @@ func (s *Scheduler) Kill(id string) (JobInfo, error) {
 		return info, nil
 	}
 	c := s.cards[j.rec.Card()]
-	for i, q := range c.queue {
-		if q == j {
-			c.queue = append(c.queue[:i], c.queue[i+1:]...)
-			break
-		}
-	}
+	c.remove(j)
 	s.queued--
 	j.stopFor(stopKill)
 	rec := finishRecord(j.rec, runner.Result{Stopped: true}, stopKill, runner.LogState{}, s.opt.Now())
@@ -264,6 +262,10 @@ func (s *Scheduler) infoLocked(j *job) JobInfo {
 		}
 	case store.StateRunning:
 		info.EstimatedWait = c.remaining(&j.rec, now)
+		if j.log != nil {
+			ls := j.log.State()
+			info.LogBytes, info.LogTruncated, info.DroppedLogBytes = ls.Size, ls.Truncated, ls.Dropped
+		}
 	}
 	return info
 }

@@ -1,0 +1,60 @@
+package api
+
+import (
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ttkit/ttkit/queued/scheduler"
+)
+
+// BenchmarkSubmit64 measures POST /queue with 64 concurrent clients
+// against a real daemon (bbolt on disk, every submission durable before
+// its answer) while both cards are held by a gate job, and reports
+// throughput and the p50/p99 latency of one submission.
+func BenchmarkSubmit64(b *testing.B) {
+	d := start(b, options{sched: func(o *scheduler.Options) { o.MaxQueued = 1 << 30 }})
+	gate, release := d.gate()
+	for _, card := range []string{"0", "1"} {
+		d.waitOutput(d.queue(card, gate).JobID, "started")
+	}
+	defer release()
+	const clients = 64
+	lat := make([][]time.Duration, clients)
+	per := b.N/clients + 1
+	b.ResetTimer()
+	t0 := time.Now()
+	var wg sync.WaitGroup
+	for c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cl := NewClient(d.url, d.token)
+			defer cl.http.CloseIdleConnections()
+			card := []string{"0", "1"}[c%2]
+			for range per {
+				s := time.Now()
+				if _, err := cl.Queue(d.ctx(), QueueRequest{Cmd: "true", Cwd: d.work, DeviceID: card}); err != nil {
+					b.Error(err)
+					return
+				}
+				lat[c] = append(lat[c], time.Since(s))
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(t0)
+	b.StopTimer()
+	var all []time.Duration
+	for _, l := range lat {
+		all = append(all, l...)
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i] < all[j] })
+	q := func(p float64) float64 { return float64(all[int(p*float64(len(all)-1))]) / float64(time.Millisecond) }
+	b.ReportMetric(q(0.50), "p50-ms")
+	b.ReportMetric(q(0.99), "p99-ms")
+	b.ReportMetric(float64(len(all))/elapsed.Seconds(), "submits/s")
+	st := d.st.Stats()
+	b.ReportMetric(float64(st.Writes)/float64(st.Commits), "writes/commit")
+}

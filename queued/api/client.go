@@ -1,0 +1,195 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Client talks to queued. Every method takes a context; long-polls add
+// their wait to whatever deadline the context has.
+type Client struct {
+	base  string
+	token string
+	http  *http.Client
+}
+
+// NewClient returns a client for the daemon at baseURL (such as
+// DefaultURL) with the token from its state directory (see ReadToken).
+func NewClient(baseURL, token string) *Client {
+	return &Client{base: strings.TrimRight(baseURL, "/"), token: token, http: &http.Client{}}
+}
+
+// Error is an answer with a 4xx or 5xx status; Message is the daemon's
+// own words. Classify with errors.As and StatusCode.
+type Error struct {
+	StatusCode int
+	Message    string
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("queued answered %d %s: %s", e.StatusCode, http.StatusText(e.StatusCode), e.Message)
+}
+
+// IsStatus reports whether err is an *Error with the given status code.
+func IsStatus(err error, code int) bool {
+	var e *Error
+	return errors.As(err, &e) && e.StatusCode == code
+}
+
+func (c *Client) do(ctx context.Context, method, path string, body, out any) (*http.Response, error) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, fmt.Errorf("encoding request: %w", err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	if err != nil {
+		return nil, fmt.Errorf("building request: %w", err)
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	if resp.StatusCode >= 400 {
+		defer resp.Body.Close()
+		var e ErrorResponse
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		if json.Unmarshal(b, &e) != nil || e.Error == "" {
+			e.Error = strings.TrimSpace(string(b))
+		}
+		return nil, &Error{StatusCode: resp.StatusCode, Message: e.Error}
+	}
+	if out == nil {
+		return resp, nil
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return nil, fmt.Errorf("%s %s: decoding answer: %w", method, path, err)
+	}
+	return resp, nil
+}
+
+// Queue submits a job.
+func (c *Client) Queue(ctx context.Context, req QueueRequest) (QueueResponse, error) {
+	var out QueueResponse
+	_, err := c.do(ctx, http.MethodPost, "/queue", req, &out)
+	return out, err
+}
+
+// Status returns every card's state and queue.
+func (c *Client) Status(ctx context.Context) (Status, error) {
+	var out Status
+	_, err := c.do(ctx, http.MethodGet, "/status", nil, &out)
+	return out, err
+}
+
+// Job returns a job by id or unique prefix.
+func (c *Client) Job(ctx context.Context, id string) (Job, error) {
+	var out Job
+	_, err := c.do(ctx, http.MethodGet, "/job/"+url.PathEscape(id), nil, &out)
+	return out, err
+}
+
+// Kill stops a job: a queued one at once, a running one with SIGINT and,
+// after the grace period, SIGKILL.
+func (c *Client) Kill(ctx context.Context, id string) (Job, error) {
+	var out Job
+	_, err := c.do(ctx, http.MethodPost, "/kill", KillRequest{JobID: id}, &out)
+	return out, err
+}
+
+// Result returns the job's record, waiting up to wait (at most MaxWait)
+// for it to be done. Check Done on the answer.
+func (c *Client) Result(ctx context.Context, id string, wait time.Duration) (Job, error) {
+	var out Job
+	_, err := c.do(ctx, http.MethodGet, "/result/"+url.PathEscape(id)+"?wait="+seconds(min(wait, MaxWait)), nil, &out)
+	return out, err
+}
+
+// WaitResult asks for the result again and again until the job is done or
+// ctx ends.
+func (c *Client) WaitResult(ctx context.Context, id string) (Job, error) {
+	for {
+		j, err := c.Result(ctx, id, MaxWait)
+		if err != nil || j.Done() {
+			return j, err
+		}
+	}
+}
+
+// LogsQuery selects a chunk of output.
+type LogsQuery struct {
+	// Offset is the byte offset to read from.
+	Offset int64
+	// Limit bounds the chunk; 0 means DefaultLogChunk.
+	Limit int64
+	// Wait, if set, waits (at most MaxWait) for output past Offset or
+	// the job's end.
+	Wait time.Duration
+}
+
+// Logs reads a chunk of a job's output.
+func (c *Client) Logs(ctx context.Context, id string, q LogsQuery) (LogChunk, error) {
+	v := url.Values{}
+	v.Set("offset", strconv.FormatInt(q.Offset, 10))
+	if q.Limit > 0 {
+		v.Set("limit", strconv.FormatInt(q.Limit, 10))
+	}
+	if q.Wait > 0 {
+		v.Set("wait", seconds(min(q.Wait, MaxWait)))
+	}
+	resp, err := c.do(ctx, http.MethodGet, "/logs/"+url.PathEscape(id)+"?"+v.Encode(), nil, nil)
+	if err != nil {
+		return LogChunk{}, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxLogChunk+1))
+	if err != nil {
+		return LogChunk{}, fmt.Errorf("reading output: %w", err)
+	}
+	h := resp.Header
+	num := func(name string) int64 { n, _ := strconv.ParseInt(h.Get(name), 10, 64); return n }
+	return LogChunk{
+		Offset: num(HeaderLogOffset), NextOffset: num(HeaderLogNext), Size: num(HeaderLogSize),
+		State: h.Get(HeaderJobState), Done: h.Get(HeaderLogDone) == "true", Data: data,
+	}, nil
+}
+
+// Follow copies a job's output from offset to w as it is produced, using
+// long-polls, until the job is done and all output is copied or ctx ends.
+// It returns the offset reached.
+func (c *Client) Follow(ctx context.Context, id string, offset int64, w io.Writer) (int64, error) {
+	for {
+		ch, err := c.Logs(ctx, id, LogsQuery{Offset: offset, Limit: MaxLogChunk, Wait: MaxWait})
+		if err != nil {
+			return offset, err
+		}
+		if _, err := w.Write(ch.Data); err != nil {
+			return offset, fmt.Errorf("writing output: %w", err)
+		}
+		offset = ch.NextOffset
+		if ch.Done {
+			return offset, nil
+		}
+	}
+}
+
+func seconds(d time.Duration) string {
+	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64)
+}

@@ -1,0 +1,72 @@
+package api
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/ttkit/ttkit/queued/scheduler"
+	"github.com/ttkit/ttkit/queued/store"
+)
+
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	t = t.UTC()
+	return &t
+}
+
+// jobView turns a scheduler record into the wire type.
+func jobView(info scheduler.JobInfo) Job {
+	j := Job{
+		ID: info.ID, Kind: string(info.Kind), DeviceID: strconv.Itoa(info.Card()),
+		Cmd: info.Cmd, Cwd: info.Cwd, Env: info.Env, Timeout: info.Timeout, Repeat: info.Repeat,
+		ClientID: info.ClientID, State: string(info.State), Position: info.Position,
+		SubmittedAt: info.SubmittedAt.UTC(), StartedAt: timePtr(info.StartedAt), FinishedAt: timePtr(info.FinishedAt),
+		ExitCode: info.ExitCode, Outcome: string(info.Outcome), Error: info.Error, Iterations: info.Iterations,
+		LogBytes: info.LogBytes, LogTruncated: info.LogTruncated, DroppedLogBytes: info.DroppedLogBytes,
+		LogError: info.LogError, Held: info.Held,
+	}
+	if j.Kind == "" {
+		j.Kind = string(store.KindJob)
+	}
+	switch info.State {
+	case store.StateQueued:
+		j.EstimatedWaitSec = info.EstimatedWait.Seconds()
+	case store.StateRunning:
+		j.EstimatedRemainingSec = info.EstimatedWait.Seconds()
+		j.PID = info.PGID
+	}
+	return j
+}
+
+func summaryView(info scheduler.JobInfo) JobSummary {
+	return JobSummary{
+		ID: info.ID, Cmd: cut(info.Cmd, 200), ClientID: info.ClientID, Repeat: info.Repeat,
+		Position: info.Position, EstimatedWaitSec: info.EstimatedWait.Seconds(),
+		SubmittedAt: info.SubmittedAt.UTC(), StartedAt: timePtr(info.StartedAt), PID: info.PGID,
+	}
+}
+
+// statusView turns the scheduler's snapshot into the wire type.
+func statusView(st scheduler.Status) Status {
+	out := Status{
+		Queued: st.Queued, MaxQueued: st.MaxQueued, Stopping: st.Stopping, Warnings: st.Warnings,
+		Persistence: Persistence{OK: st.Persistence.OK, Error: st.Persistence.Error, Since: timePtr(st.Persistence.Since),
+			HeldRecords: st.Persistence.Held, Attempts: st.Persistence.Attempts},
+		Retention: Retention{LastRun: timePtr(st.Retention.LastRun), Deleted: st.Retention.Deleted, Warning: st.Retention.Warning},
+	}
+	for _, c := range st.Cards {
+		cs := CardStatus{DeviceID: strconv.Itoa(c.ID), State: string(c.State), Worker: c.Worker,
+			Pending: make([]JobSummary, len(c.Queue)), EstimatedWaitSec: c.EstimatedWait.Seconds()}
+		if c.Current != nil {
+			cur := summaryView(*c.Current)
+			cs.Current = &cur
+		}
+		for i, q := range c.Queue {
+			cs.Pending[i] = summaryView(q)
+		}
+		out.Cards = append(out.Cards, cs)
+	}
+	return out
+}

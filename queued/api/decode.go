@@ -1,0 +1,305 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/ttkit/ttkit/queued/config"
+	"github.com/ttkit/ttkit/queued/runner"
+	"github.com/ttkit/ttkit/queued/scheduler"
+	"github.com/ttkit/ttkit/queued/store"
+)
+
+// FieldError is a request field with an unusable value; the answer is 400
+// and the message starts with the field's name.
+type FieldError struct {
+	Field, Msg string
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Msg }
+
+func fieldErr(field, format string, args ...any) error {
+	return &FieldError{Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+// errBodyTooLarge marks a body over the limit (413).
+var errBodyTooLarge = errors.New("request body too large")
+
+// readObject reads a JSON object body into its raw fields, refusing any
+// field not in known. Decoding field by field (rather than into a struct)
+// lets every error name its field.
+func readObject(r *http.Request, known ...string) (map[string]json.RawMessage, error) {
+	body, err := io.ReadAll(r.Body)
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		return nil, fmt.Errorf("%w: the limit is %d bytes (TT_DEVICE_MAX_REQUEST_BYTES)", errBodyTooLarge, tooBig.Limit)
+	}
+	if err != nil {
+		return nil, fieldErr("body", "reading: %v", err)
+	}
+	if !utf8.Valid(body) {
+		return nil, fieldErr("body", "not valid UTF-8")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	var fields map[string]json.RawMessage
+	if err := dec.Decode(&fields); err != nil || fields == nil {
+		return nil, fieldErr("body", "want one JSON object")
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fieldErr("body", "unexpected data after the JSON object")
+	}
+	for name := range fields {
+		if !contains(known, name) {
+			return nil, fieldErr(name, "unknown field (known: %s)", strings.Join(known, ", "))
+		}
+	}
+	return fields, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// jsonType names the JSON type of a raw value for error messages.
+func jsonType(raw json.RawMessage) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return "nothing"
+	}
+	switch raw[0] {
+	case '"':
+		return "a string"
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	return "a number"
+}
+
+func isNull(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "null" }
+
+func stringField(fields map[string]json.RawMessage, name string) (string, bool, error) {
+	raw, ok := fields[name]
+	if !ok || isNull(raw) {
+		return "", false, nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return "", false, fieldErr(name, "want a string, got %s", jsonType(raw))
+	}
+	return s, true, nil
+}
+
+// intField reads a JSON integer; fractions, exponents and strings are
+// refused rather than rounded or converted.
+func intField(fields map[string]json.RawMessage, name string) (int64, bool, error) {
+	raw, ok := fields[name]
+	if !ok || isNull(raw) {
+		return 0, false, nil
+	}
+	n, err := strconv.ParseInt(string(bytes.TrimSpace(raw)), 10, 64)
+	if err != nil {
+		if jsonType(raw) == "a number" {
+			return 0, false, fieldErr(name, "want a whole number, got %s", bytes.TrimSpace(raw))
+		}
+		return 0, false, fieldErr(name, "want a whole number, got %s", jsonType(raw))
+	}
+	return n, true, nil
+}
+
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// reservedEnv are set by the queue itself.
+var reservedEnv = []string{runner.JobEnvVar, scheduler.DeviceEnvVar}
+
+// decodeQueue validates a POST /queue body into a job spec.
+func (s *Server) decodeQueue(r *http.Request) (scheduler.JobSpec, error) {
+	var spec scheduler.JobSpec
+	fields, err := readObject(r, "cmd", "cwd", "device_id", "env", "timeout", "repeat", "client_id")
+	if err != nil {
+		return spec, err
+	}
+
+	cmd, ok, err := stringField(fields, "cmd")
+	switch {
+	case err != nil:
+		return spec, err
+	case !ok || strings.TrimSpace(cmd) == "":
+		return spec, fieldErr("cmd", "required: one shell program")
+	case len(cmd) > MaxCmdBytes:
+		return spec, fieldErr("cmd", "%d bytes, the limit is %d", len(cmd), MaxCmdBytes)
+	case strings.ContainsRune(cmd, 0):
+		return spec, fieldErr("cmd", "contains a NUL byte")
+	}
+	spec.Cmd = cmd
+
+	cwd, ok, err := stringField(fields, "cwd")
+	switch {
+	case err != nil:
+		return spec, err
+	case !ok || cwd == "":
+		return spec, fieldErr("cwd", "required: the absolute directory to run in")
+	case strings.ContainsRune(cwd, 0):
+		return spec, fieldErr("cwd", "contains a NUL byte")
+	case !filepath.IsAbs(cwd):
+		return spec, fieldErr("cwd", "%q is not an absolute path", cwd)
+	}
+	if fi, err := os.Stat(cwd); err != nil {
+		return spec, fieldErr("cwd", "%q: %v", cwd, errors.Unwrap(err))
+	} else if !fi.IsDir() {
+		return spec, fieldErr("cwd", "%q is not a directory", cwd)
+	}
+	spec.Cwd = filepath.Clean(cwd)
+
+	spec.Card, err = s.decodeDevice(fields)
+	if err != nil {
+		return spec, err
+	}
+
+	if raw, ok := fields["env"]; ok && !isNull(raw) {
+		var env map[string]string
+		if err := json.Unmarshal(raw, &env); err != nil {
+			if jsonType(raw) == "an object" {
+				return spec, fieldErr("env", "want string values")
+			}
+			return spec, fieldErr("env", "want an object of NAME: value strings, got %s", jsonType(raw))
+		}
+		names := make([]string, 0, len(env))
+		for k := range env {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		for _, k := range names {
+			switch v := env[k]; {
+			case !envName.MatchString(k):
+				return spec, fieldErr("env", "%q is not a variable name (letters, digits, _; not starting with a digit)", k)
+			case contains(reservedEnv, k):
+				return spec, fieldErr("env", "%s is set by the queue", k)
+			case strings.ContainsRune(v, 0):
+				return spec, fieldErr("env", "%s: value contains a NUL byte", k)
+			case len(k)+1+len(v) > MaxCmdBytes:
+				return spec, fieldErr("env", "%s: longer than %d bytes", k, MaxCmdBytes)
+			}
+		}
+		if len(env) > 0 {
+			spec.Env = env
+		}
+	}
+
+	timeout, _, err := intField(fields, "timeout")
+	maxTimeout := int64(s.cfg.MaxTimeout / time.Second)
+	switch {
+	case err != nil:
+		return spec, err
+	case timeout < 0:
+		return spec, fieldErr("timeout", "%d is negative; 0 or omitted selects the default", timeout)
+	case timeout > maxTimeout:
+		return spec, fieldErr("timeout", "%d seconds is above the maximum %d (TT_DEVICE_MAX_TIMEOUT)", timeout, maxTimeout)
+	}
+	spec.Timeout = time.Duration(timeout) * time.Second
+
+	repeat, _, err := intField(fields, "repeat")
+	switch {
+	case err != nil:
+		return spec, err
+	case repeat < 0:
+		return spec, fieldErr("repeat", "%d is negative", repeat)
+	case repeat > config.MaxRepeat:
+		return spec, fieldErr("repeat", "%d is above the maximum %d", repeat, config.MaxRepeat)
+	}
+	spec.Repeat = int(max(repeat, 1))
+
+	clientID, _, err := stringField(fields, "client_id")
+	switch {
+	case err != nil:
+		return spec, err
+	case len(clientID) > MaxClientIDBytes:
+		return spec, fieldErr("client_id", "%d bytes, the limit is %d", len(clientID), MaxClientIDBytes)
+	case strings.IndexFunc(clientID, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0:
+		return spec, fieldErr("client_id", "contains control characters")
+	}
+	spec.ClientID = clientID
+	return spec, nil
+}
+
+// decodeDevice reads device_id: a string of digits or a JSON integer,
+// "0" when absent, and it must name a configured card.
+func (s *Server) decodeDevice(fields map[string]json.RawMessage) (int, error) {
+	raw, ok := fields["device_id"]
+	if !ok || isNull(raw) {
+		raw = json.RawMessage(`"0"`)
+	}
+	var text string
+	switch jsonType(raw) {
+	case "a string":
+		if err := json.Unmarshal(raw, &text); err != nil {
+			return 0, fieldErr("device_id", "unreadable string")
+		}
+		if text == "" {
+			text = "0"
+		}
+	case "a number":
+		text = string(bytes.TrimSpace(raw))
+	default:
+		return 0, fieldErr("device_id", "want a card number such as \"0\", got %s", jsonType(raw))
+	}
+	n, err := strconv.Atoi(text)
+	if err != nil || n < 0 || strconv.Itoa(n) != text {
+		return 0, fieldErr("device_id", "%q is not a card number", text)
+	}
+	cards := s.sched.Cards()
+	for _, c := range cards {
+		if c == n {
+			return n, nil
+		}
+	}
+	names := make([]string, len(cards))
+	for i, c := range cards {
+		names[i] = strconv.Itoa(c)
+	}
+	return 0, fieldErr("device_id", "no card %d; the cards are %s (TT_DEVICE_IDS)", n, strings.Join(names, ", "))
+}
+
+// decodeID checks a job id or prefix from a path or body: 6 to 32 hex
+// characters, case-insensitive.
+func decodeID(field, raw string) (string, error) {
+	id := strings.ToLower(raw)
+	switch {
+	case raw == "":
+		return "", fieldErr(field, "required: a job id or a unique prefix of at least %d characters", MinIDPrefix)
+	case len(id) > store.IDLen || !store.IsHex(id):
+		return "", fieldErr(field, "%q is not a job id (up to %d hex characters)", cut(raw, 40), store.IDLen)
+	case len(id) < MinIDPrefix:
+		return "", fieldErr(field, "%q is too short: give at least %d characters of the id", raw, MinIDPrefix)
+	}
+	return id, nil
+}
+
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}

@@ -1,0 +1,267 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/ttkit/ttkit/queued/runner"
+)
+
+// readBody reads a POST body with a deadline, so a client that stops
+// sending frees its handler.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, known ...string) (map[string]json.RawMessage, error) {
+	rc := http.NewResponseController(w)
+	rc.SetReadDeadline(time.Now().Add(bodyReadTimeout))
+	defer rc.SetReadDeadline(time.Time{})
+	return readObject(r, known...)
+}
+
+// handleQueue is POST /queue: validate, durably queue, answer 201.
+func (s *Server) handleQueue(w http.ResponseWriter, r *http.Request) {
+	rc := http.NewResponseController(w)
+	rc.SetReadDeadline(time.Now().Add(bodyReadTimeout))
+	spec, err := s.decodeQueue(r)
+	rc.SetReadDeadline(time.Time{})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	info, err := s.sched.Submit(spec)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	w.Header().Set("Location", "/job/"+info.ID)
+	writeJSON(w, http.StatusCreated, QueueResponse{
+		JobID: info.ID, DeviceID: strconv.Itoa(info.Card()), State: string(info.State),
+		Position: info.Position, EstimatedWaitSec: info.EstimatedWait.Seconds(),
+	})
+}
+
+// handleKill is POST /kill.
+func (s *Server) handleKill(w http.ResponseWriter, r *http.Request) {
+	fields, err := s.readBody(w, r, "job_id")
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	raw, _, err := stringField(fields, "job_id")
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	id, err := s.resolve("job_id", raw)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	info, err := s.sched.Kill(id)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, jobView(info))
+}
+
+// resolve validates an id or prefix and finds the one job it names.
+func (s *Server) resolve(field, raw string) (string, error) {
+	id, err := decodeID(field, raw)
+	if err != nil {
+		return "", err
+	}
+	return s.sched.Resolve(id)
+}
+
+// handleStatus is GET /status.
+func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
+	st := statusView(s.sched.Status())
+	st.HTTP = HTTPStatus{Workers: cap(s.slots), Busy: int(s.busy.Load()), Waiting: int(s.waiting.Load()),
+		LongPolls: int(s.polling.Load())}
+	writeJSON(w, http.StatusOK, st)
+}
+
+// handleJob is GET /job/<id>.
+func (s *Server) handleJob(w http.ResponseWriter, r *http.Request) {
+	id, err := s.resolve("job id", r.PathValue("id"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	info, err := s.sched.Job(id)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, jobView(info))
+}
+
+// queryInt reads a non-negative integer query parameter.
+func queryInt(r *http.Request, name string, def, max int64) (int64, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return 0, fieldErr(name, "%q is not a non-negative whole number", cut(v, 40))
+	}
+	if n > max {
+		return 0, fieldErr(name, "%d is above the maximum %d", n, max)
+	}
+	return n, nil
+}
+
+// queryWait reads wait= in seconds (fractions allowed), at most MaxWait.
+func queryWait(r *http.Request) (time.Duration, error) {
+	v := r.URL.Query().Get("wait")
+	if v == "" {
+		return 0, nil
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || f < 0 || f != f {
+		return 0, fieldErr("wait", "%q is not a non-negative number of seconds", cut(v, 40))
+	}
+	if f > MaxWait.Seconds() {
+		return 0, fieldErr("wait", "%s seconds is above the maximum %d; ask again instead", v, int(MaxWait.Seconds()))
+	}
+	return time.Duration(f * float64(time.Second)), nil
+}
+
+// waitChange gives the handler slot back, waits for one of the channels,
+// the deadline, the client leaving or the server closing, and takes a slot
+// again. It reports whether the handler should look again (false: answer
+// now with what it has, or give up if the slot could not be had).
+func (s *Server) waitChange(r *http.Request, deadline time.Time, a, b <-chan struct{}) (again bool, err error) {
+	d := time.Until(deadline)
+	if d <= 0 {
+		return false, nil
+	}
+	sl := slotOf(r)
+	sl.release()
+	s.polling.Add(1)
+	defer s.polling.Add(-1)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	again = true
+	select {
+	case <-a:
+	case <-b:
+	case <-t.C:
+	case <-s.closing:
+		again = false
+	case <-r.Context().Done():
+		again = false
+	}
+	if err := sl.acquire(r.Context()); err != nil {
+		return false, err
+	}
+	return again, nil
+}
+
+// handleLogs is GET /logs/<id>?offset=&limit=&wait=: up to limit bytes
+// of output from offset. With wait, it answers as soon as there is output
+// past offset or the job is over, or when wait runs out; meanwhile it
+// holds no handler slot.
+func (s *Server) handleLogs(w http.ResponseWriter, r *http.Request) {
+	id, err := s.resolve("job id", r.PathValue("id"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	offset, err := queryInt(r, "offset", 0, 1<<62)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	limit, err := queryInt(r, "limit", DefaultLogChunk, MaxLogChunk)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if limit == 0 {
+		limit = DefaultLogChunk
+	}
+	wait, err := queryWait(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		wt, err := s.sched.Watch(id)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		data, size, err := runner.ReadLog(wt.Path, offset, limit)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		if wt.Done && offset > size {
+			s.fail(w, r, fieldErr("offset", "%d is past the end of the output (%d bytes)", offset, size))
+			return
+		}
+		again := false
+		if len(data) == 0 && !wt.Done {
+			again, err = s.waitChange(r, deadline, wt.OutputChanged, wt.JobChanged)
+			if err != nil {
+				s.fail(w, r, err)
+				return
+			}
+		}
+		if again {
+			continue
+		}
+		h := w.Header()
+		h.Set("Content-Type", "application/octet-stream")
+		h.Set(HeaderLogOffset, strconv.FormatInt(offset, 10))
+		h.Set(HeaderLogNext, strconv.FormatInt(offset+int64(len(data)), 10))
+		h.Set(HeaderLogSize, strconv.FormatInt(size, 10))
+		h.Set(HeaderJobState, string(wt.Info.State))
+		h.Set(HeaderLogDone, strconv.FormatBool(wt.Done && offset+int64(len(data)) >= size))
+		h.Set("Content-Length", strconv.Itoa(len(data)))
+		w.WriteHeader(http.StatusOK)
+		w.Write(data)
+		return
+	}
+}
+
+// handleResult is GET /result/<id>?wait=: the job's record, once it is
+// done or wait runs out, whichever is first. Clients that want to wait
+// longer ask again; the record's state says whether it is final.
+func (s *Server) handleResult(w http.ResponseWriter, r *http.Request) {
+	id, err := s.resolve("job id", r.PathValue("id"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	wait, err := queryWait(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		wt, err := s.sched.Watch(id)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		if !wt.Done {
+			again, err := s.waitChange(r, deadline, wt.JobChanged, nil)
+			if err != nil {
+				s.fail(w, r, err)
+				return
+			}
+			if again {
+				continue
+			}
+		}
+		writeJSON(w, http.StatusOK, jobView(wt.Info))
+		return
+	}
+}
+

@@ -1,0 +1,285 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"mime"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/ttkit/ttkit/queued/scheduler"
+)
+
+// slotWait is how long a request waits for a free handler before 503.
+const slotWait = 30 * time.Second
+
+// bodyReadTimeout bounds reading a request body, so a client that stops
+// sending cannot hold a handler forever.
+const bodyReadTimeout = 30 * time.Second
+
+// Config configures a Server.
+type Config struct {
+	// Scheduler runs the jobs. Required.
+	Scheduler *scheduler.Scheduler
+	// Token is the bearer token every request must carry. Required.
+	Token string
+	// MaxTimeout is the largest timeout a submission may ask for.
+	MaxTimeout time.Duration
+	// MaxRequestBytes bounds a request body (413 beyond).
+	MaxRequestBytes int64
+	// Workers bounds the handlers working at once; a long-poll gives its
+	// slot back while it waits.
+	Workers int
+	// ExtraHosts are Host names accepted besides the loopback names; the
+	// daemon adds its listen address when told to bind a non-loopback one.
+	ExtraHosts []string
+	// Logger receives request errors; default slog.Default().
+	Logger *slog.Logger
+}
+
+// Server is queued's HTTP handler.
+type Server struct {
+	cfg     Config
+	sched   *scheduler.Scheduler
+	log     *slog.Logger
+	slots   chan struct{}
+	busy    atomic.Int64
+	waiting atomic.Int64
+	polling atomic.Int64 // long-polls waiting without a slot
+	closing chan struct{}
+	closed  atomic.Bool
+	mux     *http.ServeMux
+}
+
+// NewServer returns the handler for the queued API.
+func NewServer(cfg Config) (*Server, error) {
+	if cfg.Scheduler == nil || cfg.Token == "" {
+		return nil, errors.New("api: Scheduler and Token are required")
+	}
+	if cfg.Workers < 1 {
+		cfg.Workers = 16
+	}
+	if cfg.MaxRequestBytes < 1 {
+		cfg.MaxRequestBytes = 1 << 20
+	}
+	if cfg.MaxTimeout <= 0 {
+		cfg.MaxTimeout = 86400 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	s := &Server{cfg: cfg, sched: cfg.Scheduler, log: cfg.Logger,
+		slots: make(chan struct{}, cfg.Workers), closing: make(chan struct{})}
+	m := http.NewServeMux()
+	m.HandleFunc("/queue", s.only(http.MethodPost, s.handleQueue))
+	m.HandleFunc("/kill", s.only(http.MethodPost, s.handleKill))
+	m.HandleFunc("/status", s.only(http.MethodGet, s.handleStatus))
+	m.HandleFunc("/job/{id}", s.only(http.MethodGet, s.handleJob))
+	m.HandleFunc("/logs/{id}", s.only(http.MethodGet, s.handleLogs))
+	m.HandleFunc("/result/{id}", s.only(http.MethodGet, s.handleResult))
+	// POST /reset arrives with card resets (issue 6).
+	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no endpoint %s", cut(r.URL.Path, 100)))
+	})
+	s.mux = m
+	return s, nil
+}
+
+// Close makes waiting long-polls answer at once; call it before
+// http.Server.Shutdown so shutdown does not wait for them.
+func (s *Server) Close() {
+	if s.closed.CompareAndSwap(false, true) {
+		close(s.closing)
+	}
+}
+
+// NewHTTPServer wraps the handler in an http.Server with timeouts that
+// suit long-polls: headers must arrive within 10s and bodies within 30s,
+// but answers may take as long as a long-poll waits.
+func (s *Server) NewHTTPServer() *http.Server {
+	return &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+}
+
+// ServeHTTP checks, in order, Host, Origin, the token and (for POST) the
+// content type, all before the request may take a handler slot, so a
+// refused request costs nothing and causes nothing.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	if !s.hostAllowed(r.Host) {
+		writeError(w, http.StatusForbidden, fmt.Sprintf("Host %q is not a loopback name; queued answers only requests addressed to localhost, 127.0.0.1 or [::1]", cut(r.Host, 100)))
+		return
+	}
+	if o := r.Header.Get("Origin"); o != "" && o != "http://"+r.Host {
+		writeError(w, http.StatusForbidden, fmt.Sprintf("Origin %q is refused: queued takes no requests from web pages", cut(o, 100)))
+		return
+	}
+	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
+		writeError(w, http.StatusForbidden, "cross-site requests are refused")
+		return
+	}
+	if !tokenMatches(r.Header.Get("Authorization"), s.cfg.Token) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="queued"`)
+		writeError(w, http.StatusUnauthorized, "missing or wrong bearer token; the token is in the file \"token\" in queued's state directory")
+		return
+	}
+	if r.Method == http.MethodPost {
+		mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+		if err != nil || mt != "application/json" {
+			writeError(w, http.StatusUnsupportedMediaType, "POST bodies must be JSON with Content-Type: application/json")
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxRequestBytes)
+	}
+	sl := &slot{s: s}
+	if err := sl.acquire(r.Context()); err != nil {
+		writeError(w, http.StatusServiceUnavailable, err.Error())
+		return
+	}
+	defer sl.release()
+	s.mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), slotKey{}, sl)))
+}
+
+// hostAllowed accepts loopback names, with or without a port, and the
+// configured extra hosts. This refuses DNS-rebinding pages, whose requests
+// carry the attacker's host name.
+func (s *Server) hostAllowed(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	switch strings.ToLower(host) {
+	case "localhost", "127.0.0.1", "::1":
+		return true
+	}
+	for _, h := range s.cfg.ExtraHosts {
+		if strings.EqualFold(h, host) {
+			return true
+		}
+	}
+	return false
+}
+
+// only refuses other methods with a JSON 405.
+func (s *Server) only(method string, h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != method {
+			w.Header().Set("Allow", method)
+			writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("%s %s: use %s", r.Method, r.URL.Path, method))
+			return
+		}
+		h(w, r)
+	}
+}
+
+// slot is a request's claim on one of the Workers handler slots.
+type slot struct {
+	s    *Server
+	held bool
+}
+
+type slotKey struct{}
+
+func slotOf(r *http.Request) *slot {
+	sl, _ := r.Context().Value(slotKey{}).(*slot)
+	return sl
+}
+
+func (sl *slot) acquire(ctx context.Context) error {
+	if sl.held {
+		return nil
+	}
+	select {
+	case sl.s.slots <- struct{}{}:
+	default:
+		sl.s.waiting.Add(1)
+		t := time.NewTimer(slotWait)
+		defer t.Stop()
+		select {
+		case sl.s.slots <- struct{}{}:
+			sl.s.waiting.Add(-1)
+		case <-t.C:
+			sl.s.waiting.Add(-1)
+			return fmt.Errorf("server busy: all %d handlers (TT_DEVICE_HTTP_WORKERS) stayed busy for %s", cap(sl.s.slots), slotWait)
+		case <-ctx.Done():
+			sl.s.waiting.Add(-1)
+			return ctx.Err()
+		}
+	}
+	sl.held = true
+	sl.s.busy.Add(1)
+	return nil
+}
+
+func (sl *slot) release() {
+	if !sl.held {
+		return
+	}
+	sl.held = false
+	sl.s.busy.Add(-1)
+	<-sl.s.slots
+}
+
+// writeJSON answers with a JSON body.
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(v) // the client went away if this fails; nothing to do
+}
+
+func writeError(w http.ResponseWriter, code int, msg string) {
+	writeJSON(w, code, ErrorResponse{Error: msg})
+}
+
+// fail maps an error to its status code: 400 bad field, 404 unknown job,
+// 409 ambiguous prefix or finished job, 413 body too large, 429 queue
+// full, 503 persistence failing, stopping or card dead.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	var fe *FieldError
+	code := http.StatusInternalServerError
+	switch {
+	case errors.As(err, &fe), errors.Is(err, scheduler.ErrUnknownCard):
+		code = http.StatusBadRequest
+	case errors.Is(err, errBodyTooLarge):
+		code = http.StatusRequestEntityTooLarge
+	case errors.Is(err, scheduler.ErrNotFound):
+		code = http.StatusNotFound
+	case errors.Is(err, scheduler.ErrAmbiguous), errors.Is(err, scheduler.ErrFinished):
+		code = http.StatusConflict
+	case errors.Is(err, scheduler.ErrQueueFull):
+		code = http.StatusTooManyRequests
+	case errors.Is(err, scheduler.ErrPersistence), errors.Is(err, scheduler.ErrStopping), errors.Is(err, scheduler.ErrCardDead):
+		code = http.StatusServiceUnavailable
+		w.Header().Set("Retry-After", "5")
+	}
+	if code == http.StatusInternalServerError {
+		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	writeError(w, code, errorMessage(err))
+}
+
+// errorMessage words scheduler errors for people.
+func errorMessage(err error) string {
+	switch {
+	case errors.Is(err, scheduler.ErrQueueFull):
+		return "queue full: " + err.Error() + " (TT_DEVICE_MAX_QUEUED_JOBS); try again when some have run"
+	case errors.Is(err, scheduler.ErrPersistence):
+		return "not accepting jobs: the store cannot be written (" + err.Error() + "); see /status"
+	case errors.Is(err, scheduler.ErrStopping):
+		return "not accepting jobs: queued is stopping"
+	}
+	return err.Error()
+}

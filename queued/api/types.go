@@ -1,0 +1,210 @@
+// Package api is queued's HTTP interface: the server (handlers, limits,
+// security checks) and the typed Go client the tt-device-queue CLI uses.
+// Both sides share the request and response types in this file, so the
+// wire format is defined once.
+package api
+
+import "time"
+
+// DefaultURL is where the daemon listens unless told otherwise.
+const DefaultURL = "http://127.0.0.1:5741"
+
+// Limits on requests that the server enforces and the client may check early.
+const (
+	// MaxCmdBytes is the longest cmd: one argument to bash, which the
+	// kernel caps at 128 KiB including its terminating NUL.
+	MaxCmdBytes = 128<<10 - 1
+	// MaxClientIDBytes bounds client_id.
+	MaxClientIDBytes = 256
+	// DefaultLogChunk and MaxLogChunk bound one GET /logs answer.
+	DefaultLogChunk = 64 << 10
+	MaxLogChunk     = 1 << 20
+	// MaxWait bounds the wait= of one long-poll; clients ask again.
+	MaxWait = 60 * time.Second
+	// MinIDPrefix is the shortest job id prefix the server resolves.
+	MinIDPrefix = 6
+)
+
+// QueueRequest is the body of POST /queue.
+type QueueRequest struct {
+	// Cmd is one shell program, run by bash -c (sh -c without bash).
+	Cmd string `json:"cmd"`
+	// Cwd is the absolute directory it runs in; it must exist.
+	Cwd string `json:"cwd"`
+	// DeviceID is the card's queue, "0" when empty. The server also
+	// accepts a JSON integer.
+	DeviceID string `json:"device_id,omitempty"`
+	// Env adds NAME=VALUE pairs to the service environment.
+	Env map[string]string `json:"env,omitempty"`
+	// Timeout is per iteration in seconds; 0 selects the default.
+	Timeout int64 `json:"timeout,omitempty"`
+	// Repeat runs the program that many times, stopping at the first
+	// failure; 0 means 1.
+	Repeat int `json:"repeat,omitempty"`
+	// ClientID is diagnostic only; it never affects order.
+	ClientID string `json:"client_id,omitempty"`
+}
+
+// QueueResponse answers POST /queue.
+type QueueResponse struct {
+	JobID    string `json:"job_id"`
+	DeviceID string `json:"device_id"`
+	State    string `json:"state"`
+	// Position is 1 for the next job to start on the card.
+	Position         int     `json:"position"`
+	EstimatedWaitSec float64 `json:"estimated_wait_sec"`
+}
+
+// KillRequest is the body of POST /kill.
+type KillRequest struct {
+	// JobID is a job id or a unique prefix of at least 6 characters.
+	JobID string `json:"job_id"`
+}
+
+// Job is a job's full record, answered by GET /job/<id>, GET /result/<id>
+// and POST /kill.
+type Job struct {
+	ID       string            `json:"id"`
+	Kind     string            `json:"kind"`
+	DeviceID string            `json:"device_id"`
+	Cmd      string            `json:"cmd"`
+	Cwd      string            `json:"cwd"`
+	Env      map[string]string `json:"env,omitempty"`
+	Timeout  int64             `json:"timeout"`
+	Repeat   int               `json:"repeat"`
+	ClientID string            `json:"client_id,omitempty"`
+
+	// State is queued, running or done.
+	State string `json:"state"`
+	// Position and EstimatedWaitSec are set while queued.
+	Position         int     `json:"position,omitempty"`
+	EstimatedWaitSec float64 `json:"estimated_wait_sec,omitempty"`
+	// EstimatedRemainingSec is set while running.
+	EstimatedRemainingSec float64 `json:"estimated_remaining_sec,omitempty"`
+
+	SubmittedAt time.Time  `json:"submitted_at"`
+	StartedAt   *time.Time `json:"started_at,omitempty"`
+	FinishedAt  *time.Time `json:"finished_at,omitempty"`
+
+	// ExitCode is null until done; a signal N is -N, -9 after a timeout,
+	// -1 when interrupted by a service stop or restart or never started.
+	ExitCode *int `json:"exit_code"`
+	// Outcome is success, failure, timeout, killed, interrupted or card_dead.
+	Outcome    string `json:"outcome,omitempty"`
+	Error      string `json:"error,omitempty"`
+	Iterations int    `json:"iterations"`
+	// PID is the process group of the current iteration while running.
+	PID int `json:"pid,omitempty"`
+
+	LogBytes        int64  `json:"log_bytes"`
+	LogTruncated    bool   `json:"log_truncated"`
+	DroppedLogBytes int64  `json:"dropped_log_bytes"`
+	LogError        string `json:"log_error,omitempty"`
+
+	// Held is set while the job's final record waits in memory for the
+	// store to take writes again.
+	Held bool `json:"held,omitempty"`
+}
+
+// Done reports whether the job has ended.
+func (j *Job) Done() bool { return j.State == "done" }
+
+// JobSummary is a job as GET /status lists it.
+type JobSummary struct {
+	ID       string `json:"id"`
+	Cmd      string `json:"cmd"` // cut to 200 bytes
+	ClientID string `json:"client_id,omitempty"`
+	Repeat   int    `json:"repeat"`
+	// Position is 1 for the next job; 0 for the running one.
+	Position int `json:"position,omitempty"`
+	// EstimatedWaitSec is the expected wait (queued) or remaining run
+	// time (running).
+	EstimatedWaitSec float64    `json:"estimated_wait_sec"`
+	SubmittedAt      time.Time  `json:"submitted_at"`
+	StartedAt        *time.Time `json:"started_at,omitempty"`
+	PID              int        `json:"pid,omitempty"`
+}
+
+// Status answers GET /status.
+type Status struct {
+	Cards       []CardStatus `json:"cards"`
+	Queued      int          `json:"queued"`
+	MaxQueued   int          `json:"max_queued"`
+	Stopping    bool         `json:"stopping,omitempty"`
+	Persistence Persistence  `json:"persistence"`
+	Retention   Retention    `json:"retention"`
+	HTTP        HTTPStatus   `json:"http"`
+	Warnings    []string     `json:"warnings,omitempty"`
+}
+
+// CardStatus is one card in GET /status.
+type CardStatus struct {
+	DeviceID string `json:"device_id"`
+	// State is healthy, resetting or dead.
+	State string `json:"state"`
+	// Worker is running, idle, dispatching, stopped or "paused: <why>".
+	Worker  string       `json:"worker"`
+	Current *JobSummary  `json:"current"`
+	Pending []JobSummary `json:"pending"`
+	// EstimatedWaitSec is the expected wait of a job submitted now.
+	EstimatedWaitSec float64 `json:"estimated_wait_sec"`
+}
+
+// Persistence says whether the store takes writes.
+type Persistence struct {
+	OK          bool       `json:"ok"`
+	Error       string     `json:"error,omitempty"`
+	Since       *time.Time `json:"since,omitempty"`
+	HeldRecords int        `json:"held_records"`
+	Attempts    int        `json:"attempts"`
+}
+
+// Retention describes the last retention run.
+type Retention struct {
+	LastRun *time.Time `json:"last_run,omitempty"`
+	Deleted int        `json:"deleted"`
+	Warning string     `json:"warning,omitempty"`
+}
+
+// HTTPStatus shows the handler limit at work.
+type HTTPStatus struct {
+	// Workers is TT_DEVICE_HTTP_WORKERS.
+	Workers int `json:"workers"`
+	// Busy counts handlers working now.
+	Busy int `json:"busy"`
+	// Waiting counts requests waiting for a free handler.
+	Waiting int `json:"waiting"`
+	// LongPolls counts long-polls waiting for output or a result; they
+	// hold no handler.
+	LongPolls int `json:"long_polls"`
+}
+
+// ErrorResponse is the body of every 4xx and 5xx answer.
+type ErrorResponse struct {
+	Error string `json:"error"`
+}
+
+// LogChunk is one answer of GET /logs/<id>. On the wire the body is the
+// raw output bytes and the other fields travel in the X-Log-* headers, so
+// output that is not UTF-8 passes unchanged.
+type LogChunk struct {
+	// Offset is where Data starts in the output file.
+	Offset int64
+	// NextOffset is the offset to ask for next.
+	NextOffset int64
+	// Size is the output file's size when the chunk was read.
+	Size int64
+	// State is the job's state; Done means no more output will come.
+	State string
+	Done  bool
+	Data  []byte
+}
+
+// Header names of GET /logs answers.
+const (
+	HeaderLogOffset = "X-Log-Offset"
+	HeaderLogNext   = "X-Log-Next-Offset"
+	HeaderLogSize   = "X-Log-Size"
+	HeaderJobState  = "X-Job-State"
+	HeaderLogDone   = "X-Log-Done"
+)
