@@ -29,7 +29,7 @@ type faultStore struct {
 }
 
 func (f *faultStore) set(err error) { f.mu.Lock(); f.fault = err; f.mu.Unlock() }
-func (f *faultStore) err() error   { f.mu.Lock(); defer f.mu.Unlock(); return f.fault }
+func (f *faultStore) err() error    { f.mu.Lock(); defer f.mu.Unlock(); return f.fault }
 
 func (f *faultStore) Put(jobs ...store.Job) error {
 	if err := f.err(); err != nil {
