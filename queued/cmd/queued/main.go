@@ -1,0 +1,221 @@
+// Command queued is the tt-device-queue daemon: one FIFO job queue per
+// Tenstorrent card behind an HTTP API on 127.0.0.1:5741. It reads the
+// seed's TT_DEVICE_* environment variables; flags override them.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/alecthomas/kong"
+
+	"github.com/ttkit/ttkit/queued/api"
+	"github.com/ttkit/ttkit/queued/config"
+	"github.com/ttkit/ttkit/queued/scheduler"
+	"github.com/ttkit/ttkit/queued/store"
+)
+
+// cli holds the flags. Pointer fields are nil unless given, so a flag
+// overrides its environment variable only when it is set.
+type cli struct {
+	Listen           string  `help:"Address to listen on (default 127.0.0.1 and TT_DEVICE_PORT)." placeholder:"HOST:PORT"`
+	AllowNonLoopback bool    `help:"Allow --listen on an address other than loopback; every request still needs the token."`
+	StateDir         *string `help:"State directory: store, token, job output (TT_DEVICE_LOG_DIR)." placeholder:"DIR"`
+	DeviceIDs        *string `name:"device-ids" help:"Comma-separated card numbers to queue for (TT_DEVICE_IDS)." placeholder:"0,1"`
+	DevDir           string  `default:"/dev/tenstorrent" help:"Where to look for numeric card nodes when no ids are given." placeholder:"DIR"`
+	DefaultTimeout   *int64  `help:"Seconds per iteration when a job gives no timeout (TT_DEVICE_DEFAULT_TIMEOUT)." placeholder:"SEC"`
+	MaxTimeout       *int64  `help:"Largest timeout a job may ask for, in seconds (TT_DEVICE_MAX_TIMEOUT)." placeholder:"SEC"`
+	MaxQueuedJobs    *int    `help:"Queued jobs allowed over all cards (TT_DEVICE_MAX_QUEUED_JOBS)." placeholder:"N"`
+	MaxLogBytes      *int64  `help:"Bytes of output kept per job (TT_DEVICE_MAX_LOG_BYTES)." placeholder:"BYTES"`
+	MaxRequestBytes  *int64  `help:"Largest HTTP request body (TT_DEVICE_MAX_REQUEST_BYTES)." placeholder:"BYTES"`
+	HTTPWorkers      *int    `name:"http-workers" help:"HTTP handlers working at once (TT_DEVICE_HTTP_WORKERS)." placeholder:"N"`
+	RetentionDays    *int    `help:"Days finished jobs are kept (TT_DEVICE_RETENTION_DAYS)." placeholder:"DAYS"`
+	MaxCompletedJobs *int    `help:"Finished jobs kept at most (TT_DEVICE_MAX_COMPLETED_JOBS)." placeholder:"N"`
+	KillGrace        *int64  `help:"Seconds between SIGINT and SIGKILL when a job is stopped (TT_DEVICE_KILL_GRACE)." placeholder:"SEC"`
+}
+
+func main() {
+	var c cli
+	kong.Parse(&c,
+		kong.Name("queued"),
+		kong.Description("The tt-device-queue daemon: one FIFO job queue per Tenstorrent card, served over HTTP on loopback.\n\n"+envHelp()),
+		kong.UsageOnError(),
+	)
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	if err := run(c, log); err != nil {
+		fmt.Fprintln(os.Stderr, "queued:", err)
+		os.Exit(1)
+	}
+}
+
+// envHelp lists the environment variables for --help.
+func envHelp() string {
+	var b strings.Builder
+	b.WriteString("Environment variables (a flag, when given, overrides its variable):\n\n")
+	for _, s := range config.Settings {
+		fmt.Fprintf(&b, "  %s\n      %s Default: %s.\n", s.Env, s.Help, s.Default)
+	}
+	return b.String()
+}
+
+// configure merges environment and flags.
+func configure(c cli) (config.Config, error) {
+	cfg, err := config.FromEnv(os.LookupEnv)
+	if err != nil {
+		return cfg, err
+	}
+	if c.StateDir != nil {
+		dir, err := filepath.Abs(*c.StateDir)
+		if err != nil {
+			return cfg, fmt.Errorf("--state-dir: %w", err)
+		}
+		cfg.StateDir = dir
+	}
+	if c.DeviceIDs != nil {
+		ids, err := config.ParseDevices(*c.DeviceIDs)
+		if err != nil {
+			return cfg, fmt.Errorf("--device-ids: %w", err)
+		}
+		cfg.Devices = ids
+	}
+	secs := func(v *int64, dst *time.Duration) {
+		if v != nil {
+			*dst = time.Duration(*v) * time.Second
+		}
+	}
+	secs(c.DefaultTimeout, &cfg.DefaultTimeout)
+	secs(c.MaxTimeout, &cfg.MaxTimeout)
+	secs(c.KillGrace, &cfg.KillGrace)
+	for _, f := range []struct {
+		v   *int
+		dst *int
+	}{{c.MaxQueuedJobs, &cfg.MaxQueued}, {c.HTTPWorkers, &cfg.HTTPWorkers}, {c.RetentionDays, &cfg.RetentionDays}, {c.MaxCompletedJobs, &cfg.MaxCompleted}} {
+		if f.v != nil {
+			*f.dst = *f.v
+		}
+	}
+	if c.MaxLogBytes != nil {
+		cfg.MaxLogBytes = *c.MaxLogBytes
+	}
+	if c.MaxRequestBytes != nil {
+		cfg.MaxRequestBytes = *c.MaxRequestBytes
+	}
+	if cfg.DefaultTimeout < time.Second || cfg.MaxQueued < 1 || cfg.HTTPWorkers < 1 || cfg.RetentionDays < 1 ||
+		cfg.MaxCompleted < 1 || cfg.MaxLogBytes < 1 || cfg.MaxRequestBytes < 1 || cfg.KillGrace < 0 {
+		return cfg, errors.New("every limit must be positive")
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, err
+	}
+	if cfg.Devices == nil {
+		ids, err := config.Discover(c.DevDir)
+		if err != nil {
+			return cfg, err
+		}
+		cfg.Devices = ids
+	}
+	return cfg, nil
+}
+
+// listenAddr picks the listen address and refuses a non-loopback one
+// unless allowed; it returns the hosts the API must accept besides the
+// loopback names.
+func listenAddr(c cli, cfg config.Config) (string, []string, error) {
+	addr := c.Listen
+	if addr == "" {
+		addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(cfg.Port))
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", nil, fmt.Errorf("--listen %q: %w", addr, err)
+	}
+	if host == "localhost" {
+		return addr, nil, nil
+	}
+	ip := net.ParseIP(host)
+	if ip != nil && ip.IsLoopback() {
+		return addr, nil, nil
+	}
+	if !c.AllowNonLoopback {
+		return "", nil, fmt.Errorf("--listen %q is not a loopback address; add --allow-non-loopback to serve it anyway", addr)
+	}
+	return addr, []string{host}, nil
+}
+
+func run(c cli, log *slog.Logger) error {
+	cfg, err := configure(c)
+	if err != nil {
+		return err
+	}
+	addr, extraHosts, err := listenAddr(c, cfg)
+	if err != nil {
+		return err
+	}
+	st, err := store.Open(cfg.StateDir, store.Options{})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	token, err := api.EnsureToken(cfg.StateDir)
+	if err != nil {
+		return err
+	}
+	sched, err := scheduler.New(scheduler.Options{
+		Store: st, Devices: cfg.Devices, OutputDir: filepath.Join(cfg.StateDir, "output"),
+		DefaultTimeout: cfg.DefaultTimeout, MaxQueued: cfg.MaxQueued, MaxLogBytes: cfg.MaxLogBytes,
+		KillGrace: cfg.KillGrace, RetentionDays: cfg.RetentionDays, MaxCompleted: cfg.MaxCompleted, Logger: log,
+	})
+	if err != nil {
+		return err
+	}
+	defer sched.Stop()
+	srv, err := api.NewServer(api.Config{Scheduler: sched, Token: token, MaxTimeout: cfg.MaxTimeout,
+		MaxRequestBytes: cfg.MaxRequestBytes, Workers: cfg.HTTPWorkers, ExtraHosts: extraHosts, Logger: log})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", addr, err)
+	}
+	url := "http://" + ln.Addr().String()
+	if err := api.WriteAddress(cfg.StateDir, url); err != nil {
+		ln.Close()
+		return err
+	}
+	hs := srv.NewHTTPServer()
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	log.Info("queued listening", "url", url, "cards", cfg.Devices, "state_dir", cfg.StateDir, "pid", os.Getpid())
+
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	defer signal.Stop(sigs)
+	select {
+	case sig := <-sigs:
+		log.Info("stopping: no new requests; running jobs end as interrupted, queued jobs stay queued", "signal", sig.String())
+	case err := <-served:
+		return fmt.Errorf("serving: %w", err)
+	}
+	srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := hs.Shutdown(ctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		log.Warn("HTTP shutdown", "err", err)
+	}
+	sched.Stop()
+	os.Remove(filepath.Join(cfg.StateDir, api.AddressFile))
+	log.Info("stopped")
+	return nil
+}
