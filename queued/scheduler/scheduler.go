@@ -41,7 +41,7 @@ var (
 	ErrStopping    = errors.New("service stopping")
 	ErrNotFound    = errors.New("no such job")
 	ErrAmbiguous   = errors.New("ambiguous job id prefix")
-	ErrFinished    = errors.New("job already finished")
+	ErrFinished    = errors.New("already finished")
 	ErrCardDead    = errors.New("card is dead")
 )
 
