@@ -28,6 +28,9 @@ func NewClient(baseURL, token string) *Client {
 	return &Client{base: strings.TrimRight(baseURL, "/"), token: token, http: &http.Client{}}
 }
 
+// Close releases the client's idle connections.
+func (c *Client) Close() { c.http.CloseIdleConnections() }
+
 // Error is an answer with a 4xx or 5xx status; Message is the daemon's
 // own words. Classify with errors.As and StatusCode.
 type Error struct {

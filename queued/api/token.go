@@ -2,7 +2,6 @@ package api
 
 import (
 	"crypto/rand"
-	"crypto/subtle"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -111,14 +110,4 @@ func ReadAddress(stateDir string) (string, error) {
 		return "", fmt.Errorf("reading daemon address: %w", err)
 	}
 	return strings.TrimSpace(string(b)), nil
-}
-
-// tokenMatches compares an Authorization header with the token in
-// constant time.
-func tokenMatches(header, token string) bool {
-	got, ok := strings.CutPrefix(header, "Bearer ")
-	if !ok {
-		return false
-	}
-	return subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(token)) == 1
 }

@@ -1,7 +1,8 @@
-// Package api is queued's HTTP interface: the server (handlers, limits,
-// security checks) and the typed Go client the tt-device-queue CLI uses.
-// Both sides share the request and response types in this file, so the
-// wire format is defined once.
+// Package api is queued's HTTP interface as clients see it: the request
+// and response types (shared with the server in api/server, so the wire
+// format is defined once), the typed Go client the tt-device-queue CLI
+// uses, and the token and address files in the state directory. It has no
+// dependency on the daemon's internals.
 package api
 
 import "time"

@@ -21,6 +21,7 @@ import (
 	"github.com/alecthomas/kong"
 
 	"github.com/ttkit/ttkit/queued/api"
+	"github.com/ttkit/ttkit/queued/api/server"
 	"github.com/ttkit/ttkit/queued/config"
 	"github.com/ttkit/ttkit/queued/scheduler"
 	"github.com/ttkit/ttkit/queued/store"
@@ -180,7 +181,7 @@ func run(c cli, log *slog.Logger) error {
 		return err
 	}
 	defer sched.Stop()
-	srv, err := api.NewServer(api.Config{Scheduler: sched, Token: token, MaxTimeout: cfg.MaxTimeout,
+	srv, err := server.NewServer(server.Config{Scheduler: sched, Token: token, MaxTimeout: cfg.MaxTimeout,
 		MaxRequestBytes: cfg.MaxRequestBytes, Workers: cfg.HTTPWorkers, ExtraHosts: extraHosts, Logger: log})
 	if err != nil {
 		return err

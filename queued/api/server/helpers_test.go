@@ -1,8 +1,9 @@
-package api
+package server
 
 import (
 	"context"
 	"fmt"
+	"github.com/ttkit/ttkit/queued/api"
 	"io"
 	"log/slog"
 	"net"
@@ -55,7 +56,7 @@ type daemon struct {
 	fs     *faultStore
 	sched  *scheduler.Scheduler
 	srv    *Server
-	client *Client
+	client *api.Client
 }
 
 type options struct {
@@ -88,7 +89,7 @@ func start(t testing.TB, o options) *daemon {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d.token, err = EnsureToken(d.dir)
+	d.token, err = api.EnsureToken(d.dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +109,7 @@ func start(t testing.TB, o options) *daemon {
 	served := make(chan struct{})
 	go func() { hs.Serve(ln); close(served) }()
 	d.url = "http://" + ln.Addr().String()
-	d.client = NewClient(d.url, d.token)
+	d.client = api.NewClient(d.url, d.token)
 	t.Cleanup(func() {
 		d.srv.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -117,7 +118,7 @@ func start(t testing.TB, o options) *daemon {
 		<-served
 		d.sched.Stop()
 		st.Close()
-		d.client.http.CloseIdleConnections()
+		d.client.Close()
 	})
 	return d
 }
@@ -128,16 +129,16 @@ func (d *daemon) ctx() context.Context {
 	return ctx
 }
 
-func (d *daemon) queue(card, cmd string) QueueResponse {
+func (d *daemon) queue(card, cmd string) api.QueueResponse {
 	d.t.Helper()
-	r, err := d.client.Queue(d.ctx(), QueueRequest{Cmd: cmd, Cwd: d.work, DeviceID: card})
+	r, err := d.client.Queue(d.ctx(), api.QueueRequest{Cmd: cmd, Cwd: d.work, DeviceID: card})
 	if err != nil {
 		d.t.Fatal(err)
 	}
 	return r
 }
 
-func (d *daemon) result(id string) Job {
+func (d *daemon) result(id string) api.Job {
 	d.t.Helper()
 	j, err := d.client.WaitResult(d.ctx(), id)
 	if err != nil {
@@ -161,7 +162,7 @@ func (d *daemon) waitOutput(id, want string) {
 	d.t.Helper()
 	var out []byte
 	for !strings.Contains(string(out), want) {
-		ch, err := d.client.Logs(d.ctx(), id, LogsQuery{Offset: int64(len(out)), Wait: 10 * time.Second})
+		ch, err := d.client.Logs(d.ctx(), id, api.LogsQuery{Offset: int64(len(out)), Wait: 10 * time.Second})
 		if err != nil {
 			d.t.Fatal(err)
 		}

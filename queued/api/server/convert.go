@@ -1,6 +1,7 @@
-package api
+package server
 
 import (
+	"github.com/ttkit/ttkit/queued/api"
 	"strconv"
 	"time"
 
@@ -17,8 +18,8 @@ func timePtr(t time.Time) *time.Time {
 }
 
 // jobView turns a scheduler record into the wire type.
-func jobView(info scheduler.JobInfo) Job {
-	j := Job{
+func jobView(info scheduler.JobInfo) api.Job {
+	j := api.Job{
 		ID: info.ID, Kind: string(info.Kind), DeviceID: strconv.Itoa(info.Card()),
 		Cmd: info.Cmd, Cwd: info.Cwd, Env: info.Env, Timeout: info.Timeout, Repeat: info.Repeat,
 		ClientID: info.ClientID, State: string(info.State), Position: info.Position,
@@ -40,8 +41,8 @@ func jobView(info scheduler.JobInfo) Job {
 	return j
 }
 
-func summaryView(info scheduler.JobInfo) JobSummary {
-	return JobSummary{
+func summaryView(info scheduler.JobInfo) api.JobSummary {
+	return api.JobSummary{
 		ID: info.ID, Cmd: cut(info.Cmd, 200), ClientID: info.ClientID, Repeat: info.Repeat,
 		Position: info.Position, EstimatedWaitSec: info.EstimatedWait.Seconds(),
 		SubmittedAt: info.SubmittedAt.UTC(), StartedAt: timePtr(info.StartedAt), PID: info.PGID,
@@ -49,16 +50,16 @@ func summaryView(info scheduler.JobInfo) JobSummary {
 }
 
 // statusView turns the scheduler's snapshot into the wire type.
-func statusView(st scheduler.Status) Status {
-	out := Status{
+func statusView(st scheduler.Status) api.Status {
+	out := api.Status{
 		Queued: st.Queued, MaxQueued: st.MaxQueued, Stopping: st.Stopping, Warnings: st.Warnings,
-		Persistence: Persistence{OK: st.Persistence.OK, Error: st.Persistence.Error, Since: timePtr(st.Persistence.Since),
+		Persistence: api.Persistence{OK: st.Persistence.OK, Error: st.Persistence.Error, Since: timePtr(st.Persistence.Since),
 			HeldRecords: st.Persistence.Held, Attempts: st.Persistence.Attempts},
-		Retention: Retention{LastRun: timePtr(st.Retention.LastRun), Deleted: st.Retention.Deleted, Warning: st.Retention.Warning},
+		Retention: api.Retention{LastRun: timePtr(st.Retention.LastRun), Deleted: st.Retention.Deleted, Warning: st.Retention.Warning},
 	}
 	for _, c := range st.Cards {
-		cs := CardStatus{DeviceID: strconv.Itoa(c.ID), State: string(c.State), Worker: c.Worker,
-			Pending: make([]JobSummary, len(c.Queue)), EstimatedWaitSec: c.EstimatedWait.Seconds()}
+		cs := api.CardStatus{DeviceID: strconv.Itoa(c.ID), State: string(c.State), Worker: c.Worker,
+			Pending: make([]api.JobSummary, len(c.Queue)), EstimatedWaitSec: c.EstimatedWait.Seconds()}
 		if c.Current != nil {
 			cur := summaryView(*c.Current)
 			cs.Current = &cur

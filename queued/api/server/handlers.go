@@ -1,7 +1,8 @@
-package api
+package server
 
 import (
 	"encoding/json"
+	"github.com/ttkit/ttkit/queued/api"
 	"net/http"
 	"strconv"
 	"time"
@@ -34,7 +35,7 @@ func (s *Server) handleQueue(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Location", "/job/"+info.ID)
-	writeJSON(w, http.StatusCreated, QueueResponse{
+	writeJSON(w, http.StatusCreated, api.QueueResponse{
 		JobID: info.ID, DeviceID: strconv.Itoa(info.Card()), State: string(info.State),
 		Position: info.Position, EstimatedWaitSec: info.EstimatedWait.Seconds(),
 	})
@@ -77,7 +78,7 @@ func (s *Server) resolve(field, raw string) (string, error) {
 // handleStatus is GET /status.
 func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
 	st := statusView(s.sched.Status())
-	st.HTTP = HTTPStatus{Workers: cap(s.slots), Busy: int(s.busy.Load()), Waiting: int(s.waiting.Load()),
+	st.HTTP = api.HTTPStatus{Workers: cap(s.slots), Busy: int(s.busy.Load()), Waiting: int(s.waiting.Load()),
 		LongPolls: int(s.polling.Load())}
 	writeJSON(w, http.StatusOK, st)
 }
@@ -113,7 +114,7 @@ func queryInt(r *http.Request, name string, def, max int64) (int64, error) {
 	return n, nil
 }
 
-// queryWait reads wait= in seconds (fractions allowed), at most MaxWait.
+// queryWait reads wait= in seconds (fractions allowed), at most api.MaxWait.
 func queryWait(r *http.Request) (time.Duration, error) {
 	v := r.URL.Query().Get("wait")
 	if v == "" {
@@ -123,8 +124,8 @@ func queryWait(r *http.Request) (time.Duration, error) {
 	if err != nil || f < 0 || f != f {
 		return 0, fieldErr("wait", "%q is not a non-negative number of seconds", cut(v, 40))
 	}
-	if f > MaxWait.Seconds() {
-		return 0, fieldErr("wait", "%s seconds is above the maximum %d; ask again instead", v, int(MaxWait.Seconds()))
+	if f > api.MaxWait.Seconds() {
+		return 0, fieldErr("wait", "%s seconds is above the maximum %d; ask again instead", v, int(api.MaxWait.Seconds()))
 	}
 	return time.Duration(f * float64(time.Second)), nil
 }
@@ -175,13 +176,13 @@ func (s *Server) handleLogs(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	limit, err := queryInt(r, "limit", DefaultLogChunk, MaxLogChunk)
+	limit, err := queryInt(r, "limit", api.DefaultLogChunk, api.MaxLogChunk)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
 	if limit == 0 {
-		limit = DefaultLogChunk
+		limit = api.DefaultLogChunk
 	}
 	wait, err := queryWait(r)
 	if err != nil {
@@ -217,11 +218,11 @@ func (s *Server) handleLogs(w http.ResponseWriter, r *http.Request) {
 		}
 		h := w.Header()
 		h.Set("Content-Type", "application/octet-stream")
-		h.Set(HeaderLogOffset, strconv.FormatInt(offset, 10))
-		h.Set(HeaderLogNext, strconv.FormatInt(offset+int64(len(data)), 10))
-		h.Set(HeaderLogSize, strconv.FormatInt(size, 10))
-		h.Set(HeaderJobState, string(wt.Info.State))
-		h.Set(HeaderLogDone, strconv.FormatBool(wt.Done && offset+int64(len(data)) >= size))
+		h.Set(api.HeaderLogOffset, strconv.FormatInt(offset, 10))
+		h.Set(api.HeaderLogNext, strconv.FormatInt(offset+int64(len(data)), 10))
+		h.Set(api.HeaderLogSize, strconv.FormatInt(size, 10))
+		h.Set(api.HeaderJobState, string(wt.Info.State))
+		h.Set(api.HeaderLogDone, strconv.FormatBool(wt.Done && offset+int64(len(data)) >= size))
 		h.Set("Content-Length", strconv.Itoa(len(data)))
 		w.WriteHeader(http.StatusOK)
 		w.Write(data)

@@ -1,7 +1,8 @@
-package api
+package server
 
 import (
 	"errors"
+	"github.com/ttkit/ttkit/queued/api"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -50,13 +51,13 @@ func TestAPI_DiskFullOnTmpfs(t *testing.T) {
 	var refused error
 	var accepted []string
 	for i := 0; i < 2000 && refused == nil; i++ {
-		var r QueueResponse
-		r, refused = d.client.Queue(d.ctx(), QueueRequest{Cmd: "echo " + strings.Repeat("x", 1000), Cwd: d.work, DeviceID: "0"})
+		var r api.QueueResponse
+		r, refused = d.client.Queue(d.ctx(), api.QueueRequest{Cmd: "echo " + strings.Repeat("x", 1000), Cwd: d.work, DeviceID: "0"})
 		if refused == nil {
 			accepted = append(accepted, r.JobID)
 		}
 	}
-	if !IsStatus(refused, http.StatusServiceUnavailable) || !strings.Contains(refused.Error(), "no space left") {
+	if !api.IsStatus(refused, http.StatusServiceUnavailable) || !strings.Contains(refused.Error(), "no space left") {
 		t.Fatalf("submission on a full disk: %v", refused)
 	}
 	st, err := d.client.Status(d.ctx())
@@ -66,7 +67,7 @@ func TestAPI_DiskFullOnTmpfs(t *testing.T) {
 
 	// The running job ends while the disk is full: its record is held.
 	release()
-	j, err := d.client.Result(d.ctx(), g.JobID, MaxWait)
+	j, err := d.client.Result(d.ctx(), g.JobID, api.MaxWait)
 	if err != nil || !j.Done() || !j.Held || *j.ExitCode != 0 {
 		t.Fatalf("held result %+v, %v", j, err)
 	}

@@ -1,10 +1,17 @@
-package api
+// Package server is queued's HTTP handler: one handler per endpoint, the
+// request decoding that names the bad field, the handler-slot limit that
+// long-polls give back while they wait, and the security checks (token,
+// loopback Host, no foreign Origin, JSON POSTs). Requests and answers are
+// the types of package api, which the client shares.
+package server
 
 import (
 	"context"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/ttkit/ttkit/queued/api"
 	"log/slog"
 	"mime"
 	"net"
@@ -241,7 +248,7 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 }
 
 func writeError(w http.ResponseWriter, code int, msg string) {
-	writeJSON(w, code, ErrorResponse{Error: msg})
+	writeJSON(w, code, api.ErrorResponse{Error: msg})
 }
 
 // fail maps an error to its status code: 400 bad field, 404 unknown job,
@@ -282,4 +289,14 @@ func errorMessage(err error) string {
 		return "not accepting jobs: queued is stopping"
 	}
 	return err.Error()
+}
+
+// tokenMatches compares an Authorization header with the token in
+// constant time.
+func tokenMatches(header, token string) bool {
+	got, ok := strings.CutPrefix(header, "Bearer ")
+	if !ok {
+		return false
+	}
+	return subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(token)) == 1
 }

@@ -1,6 +1,7 @@
-package api
+package server
 
 import (
+	"github.com/ttkit/ttkit/queued/api"
 	"sort"
 	"sync"
 	"testing"
@@ -30,12 +31,12 @@ func BenchmarkSubmit64(b *testing.B) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			cl := NewClient(d.url, d.token)
-			defer cl.http.CloseIdleConnections()
+			cl := api.NewClient(d.url, d.token)
+			defer cl.Close()
 			card := []string{"0", "1"}[c%2]
 			for range per {
 				s := time.Now()
-				if _, err := cl.Queue(d.ctx(), QueueRequest{Cmd: "true", Cwd: d.work, DeviceID: card}); err != nil {
+				if _, err := cl.Queue(d.ctx(), api.QueueRequest{Cmd: "true", Cwd: d.work, DeviceID: card}); err != nil {
 					b.Error(err)
 					return
 				}

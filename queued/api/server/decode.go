@@ -1,10 +1,11 @@
-package api
+package server
 
 import (
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/ttkit/ttkit/queued/api"
 	"io"
 	"net/http"
 	"os"
@@ -148,8 +149,8 @@ func (s *Server) decodeQueue(r *http.Request) (scheduler.JobSpec, error) {
 		return spec, err
 	case !ok || strings.TrimSpace(cmd) == "":
 		return spec, fieldErr("cmd", "required: one shell program")
-	case len(cmd) > MaxCmdBytes:
-		return spec, fieldErr("cmd", "%d bytes, the limit is %d", len(cmd), MaxCmdBytes)
+	case len(cmd) > api.MaxCmdBytes:
+		return spec, fieldErr("cmd", "%d bytes, the limit is %d", len(cmd), api.MaxCmdBytes)
 	case strings.ContainsRune(cmd, 0):
 		return spec, fieldErr("cmd", "contains a NUL byte")
 	}
@@ -199,8 +200,8 @@ func (s *Server) decodeQueue(r *http.Request) (scheduler.JobSpec, error) {
 				return spec, fieldErr("env", "%s is set by the queue", k)
 			case strings.ContainsRune(v, 0):
 				return spec, fieldErr("env", "%s: value contains a NUL byte", k)
-			case len(k)+1+len(v) > MaxCmdBytes:
-				return spec, fieldErr("env", "%s: longer than %d bytes", k, MaxCmdBytes)
+			case len(k)+1+len(v) > api.MaxCmdBytes:
+				return spec, fieldErr("env", "%s: longer than %d bytes", k, api.MaxCmdBytes)
 			}
 		}
 		if len(env) > 0 {
@@ -235,8 +236,8 @@ func (s *Server) decodeQueue(r *http.Request) (scheduler.JobSpec, error) {
 	switch {
 	case err != nil:
 		return spec, err
-	case len(clientID) > MaxClientIDBytes:
-		return spec, fieldErr("client_id", "%d bytes, the limit is %d", len(clientID), MaxClientIDBytes)
+	case len(clientID) > api.MaxClientIDBytes:
+		return spec, fieldErr("client_id", "%d bytes, the limit is %d", len(clientID), api.MaxClientIDBytes)
 	case strings.IndexFunc(clientID, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0:
 		return spec, fieldErr("client_id", "contains control characters")
 	}
@@ -288,11 +289,11 @@ func decodeID(field, raw string) (string, error) {
 	id := strings.ToLower(raw)
 	switch {
 	case raw == "":
-		return "", fieldErr(field, "required: a job id or a unique prefix of at least %d characters", MinIDPrefix)
+		return "", fieldErr(field, "required: a job id or a unique prefix of at least %d characters", api.MinIDPrefix)
 	case len(id) > store.IDLen || !store.IsHex(id):
 		return "", fieldErr(field, "%q is not a job id (up to %d hex characters)", cut(raw, 40), store.IDLen)
-	case len(id) < MinIDPrefix:
-		return "", fieldErr(field, "%q is too short: give at least %d characters of the id", raw, MinIDPrefix)
+	case len(id) < api.MinIDPrefix:
+		return "", fieldErr(field, "%q is too short: give at least %d characters of the id", raw, api.MinIDPrefix)
 	}
 	return id, nil
 }
