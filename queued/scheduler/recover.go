@@ -21,14 +21,16 @@ func (s *Scheduler) recover() error {
 	if err != nil {
 		return fmt.Errorf("recovering queues: %w", err)
 	}
+	last, err := s.st.LastSeq()
+	if err != nil {
+		return fmt.Errorf("recovering queues: %w", err)
+	}
+	s.nextSeq = last + 1 // records are keyed by sequence: never reuse one
 	now := s.opt.Now()
 	var ended []*job
 	var endedRecs []store.Job
 	var leftovers []runner.Leftover
 	for _, rec := range active {
-		if rec.Seq >= s.nextSeq {
-			s.nextSeq = rec.Seq + 1
-		}
 		c := s.cards[rec.Card()]
 		switch {
 		case rec.State == store.StateRunning:

@@ -27,6 +27,8 @@ type Store interface {
 	Match(prefix string, max int) ([]string, error)
 	// Active lists queued and running records in FIFO order.
 	Active() ([]store.Job, error)
+	// LastSeq is the highest sequence number stored.
+	LastSeq() (uint64, error)
 	// Prune deletes finished records by age and count and returns their ids.
 	Prune(cutoff time.Time, keep int) ([]string, error)
 	// Probe proves a write commits now.

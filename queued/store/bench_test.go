@@ -53,3 +53,31 @@ func BenchmarkPutConcurrent64(b *testing.B) {
 	b.ReportMetric(float64(after.Writes-before.Writes)/float64(after.Commits-before.Commits), "writes/commit")
 	b.ReportMetric(float64(64*per)/elapsed.Seconds(), "writes/s")
 }
+
+// BenchmarkPutDrainShape is the commit on a busy card's critical path:
+// job N's done record and job N+1's running record in one transaction,
+// with 1000 jobs in the store.
+func BenchmarkPutDrainShape(b *testing.B) {
+	s, err := Open(b.TempDir(), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	jobs := make([]Job, 1000)
+	for i := range jobs {
+		jobs[i] = job(uint64(i+1), StateQueued)
+	}
+	if err := s.Put(jobs...); err != nil {
+		b.Fatal(err)
+	}
+	i := 0
+	for b.Loop() {
+		done, next := jobs[i%999], jobs[i%999+1]
+		done.State, done.FinishedAt = StateDone, time.Now()
+		next.State = StateRunning
+		if err := s.Put(done, next); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}

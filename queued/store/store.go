@@ -10,13 +10,20 @@
 //	│   ├── version   -> "1"                      (SchemaVersion, ASCII decimal)
 //	│   └── probe     -> scratch bytes            (written and removed by Probe)
 //	├── jobs/
-//	│   └── <id>      -> JSON Job                 (id: 32 lowercase hex; sorted keys allow prefix search)
-//	├── active/
-//	│   └── <seq>     -> <id>                     (seq: 8-byte big-endian; queued and running jobs, FIFO order)
+//	│   └── <seq>     -> JSON Job                 (seq: 8-byte big-endian submission sequence; key order is FIFO order)
+//	├── ids/
+//	│   └── <id>      -> <seq>                    (id: 32 lowercase hex; written once at insert; sorted for prefix search)
 //	├── finished/
-//	│   └── <ns><id>  -> empty                    (ns: 8-byte big-endian finish time in Unix ns; oldest first)
+//	│   └── <ns><seq> -> <id>                     (ns: 8-byte big-endian finish time in Unix ns; oldest first, for retention)
 //	└── cards/
 //	    └── <card>    -> JSON Card                (card: ASCII decimal card number)
+//
+// Records are keyed by sequence rather than id so that the two records a
+// busy card writes per job (one job's end, the next one's start) sit side
+// by side in one leaf page: the commit on the card's critical path touches
+// as few pages as possible. Queued and running jobs are found at start by
+// one scan of jobs/ (bounded by retention), so no index of them has to be
+// rewritten on every transition.
 //
 // Every write goes through one commit loop that folds the requests waiting
 // at that moment into a single bbolt transaction (one fsync), so concurrent
@@ -55,18 +62,18 @@ var (
 	KeyVersion = []byte("version")
 	// KeyProbe is scratch space for Probe.
 	KeyProbe = []byte("probe")
-	// BucketJobs maps a job id to its JSON Job record.
+	// BucketJobs maps a big-endian sequence number to a JSON Job record;
+	// cursor order is submission (FIFO) order.
 	BucketJobs = []byte("jobs")
-	// BucketActive maps a big-endian sequence number to the id of a job that
-	// is queued or running; cursor order is submission order.
-	BucketActive = []byte("active")
+	// BucketIDs maps a job id to its sequence number.
+	BucketIDs = []byte("ids")
 	// BucketFinished indexes finished jobs by finish time for retention.
 	BucketFinished = []byte("finished")
 	// BucketCards maps a card number to its JSON Card record.
 	BucketCards = []byte("cards")
 )
 
-var allBuckets = [][]byte{BucketMeta, BucketJobs, BucketActive, BucketFinished, BucketCards}
+var allBuckets = [][]byte{BucketMeta, BucketJobs, BucketIDs, BucketFinished, BucketCards}
 
 // Errors callers classify with errors.Is.
 var (
@@ -263,10 +270,10 @@ func (s *Store) commit(batch []*request) error {
 	})
 }
 
-// Put durably writes job records and keeps the indexes in step with each
-// record's state: a queued or running job is in active/ under its Seq; a
-// done job is removed from active/ and indexed in finished/ by FinishedAt.
-// All records go into one transaction.
+// Put durably writes job records in one transaction, keeping the indexes in
+// step: the id index gets an entry the first time a job is written, and a
+// done job is indexed in finished/ by FinishedAt. A record may not change
+// its sequence number.
 func (s *Store) Put(jobs ...Job) error {
 	if len(jobs) == 0 {
 		return nil
@@ -297,22 +304,23 @@ func (s *Store) Put(jobs ...Job) error {
 }
 
 func putJob(tx *bolt.Tx, j *Job, val []byte) error {
-	id := []byte(j.ID)
-	if err := tx.Bucket(BucketJobs).Put(id, val); err != nil {
-		return fmt.Errorf("putting job %s: %w", j.ID, err)
-	}
-	active := tx.Bucket(BucketActive)
-	if j.State == StateDone {
-		if err := active.Delete(seqKey(j.Seq)); err != nil {
-			return fmt.Errorf("unindexing job %s: %w", j.ID, err)
-		}
-		if err := tx.Bucket(BucketFinished).Put(finishedKey(j.FinishedAt, j.ID), nil); err != nil {
+	id, seq := []byte(j.ID), seqKey(j.Seq)
+	ids := tx.Bucket(BucketIDs)
+	switch old := ids.Get(id); {
+	case old == nil:
+		if err := ids.Put(id, seq); err != nil {
 			return fmt.Errorf("indexing job %s: %w", j.ID, err)
 		}
-		return nil
+	case string(old) != string(seq):
+		return fmt.Errorf("job %s: sequence %d differs from the stored %d", j.ID, j.Seq, binary.BigEndian.Uint64(old))
 	}
-	if err := active.Put(seqKey(j.Seq), id); err != nil {
-		return fmt.Errorf("indexing job %s: %w", j.ID, err)
+	if err := tx.Bucket(BucketJobs).Put(seq, val); err != nil {
+		return fmt.Errorf("putting job %s: %w", j.ID, err)
+	}
+	if j.State == StateDone {
+		if err := tx.Bucket(BucketFinished).Put(finishedKey(j.FinishedAt, j.Seq), id); err != nil {
+			return fmt.Errorf("indexing job %s: %w", j.ID, err)
+		}
 	}
 	return nil
 }
@@ -321,7 +329,11 @@ func putJob(tx *bolt.Tx, j *Job, val []byte) error {
 func (s *Store) Job(id string) (Job, error) {
 	var j Job
 	err := s.db.View(func(tx *bolt.Tx) error {
-		v := tx.Bucket(BucketJobs).Get([]byte(id))
+		seq := tx.Bucket(BucketIDs).Get([]byte(id))
+		if seq == nil {
+			return ErrNotFound
+		}
+		v := tx.Bucket(BucketJobs).Get(seq)
 		if v == nil {
 			return ErrNotFound
 		}
@@ -338,7 +350,7 @@ func (s *Store) Job(id string) (Job, error) {
 func (s *Store) Match(prefix string, max int) ([]string, error) {
 	var ids []string
 	err := s.db.View(func(tx *bolt.Tx) error {
-		c := tx.Bucket(BucketJobs).Cursor()
+		c := tx.Bucket(BucketIDs).Cursor()
 		p := []byte(prefix)
 		for k, _ := c.Seek(p); k != nil && len(ids) < max && hasPrefix(k, p); k, _ = c.Next() {
 			ids = append(ids, string(k)) // string() copies the key
@@ -355,22 +367,19 @@ func hasPrefix(k, p []byte) bool {
 	return len(k) >= len(p) && string(k[:len(p)]) == string(p)
 }
 
-// Active returns the queued and running jobs in submission (FIFO) order.
-// An index entry whose record is gone is skipped.
+// Active returns the queued and running jobs in submission (FIFO) order,
+// by one scan of every record; retention bounds how many there are.
 func (s *Store) Active() ([]Job, error) {
 	var jobs []Job
 	err := s.db.View(func(tx *bolt.Tx) error {
-		all := tx.Bucket(BucketJobs)
-		return tx.Bucket(BucketActive).ForEach(func(_, id []byte) error {
-			v := all.Get(id)
-			if v == nil {
-				return nil
-			}
+		return tx.Bucket(BucketJobs).ForEach(func(k, v []byte) error {
 			var j Job
 			if err := decodeJob(v, &j); err != nil {
-				return fmt.Errorf("job %s: %w", id, err)
+				return fmt.Errorf("job at sequence %d: %w", binary.BigEndian.Uint64(k), err)
 			}
-			jobs = append(jobs, j)
+			if j.State != StateDone {
+				jobs = append(jobs, j)
+			}
 			return nil
 		})
 	})
@@ -380,13 +389,29 @@ func (s *Store) Active() ([]Job, error) {
 	return jobs, nil
 }
 
+// LastSeq is the highest sequence number stored, 0 for an empty store; new
+// jobs continue after it.
+func (s *Store) LastSeq() (uint64, error) {
+	var seq uint64
+	err := s.db.View(func(tx *bolt.Tx) error {
+		if k, _ := tx.Bucket(BucketJobs).Cursor().Last(); k != nil {
+			seq = binary.BigEndian.Uint64(k)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("reading last sequence: %w", err)
+	}
+	return seq, nil
+}
+
 // Finished returns the ids of finished jobs, oldest first; retention and
 // tests use it.
 func (s *Store) Finished() ([]string, error) {
 	var ids []string
 	err := s.db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(BucketFinished).ForEach(func(k, _ []byte) error {
-			ids = append(ids, string(k[8:]))
+		return tx.Bucket(BucketFinished).ForEach(func(_, id []byte) error {
+			ids = append(ids, string(id))
 			return nil
 		})
 	})
@@ -416,15 +441,19 @@ func (s *Store) Prune(cutoff time.Time, keep int) ([]string, error) {
 				}
 				keys = append(keys, append([]byte(nil), k...))
 			}
-			jobs := tx.Bucket(BucketJobs)
+			jobs, idx := tx.Bucket(BucketJobs), tx.Bucket(BucketIDs)
 			for _, k := range keys {
+				id := append([]byte(nil), fin.Get(k)...)
+				if err := jobs.Delete(k[8:]); err != nil {
+					return fmt.Errorf("deleting job %s: %w", id, err)
+				}
+				if err := idx.Delete(id); err != nil {
+					return fmt.Errorf("unindexing job %s: %w", id, err)
+				}
+				ids = append(ids, string(id))
 				if err := fin.Delete(k); err != nil {
 					return fmt.Errorf("deleting index entry: %w", err)
 				}
-				if err := jobs.Delete(k[8:]); err != nil {
-					return fmt.Errorf("deleting job %s: %w", k[8:], err)
-				}
-				ids = append(ids, string(k[8:]))
 			}
 			return nil
 		})
@@ -513,12 +542,13 @@ func seqKey(seq uint64) []byte {
 	return k
 }
 
-func finishedKey(t time.Time, id string) []byte {
-	k := make([]byte, 8, 8+len(id))
+func finishedKey(t time.Time, seq uint64) []byte {
+	k := make([]byte, 16)
 	ns := t.UnixNano()
 	if ns < 0 {
 		ns = 0
 	}
 	binary.BigEndian.PutUint64(k, uint64(ns))
-	return append(k, id...)
+	binary.BigEndian.PutUint64(k[8:], seq)
+	return k
 }

@@ -126,6 +126,14 @@ func TestPut_IndexesFollowState(t *testing.T) {
 	if _, err := s.Job(NewID()); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("Job(unknown) = %v", err)
 	}
+	if last, err := s.LastSeq(); err != nil || last != 3 {
+		t.Fatalf("LastSeq = %d, %v", last, err)
+	}
+	moved := a
+	moved.Seq = 9
+	if err := s.Put(moved); err == nil {
+		t.Fatal("a record changed its sequence number")
+	}
 }
 
 func TestJob_LegacyRecordWithoutCardIsCardZero(t *testing.T) {
@@ -138,10 +146,10 @@ func TestJob_LegacyRecordWithoutCardIsCardZero(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		if err := tx.Bucket(BucketJobs).Put([]byte(id), []byte(`{"id":"`+id+`","seq":5,"cmd":"true","cwd":"/","state":"queued"}`)); err != nil {
+		if err := tx.Bucket(BucketJobs).Put(seqKey(5), []byte(`{"id":"`+id+`","seq":5,"cmd":"true","cwd":"/","state":"queued"}`)); err != nil {
 			return err
 		}
-		return tx.Bucket(BucketActive).Put(seqKey(5), []byte(id))
+		return tx.Bucket(BucketIDs).Put([]byte(id), seqKey(5))
 	})
 	db.Close()
 	if err != nil {
@@ -209,31 +217,43 @@ func TestPrune_ByAgeAndCount(t *testing.T) {
 
 func TestPut_ConcurrentWritersShareCommits(t *testing.T) {
 	s := open(t, t.TempDir())
-	// Hold bbolt's writer lock so the commit loop stalls on its first
+	// Hold bbolt's writer lock so the commit loop stalls on a first
 	// request while the others pile up behind it.
 	tx, err := s.db.Begin(true)
 	if err != nil {
 		t.Fatal(err)
 	}
+	var release sync.Once
+	unlock := func() { release.Do(func() { tx.Rollback() }) }
+	t.Cleanup(unlock) // before the store's Close, which waits for the loop
 	before := s.Stats()
 	const n = 64
 	errs := make(chan error, n)
 	var wg sync.WaitGroup
-	for i := range n {
+	put := func(i int) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			errs <- s.Put(job(uint64(i+1), StateQueued))
 		}()
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for len(s.reqs) < n-1 {
-		if time.Now().After(deadline) {
-			t.Fatalf("only %d requests queued", len(s.reqs))
+	waitFor := func(what string, cond func() bool) {
+		deadline := time.Now().Add(10 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				unlock()
+				t.Fatalf("timed out waiting for %s", what)
+			}
+			time.Sleep(time.Millisecond) // polling a condition with a deadline
 		}
-		time.Sleep(time.Millisecond) // polling a condition with a deadline
 	}
-	tx.Rollback()
+	put(0)
+	waitFor("the first commit to start", func() bool { return s.Stats().Commits == before.Commits+1 })
+	for i := 1; i < n; i++ {
+		put(i)
+	}
+	waitFor("63 queued requests", func() bool { return len(s.reqs) == n-1 })
+	unlock()
 	wg.Wait()
 	close(errs)
 	for err := range errs {
@@ -242,8 +262,8 @@ func TestPut_ConcurrentWritersShareCommits(t *testing.T) {
 		}
 	}
 	got := s.Stats()
-	if commits := got.Commits - before.Commits; commits > 2 {
-		t.Fatalf("%d writes took %d commits, want at most 2", n, commits)
+	if commits := got.Commits - before.Commits; commits != 2 {
+		t.Fatalf("%d writes took %d commits, want 2", n, commits)
 	}
 	active, _ := s.Active()
 	if len(active) != n {
