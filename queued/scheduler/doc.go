@@ -22,9 +22,10 @@
 //     starts) and a busy card pays one fsync per job, not two, on its
 //     critical path. N is reported done only after that commit.
 //   - process identity: the process group id and leader start time are
-//     known only after the start. A small per-job writer commits them while
-//     the job runs, off the worker's path; if that record is lost in a
-//     crash, recovery still finds the processes by TT_QUEUE_JOB_ID in their
+//     known only after the start. A small per-job writer commits them once
+//     the job has run 50 ms, off the worker's path (a shorter job carries
+//     them in its done record); if they never became durable, recovery
+//     still finds the job's processes by TT_QUEUE_JOB_ID in their
 //     environment.
 //
 // # Persistence failure
