@@ -10,8 +10,9 @@ help: ## List the targets with a line about each.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
-build: ## Build every Go package and the command binaries into bin/.
+build: ## Build every Go package, and the queued and tt-device-queue binaries into bin/.
 	$(GO) build ./...
+	$(GO) build -o $(BIN)/ ./queued/cmd/...
 
 .PHONY: test
 test: ## Run every unit and integration test with the race detector (the CI test command).
