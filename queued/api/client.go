@@ -95,6 +95,15 @@ func (c *Client) Queue(ctx context.Context, req QueueRequest) (QueueResponse, er
 	return out, err
 }
 
+// Reset schedules card resets: of req.DeviceID, of the card req.JobID ran
+// on, or of every card when both are empty. It returns at once; the
+// answer names each card's reset job, or why it was skipped.
+func (c *Client) Reset(ctx context.Context, req ResetRequest) (ResetResponse, error) {
+	var out ResetResponse
+	_, err := c.do(ctx, http.MethodPost, "/reset", req, &out)
+	return out, err
+}
+
 // Status returns every card's state and queue.
 func (c *Client) Status(ctx context.Context) (Status, error) {
 	var out Status

@@ -62,6 +62,69 @@ type KillRequest struct {
 	JobID string `json:"job_id"`
 }
 
+// ResetRequest is the body of POST /reset. Set DeviceID to reset one card,
+// JobID to reset the card that job ran on (skipped when the card has been
+// reset since the job started), or neither to reset every card.
+type ResetRequest struct {
+	// DeviceID is the card number; the server also accepts a JSON integer.
+	DeviceID string `json:"device_id,omitempty"`
+	// JobID is a job id or a unique prefix of at least 6 characters.
+	JobID string `json:"job_id,omitempty"`
+}
+
+// ResetResponse answers POST /reset at once, before any reset has run:
+// one entry per card the request touched. Follow a reset with GET
+// /status (the card's Reset and LastReset), GET /result/<reset_job_id>
+// and GET /logs/<reset_job_id>.
+type ResetResponse struct {
+	Resets []ResetEntry `json:"resets"`
+}
+
+// ResetEntry is what a reset request did on one card.
+type ResetEntry struct {
+	DeviceID string `json:"device_id"`
+	// ResetJobID is the reset job that will recover the card: a new one,
+	// or the pending one this request coalesced into. Empty when skipped.
+	ResetJobID string `json:"reset_job_id,omitempty"`
+	// State is the reset job's state (queued or running); empty when
+	// skipped.
+	State string `json:"state,omitempty"`
+	// Coalesced means a reset of the card was already queued or running
+	// and this request joined it instead of adding another.
+	Coalesced bool `json:"coalesced,omitempty"`
+	// Skipped means no reset was scheduled; Reason says why, such as
+	// "card 0 was reset since job 1f2e... ran".
+	Skipped bool   `json:"skipped,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+	// InterruptedJobID is the running job this reset is stopping, if any.
+	InterruptedJobID string `json:"interrupted_job_id,omitempty"`
+}
+
+// Holder is a process holding a card's device that is not a job of this
+// queue (it bypassed the queue, or predates it), as the KMD lists it.
+type Holder struct {
+	PID          int    `json:"pid"`
+	FriendlyName string `json:"friendly_name"`
+	CommandLine  string `json:"command_line"`
+}
+
+// ResetInfo describes one reset job of a card: the pending or running one
+// (Result empty) or the last finished one.
+type ResetInfo struct {
+	JobID string `json:"job_id"`
+	// State is queued, running or done.
+	State string `json:"state"`
+	// Result is set when done: ok (the health check passed), failed (the
+	// card is now dead), interrupted (a service stop; it is retried after
+	// restart) or skipped.
+	Result string `json:"result,omitempty"`
+	// Detail is a one-line account, such as which command failed.
+	Detail string `json:"detail,omitempty"`
+	// At is when the reset was requested (pending), started (running) or
+	// finished (done).
+	At time.Time `json:"at"`
+}
+
 // Job is a job's full record, answered by GET /job/<id>, GET /result/<id>
 // and POST /kill.
 type Job struct {
@@ -112,7 +175,9 @@ func (j *Job) Done() bool { return j.State == "done" }
 
 // JobSummary is a job as GET /status lists it.
 type JobSummary struct {
-	ID       string `json:"id"`
+	ID string `json:"id"`
+	// Kind is job or reset.
+	Kind     string `json:"kind,omitempty"`
 	Cmd      string `json:"cmd"` // cut to 200 bytes
 	ClientID string `json:"client_id,omitempty"`
 	Repeat   int    `json:"repeat"`
@@ -149,6 +214,26 @@ type CardStatus struct {
 	Pending []JobSummary `json:"pending"`
 	// EstimatedWaitSec is the expected wait of a job submitted now.
 	EstimatedWaitSec float64 `json:"estimated_wait_sec"`
+
+	// Reset is the card's pending or running reset, nil when none.
+	Reset *ResetInfo `json:"reset,omitempty"`
+	// LastReset is the card's last finished reset, nil when none.
+	LastReset *ResetInfo `json:"last_reset,omitempty"`
+	// DeadReason and DeadSince are set while State is dead.
+	DeadReason string     `json:"dead_reason,omitempty"`
+	DeadSince  *time.Time `json:"dead_since,omitempty"`
+
+	// Foreign lists processes holding the card's device that are not jobs
+	// of this queue, from the KMD's view at most about a second old.
+	Foreign []Holder `json:"foreign,omitempty"`
+	// ForeignError says why the holder list may be incomplete.
+	ForeignError string `json:"foreign_error,omitempty"`
+	// ForeignWait is TT_DEVICE_WAIT_FOREIGN: the card starts no job while
+	// a foreign process holds it.
+	ForeignWait bool `json:"foreign_wait,omitempty"`
+	// PausedReason repeats why Worker is paused, such as
+	// "foreign holder pid 4242 (python3 train.py)"; empty when not paused.
+	PausedReason string `json:"paused_reason,omitempty"`
 }
 
 // Persistence says whether the store takes writes.
