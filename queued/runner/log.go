@@ -15,8 +15,9 @@ import (
 // reset into one log), and readers wait for new output on Changed instead
 // of polling.
 type Log struct {
-	path  string
-	limit int64
+	path   string
+	limit  int64
+	resume bool // append to the existing file rather than truncate it
 
 	mu        sync.Mutex
 	f         *os.File
@@ -55,6 +56,20 @@ func NewLog(path string, limit int64) *Log {
 	return &Log{path: path, limit: limit, changed: make(chan struct{})}
 }
 
+// ResumeLog returns a log that continues an existing output file instead
+// of replacing it: a reset retried after a restart adds the output of its
+// new attempt below the old one. What the file already holds counts
+// against the cap. A missing file starts empty, as with NewLog.
+func ResumeLog(path string, limit int64) *Log {
+	l := NewLog(path, limit)
+	l.resume = true
+	if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() {
+		l.size, l.kept = fi.Size(), fi.Size()
+		l.truncated = l.kept >= limit
+	}
+	return l
+}
+
 // Path is the output file's path, for readers.
 func (l *Log) Path() string { return l.path }
 
@@ -70,7 +85,11 @@ func (l *Log) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.f == nil && !l.closed && l.err == nil {
-		f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+		flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+		if l.resume {
+			flags = os.O_WRONLY | os.O_CREATE | os.O_APPEND
+		}
+		f, err := os.OpenFile(l.path, flags, 0o600)
 		if err != nil {
 			l.err = fmt.Errorf("creating output file: %w", err)
 		}

@@ -45,3 +45,30 @@ func StartTime(procRoot string, pid int) (uint64, error) {
 	st, err := readStat(procRoot, pid)
 	return st.start, err
 }
+
+// ProcessGroup returns the process group of pid (field 5 of
+// <procRoot>/<pid>/stat). The scheduler uses it to tell a card's holders
+// that belong to the job running on the card from foreign ones.
+func ProcessGroup(procRoot string, pid int) (int, error) {
+	st, err := readStat(procRoot, pid)
+	return st.pgrp, err
+}
+
+// JobIDOf returns the value of TT_QUEUE_JOB_ID in pid's environment, or ""
+// when it has none. Every process a job starts inherits the variable, even
+// one that left the job's process group. Another user's environment cannot
+// be read (unless running as root); that is an error.
+func JobIDOf(procRoot string, pid int) (string, error) {
+	path := filepath.Join(procRoot, strconv.Itoa(pid), "environ")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("reading %s: %w", path, err)
+	}
+	prefix := []byte(JobEnvVar + "=")
+	for _, kv := range bytes.Split(b, []byte{0}) {
+		if v, ok := bytes.CutPrefix(kv, prefix); ok {
+			return string(v), nil
+		}
+	}
+	return "", nil
+}

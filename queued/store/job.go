@@ -6,8 +6,8 @@ import (
 	"time"
 )
 
-// Kind tells an ordinary job from a card reset (issue 6), which runs at the
-// head of its card's queue.
+// Kind tells an ordinary job from a card reset, which runs at the head of
+// its card's queue.
 type Kind string
 
 // Job kinds.
@@ -80,10 +80,12 @@ type Job struct {
 	// daemon kills a leftover group only if it is still the same one.
 	PGID        int    `json:"pgid,omitempty"`
 	LeaderStart uint64 `json:"leader_start,omitempty"`
-	// BootID is /proc/sys/kernel/random/boot_id when the job started.
+	// BootID is /proc/sys/kernel/random/boot_id when the job started; a
+	// reset job records it when requested, so one left over from an
+	// earlier boot is not retried after a reboot.
 	BootID string `json:"boot_id,omitempty"`
 	// ResetEpoch is its card's reset count when the job started, so a
-	// job-based reset can tell whether the card was reset since (issue 6).
+	// job-based reset can tell whether the card was reset since.
 	ResetEpoch uint64 `json:"reset_epoch,omitempty"`
 }
 
@@ -95,8 +97,9 @@ func (j *Job) Card() int {
 	return *j.Device
 }
 
-// Card is the durable state of one card (issue 6 fills in resets and dead
-// state; the record exists now so the schema does not change then).
+// Card is the durable state of one card: whether it is dead, how many
+// resets it has completed, and how the last one ended. Fields are only
+// ever added, like Job's.
 type Card struct {
 	ID int `json:"id"`
 	// State is "healthy" or "dead"; resetting is never stored, a reset in
@@ -104,13 +107,26 @@ type Card struct {
 	State string `json:"state"`
 	// DeadBootID is the boot on which the card was marked dead; a new boot
 	// starts it healthy.
-	DeadBootID string `json:"dead_boot_id,omitempty"`
-	DeadReason string `json:"dead_reason,omitempty"`
-	// ResetEpoch counts completed resets of the card.
+	DeadBootID string    `json:"dead_boot_id,omitempty"`
+	DeadReason string    `json:"dead_reason,omitempty"`
+	DeadSince  time.Time `json:"dead_since,omitzero"`
+	// ResetEpoch counts completed resets of the card. Every job records
+	// the epoch it started in (Job.ResetEpoch), so a job-based reset can
+	// tell whether the card has been reset since that job ran.
 	ResetEpoch  uint64    `json:"reset_epoch"`
 	LastResetAt time.Time `json:"last_reset_at,omitzero"`
 	LastResetID string    `json:"last_reset_id,omitempty"`
+	// LastResetResult is "ok" (the health check passed) or "failed" (the
+	// card was marked dead); LastResetDetail says what happened.
+	LastResetResult string `json:"last_reset_result,omitempty"`
+	LastResetDetail string `json:"last_reset_detail,omitempty"`
 }
+
+// Card states as stored.
+const (
+	CardHealthy = "healthy"
+	CardDead    = "dead"
+)
 
 // IDLen is the length of a job id: 128 random bits as lowercase hex.
 const IDLen = 32

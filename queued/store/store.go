@@ -275,7 +275,15 @@ func (s *Store) commit(batch []*request) error {
 // done job is indexed in finished/ by FinishedAt. A record may not change
 // its sequence number.
 func (s *Store) Put(jobs ...Job) error {
-	if len(jobs) == 0 {
+	return s.Commit(nil, jobs...)
+}
+
+// Commit durably writes card and job records in one transaction, so a
+// card's state and the jobs it decides (a failed reset, the card marked
+// dead, its queued jobs failed) can never be seen half written. Job
+// records are indexed as Put describes.
+func (s *Store) Commit(cards []Card, jobs ...Job) error {
+	if len(jobs) == 0 && len(cards) == 0 {
 		return nil
 	}
 	vals := make([][]byte, len(jobs))
@@ -289,16 +297,20 @@ func (s *Store) Put(jobs ...Job) error {
 		}
 		vals[i] = v
 	}
-	err := s.update(func(tx *bolt.Tx) error {
+	cardVals, err := encodeCards(cards)
+	if err != nil {
+		return err
+	}
+	err = s.update(func(tx *bolt.Tx) error {
 		for i := range jobs {
 			if err := putJob(tx, &jobs[i], vals[i]); err != nil {
 				return err
 			}
 		}
-		return nil
+		return putCards(tx, cards, cardVals)
 	})
 	if err != nil {
-		return fmt.Errorf("writing %d job record(s): %w", len(jobs), err)
+		return fmt.Errorf("writing %d job and %d card record(s): %w", len(jobs), len(cards), err)
 	}
 	return nil
 }
@@ -487,25 +499,27 @@ func (s *Store) Probe() error {
 
 // PutCards durably writes card records in one transaction.
 func (s *Store) PutCards(cards ...Card) error {
+	return s.Commit(cards)
+}
+
+func encodeCards(cards []Card) ([][]byte, error) {
 	vals := make([][]byte, len(cards))
 	for i := range cards {
 		v, err := json.Marshal(cards[i])
 		if err != nil {
-			return fmt.Errorf("encoding card %d: %w", cards[i].ID, err)
+			return nil, fmt.Errorf("encoding card %d: %w", cards[i].ID, err)
 		}
 		vals[i] = v
 	}
-	err := s.update(func(tx *bolt.Tx) error {
-		b := tx.Bucket(BucketCards)
-		for i := range cards {
-			if err := b.Put([]byte(strconv.Itoa(cards[i].ID)), vals[i]); err != nil {
-				return fmt.Errorf("putting card %d: %w", cards[i].ID, err)
-			}
+	return vals, nil
+}
+
+func putCards(tx *bolt.Tx, cards []Card, vals [][]byte) error {
+	b := tx.Bucket(BucketCards)
+	for i := range cards {
+		if err := b.Put([]byte(strconv.Itoa(cards[i].ID)), vals[i]); err != nil {
+			return fmt.Errorf("putting card %d: %w", cards[i].ID, err)
 		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("writing %d card record(s): %w", len(cards), err)
 	}
 	return nil
 }

@@ -285,6 +285,36 @@ func TestCardsAndProbe(t *testing.T) {
 	}
 }
 
+func TestCommit_CardsAndJobsTogether(t *testing.T) {
+	s := open(t, t.TempDir())
+	j := job(1, StateDone)
+	j.FinishedAt = time.Unix(2000, 0)
+	since := time.Unix(3000, 0).UTC()
+	dead := Card{ID: 0, State: CardDead, DeadBootID: "b", DeadReason: "health check failed", DeadSince: since,
+		ResetEpoch: 1, LastResetResult: "failed", LastResetDetail: "health check exited 1"}
+	if err := s.Commit([]Card{dead}, j); err != nil {
+		t.Fatal(err)
+	}
+	cards, err := s.Cards()
+	if err != nil || len(cards) != 1 || cards[0].State != CardDead || !cards[0].DeadSince.Equal(since) || cards[0].LastResetResult != "failed" {
+		t.Fatalf("Cards = %+v, %v", cards, err)
+	}
+	if got, err := s.Job(j.ID); err != nil || got.State != StateDone {
+		t.Fatalf("Job = %+v, %v", got, err)
+	}
+
+	// A job record that cannot be written takes the card record with it.
+	bad := j
+	bad.Seq = 2 // a record may not change its sequence number
+	healthy := Card{ID: 0, State: CardHealthy, ResetEpoch: 2}
+	if err := s.Commit([]Card{healthy}, bad); err == nil {
+		t.Fatal("Commit accepted a job that changed its sequence number")
+	}
+	if cards, _ := s.Cards(); cards[0].State != CardDead || cards[0].ResetEpoch != 1 {
+		t.Fatalf("card record changed by a failed commit: %+v", cards[0])
+	}
+}
+
 func TestPut_RejectsMalformedID(t *testing.T) {
 	s := open(t, t.TempDir())
 	j := job(1, StateQueued)

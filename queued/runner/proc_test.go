@@ -1,0 +1,78 @@
+package runner
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+func TestProcessGroupAndJobIDOf(t *testing.T) {
+	// A child in a group of its own carrying a job id, like a job's
+	// process, and a plain child in the test's group without one.
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, JobEnvVar+"=") {
+			env = append(env, kv)
+		}
+	}
+	start := func(env []string, setpgid bool) *exec.Cmd {
+		cmd := exec.Command("sleep", "60")
+		cmd.Env = env
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: setpgid}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		return cmd
+	}
+	job := start(append(env[:len(env):len(env)], JobEnvVar+"=0123456789abcdef0123456789abcdef"), true)
+	plain := start(env, false)
+
+	if g, err := ProcessGroup("/proc", job.Process.Pid); err != nil || g != job.Process.Pid {
+		t.Fatalf("ProcessGroup(job) = %d, %v; want its own pid %d", g, err, job.Process.Pid)
+	}
+	if g, err := ProcessGroup("/proc", plain.Process.Pid); err != nil || g != syscall.Getpgrp() {
+		t.Fatalf("ProcessGroup(plain) = %d, %v; want the test's group %d", g, err, syscall.Getpgrp())
+	}
+	if id, err := JobIDOf("/proc", job.Process.Pid); err != nil || id != "0123456789abcdef0123456789abcdef" {
+		t.Fatalf("JobIDOf(job) = %q, %v", id, err)
+	}
+	if id, err := JobIDOf("/proc", plain.Process.Pid); err != nil || id != "" {
+		t.Fatalf("JobIDOf(plain) = %q, %v; want none", id, err)
+	}
+	if _, err := JobIDOf(t.TempDir(), 1); err == nil {
+		t.Fatal("JobIDOf of a missing process: no error")
+	}
+}
+
+func TestResumeLog_AppendsToExistingOutput(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "out.log")
+	first := NewLog(path, 100)
+	first.Write([]byte("attempt 1\n"))
+	first.Close()
+
+	second := ResumeLog(path, 100)
+	if st := second.State(); st.Size != int64(len("attempt 1\n")) {
+		t.Fatalf("resumed size = %d", st.Size)
+	}
+	second.Write([]byte("attempt 2\n"))
+	second.Write([]byte(strings.Repeat("x", 100)))
+	second.Close()
+	data, _ := os.ReadFile(path)
+	if !strings.HasPrefix(string(data), "attempt 1\nattempt 2\nxxx") || !strings.Contains(string(data), "limit") {
+		t.Fatalf("output = %q", data)
+	}
+	if st := second.State(); !st.Truncated || st.Dropped != 20 {
+		t.Fatalf("state = %+v; want truncated with 20 bytes dropped", st)
+	}
+
+	fresh := ResumeLog(filepath.Join(t.TempDir(), "none.log"), 100)
+	fresh.Write([]byte("new"))
+	fresh.Close()
+	if data, _ := os.ReadFile(fresh.Path()); string(data) != "new" {
+		t.Fatalf("output of a resumed missing file = %q", data)
+	}
+}
