@@ -1,0 +1,8 @@
+// Package stress beats on the real queued binary: 900 gated jobs from 64
+// concurrent clients on one card and on two, kill -9 at random points of a
+// submission storm, and a full disk under the store. The tests sit behind
+// the stress build tag and run through `make stress`
+// (go test -tags stress -count=1 -v ./test/stress/); they print their
+// figures with t.Logf. The helpers that build and run the daemon are in
+// package queuedproc, shared with test/security and test/bench.
+package stress
