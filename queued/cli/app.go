@@ -1,0 +1,122 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ttkit/ttkit/queued/api"
+	"github.com/ttkit/ttkit/queued/config"
+)
+
+// App is what every command's Run receives: the global options, the
+// streams, a context that SIGINT cancels, and the daemon connection, made
+// on first use so that commands such as completion work without a daemon.
+type App struct {
+	*Globals
+	Streams
+
+	// ctx is cancelled with errInterrupted on SIGINT or SIGTERM.
+	ctx      context.Context
+	client   *api.Client
+	url      string
+	stateDir string
+	// progress draws the waiting line on stderr; clear it before printing
+	// anything else there.
+	progress *progress
+}
+
+func newApp(ctx context.Context, g *Globals, s Streams) *App {
+	a := &App{Globals: g, Streams: s, ctx: ctx}
+	a.progress = &progress{w: s.Err, live: isTerminal(s.Err)}
+	return a
+}
+
+func (a *App) close() {
+	if a.client != nil {
+		a.client.Close()
+	}
+}
+
+// connect returns the client for the daemon: its URL from --host/--port
+// (or their variables), else from the address file the daemon writes in
+// its state directory, else api.DefaultURL; its token from the state
+// directory (TT_DEVICE_LOG_DIR, as the daemon resolves it).
+func (a *App) connect() (*api.Client, error) {
+	if a.client != nil {
+		return a.client, nil
+	}
+	dir, err := config.StateDir(os.LookupEnv)
+	if err != nil {
+		return nil, usageErr("%w", err)
+	}
+	a.stateDir = dir
+	if a.url, err = a.baseURL(); err != nil {
+		return nil, err
+	}
+	token, err := api.ReadToken(dir)
+	if errors.Is(err, api.ErrNoToken) {
+		return nil, &Error{Code: ExitUsage, Err: fmt.Errorf("no token in %s, so queued has not run with this state directory.\n%s", dir, startHint)}
+	}
+	if err != nil {
+		return nil, &Error{Code: ExitUsage, Err: err}
+	}
+	a.client = api.NewClient(a.url, token)
+	return a.client, nil
+}
+
+// baseURL resolves the daemon's address.
+func (a *App) baseURL() (string, error) {
+	host, port := strings.TrimSpace(a.Host), a.Port
+	if port < 0 || port > 65535 {
+		return "", usageErr("--port %d: want a TCP port, 1-65535", port)
+	}
+	if host == "" && port == 0 {
+		if u, err := api.ReadAddress(a.stateDir); err == nil && u != "" {
+			return u, nil
+		}
+		return api.DefaultURL, nil
+	}
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	if strings.Contains(host, "://") {
+		u, err := url.Parse(host)
+		if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+			return "", usageErr("--host %q: want a host name or a URL such as http://127.0.0.1:5741 (TT_DEVICE_URL)", host)
+		}
+		if port != 0 {
+			u.Host = net.JoinHostPort(u.Hostname(), strconv.Itoa(port))
+		}
+		return strings.TrimRight(u.String(), "/"), nil
+	}
+	if port == 0 {
+		port = config.DefaultPort
+	}
+	return "http://" + net.JoinHostPort(strings.Trim(host, "[]"), strconv.Itoa(port)), nil
+}
+
+// isTerminal reports whether w is a terminal, for the live progress line
+// and for colour.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
+
+// colour reports whether stdout may carry ANSI colour: a terminal, and
+// NO_COLOR unset or empty (https://no-color.org).
+func (a *App) colour() bool {
+	return os.Getenv("NO_COLOR") == "" && isTerminal(a.Out)
+}

@@ -1,0 +1,133 @@
+// Package cli is tt-device-queue, the command line of queued: one kong
+// command struct per file (*_cmd.go), global options in Globals, and Main,
+// which parses, runs the command and turns its error into the exit status.
+// It talks to the daemon only through the typed client in queued/api.
+//
+// Exit statuses: the job's own for run and result (a signal N, recorded
+// as -N, becomes 128+N); 0 for success; 1 when the daemon refused the
+// request (the message is the daemon's); 2 for usage errors and when the
+// daemon cannot be reached (the message says how to start it); 124 when a
+// local wait timed out; 130 when interrupted. Neither of the last two
+// stops the job.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/alecthomas/kong"
+)
+
+// Name is the command's name in messages, help and completion scripts.
+const Name = "tt-device-queue"
+
+// Globals are the options that come before the subcommand. The
+// environment variables set their defaults.
+type Globals struct {
+	Host     string `env:"TT_DEVICE_URL" placeholder:"HOST|URL" help:"Daemon host, or its whole URL such as http://127.0.0.1:5741 (default: the address queued recorded in its state directory, else 127.0.0.1)."`
+	Port     int    `env:"TT_DEVICE_PORT" placeholder:"PORT" help:"Daemon port (default 5741)."`
+	ClientID string `name:"client-id" env:"TT_QUEUE_CLIENT_ID" placeholder:"NAME" help:"Name recorded on submitted jobs, for diagnostics only; it never changes their order."`
+	JSON     bool   `name:"json" help:"Print machine-readable JSON only."`
+}
+
+// CLI is the whole command line.
+type CLI struct {
+	Globals
+
+	Run         RunCmd         `cmd:"" help:"Submit a shell program, stream its output and exit with its status."`
+	Queue       QueueCmd       `cmd:"" help:"Submit a shell program and print its job id."`
+	Job         JobCmd         `cmd:"" help:"Show a job's record."`
+	Result      ResultCmd      `cmd:"" help:"Wait for a job to end, print its output and exit with its status."`
+	Logs        LogsCmd        `cmd:"" help:"Print a job's output, or follow it as it is produced."`
+	QueuePython QueuePythonCmd `cmd:"" name:"queue-python" help:"Submit a Python script (a file, or - for stdin)."`
+	Status      StatusCmd      `cmd:"" help:"Show every card: state, current job, queue, estimated wait, resets and foreign holders."`
+	Kill        KillCmd        `cmd:"" help:"Stop a job: a queued one at once, a running one with SIGINT and then SIGKILL."`
+	Reset       ResetCmd       `cmd:"" help:"Schedule a card reset: one card, the card of a job, or every card."`
+	Completion  CompletionCmd  `cmd:"" help:"Print a shell completion script."`
+}
+
+// Streams are the command's standard files. Terminal detection looks at
+// Out and Err when they are *os.File.
+type Streams struct {
+	In       io.Reader
+	Out, Err io.Writer
+}
+
+// kongExit carries kong's request to exit (after --help) out of the
+// parser, so that only main exits.
+type kongExit int
+
+// Main runs the command line args (without the program name) and returns
+// the exit status. SIGINT and SIGTERM stop a local wait and give 130; they
+// never stop a job.
+func Main(args []string, s Streams) (code int) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		select {
+		case <-sigs:
+			cancel(errInterrupted)
+		case <-ctx.Done():
+		}
+	}()
+	return run(ctx, args, s)
+}
+
+func run(ctx context.Context, args []string, s Streams) (code int) {
+	var c CLI
+	parser, err := kong.New(&c,
+		kong.Name(Name),
+		kong.Description("Submit jobs to queued, which runs them one at a time per Tenstorrent card, in submission order.\n\n"+
+			"Exit status: the job's own for run and result (a signal N becomes 128+N); 1 when queued refused the request; "+
+			"2 for usage errors or when queued cannot be reached; 124 when --wait-timeout ran out; 130 when interrupted. "+
+			"Neither of the last two stops the job."),
+		kong.UsageOnError(),
+		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
+		kong.Writers(s.Out, s.Err),
+		kong.Exit(func(code int) { panic(kongExit(code)) }),
+	)
+	if err != nil {
+		fmt.Fprintf(s.Err, "%s: %v\n", Name, err)
+		return ExitUsage
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			e, ok := r.(kongExit)
+			if !ok {
+				panic(r)
+			}
+			code = int(e)
+		}
+	}()
+	kctx, err := parser.Parse(args)
+	if err != nil {
+		// Usage after an error goes to stderr, so stdout stays clean for
+		// whatever reads it (--json).
+		parser.Stdout = s.Err
+		parser.FatalIfErrorf(&Error{Code: ExitUsage, Err: err})
+		return ExitUsage
+	}
+	app := newApp(ctx, &c.Globals, s)
+	defer app.close()
+	err = kctx.Run(app)
+	if err == nil {
+		return ExitOK
+	}
+	var e *Error
+	if !errors.As(err, &e) {
+		e = &Error{Code: ExitRefused, Err: err}
+	}
+	if e.Err != nil {
+		app.progress.clear()
+		fmt.Fprintf(s.Err, "%s: %v\n", Name, e.Err)
+	}
+	return e.Code
+}

@@ -1,0 +1,88 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/ttkit/ttkit/queued/api"
+)
+
+// Exit statuses other than a job's own.
+const (
+	ExitOK          = 0
+	ExitRefused     = 1   // the daemon refused the request
+	ExitUsage       = 2   // bad command line, or the daemon cannot be reached
+	ExitWaitTimeout = 124 // --wait-timeout ran out; the job goes on
+	ExitInterrupted = 130 // SIGINT or SIGTERM stopped the local wait; the job goes on
+)
+
+// Error is a failure together with the exit status it calls for. Main
+// prints Err (when set) and exits with Code; kong reads Code through
+// kong.ExitCoder. A job's own failing status is an Error without Err.
+type Error struct {
+	Code int
+	Err  error
+}
+
+func (e *Error) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("exit status %d", e.Code)
+	}
+	return e.Err.Error()
+}
+
+// Unwrap gives errors.Is and errors.As the cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// ExitCode implements kong.ExitCoder.
+func (e *Error) ExitCode() int { return e.Code }
+
+// usageErr is a bad command line found after parsing, such as a malformed
+// --env.
+func usageErr(format string, args ...any) error {
+	return &Error{Code: ExitUsage, Err: fmt.Errorf(format, args...)}
+}
+
+// Causes of a cancelled context, told apart with context.Cause.
+var (
+	errInterrupted = errors.New("interrupted")
+	errWaitTimeout = errors.New("wait timed out")
+)
+
+// startHint ends every message about an unreachable daemon.
+const startHint = "queued is not running (or not at this address). Start it with `systemctl --user start queued`, or run `queued` in another terminal"
+
+// explain turns an error from the client into an Error with the right
+// status: the daemon's refusal (1), an interrupted or timed-out local wait
+// (130, 124; callers that know the job word these themselves), or a
+// daemon that cannot be reached (2). err must not be nil.
+func (a *App) explain(ctx context.Context, err error) *Error {
+	var ae *api.Error
+	if errors.As(err, &ae) {
+		msg := ae.Message
+		if ae.StatusCode == http.StatusUnauthorized {
+			msg += fmt.Sprintf(" (the token in %s is not this daemon's: is TT_DEVICE_LOG_DIR the daemon's state directory?)", a.stateDir)
+		}
+		return &Error{Code: ExitRefused, Err: fmt.Errorf("queued refused the request: %s", msg)}
+	}
+	if ctx.Err() != nil {
+		switch cause := context.Cause(ctx); {
+		case errors.Is(cause, errInterrupted):
+			return &Error{Code: ExitInterrupted, Err: errInterrupted}
+		case errors.Is(cause, errWaitTimeout):
+			return &Error{Code: ExitWaitTimeout, Err: errWaitTimeout}
+		}
+	}
+	return &Error{Code: ExitUsage, Err: fmt.Errorf("cannot reach queued at %s: %w\n%s", a.url, err, startHint)}
+}
+
+// jobStatus is the exit status for a job's exit code: the code itself,
+// 128+N for a signal N (recorded as -N), at most 255.
+func jobStatus(code int) int {
+	if code < 0 {
+		code = 128 - code
+	}
+	return min(code, 255)
+}

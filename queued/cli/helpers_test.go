@@ -1,0 +1,282 @@
+package cli_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/ttkit/ttkit/queued/api"
+)
+
+// bin holds the queued and tt-device-queue binaries built for this run.
+var bin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "tt-device-queue-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	bin = dir
+	build := exec.Command("go", "build", "-o", dir+"/",
+		"github.com/ttkit/ttkit/queued/cmd/queued", "github.com/ttkit/ttkit/queued/cmd/tt-device-queue")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building the binaries:", err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// daemon is a real queued on a free loopback port with its own state
+// directory and two cards.
+type daemon struct {
+	t     *testing.T
+	state string
+	home  string
+	cmd   *exec.Cmd
+	log   *bytes.Buffer
+	// env is the CLI's environment: the daemon's state directory (so it
+	// finds the token and the address file) and a private HOME.
+	env []string
+}
+
+// startDaemon starts queued; extra is added to its environment.
+func startDaemon(t *testing.T, extra ...string) *daemon {
+	t.Helper()
+	root := t.TempDir()
+	d := &daemon{t: t, state: filepath.Join(root, "state"), home: filepath.Join(root, "home"), log: &bytes.Buffer{}}
+	for _, dir := range []string{d.state, d.home} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	base := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + d.home, "TT_DEVICE_LOG_DIR=" + d.state}
+	d.env = append([]string(nil), base...)
+	d.cmd = exec.Command(filepath.Join(bin, "queued"), "--listen", "127.0.0.1:0")
+	d.cmd.Env = append(append(base, "TT_DEVICE_IDS=0,1", "TT_DEVICE_KILL_GRACE=1",
+		"TT_DEVICE_RESET_CMD=true", "TT_DEVICE_HEALTH_CHECK_CMD=true"), extra...)
+	d.cmd.Stdout, d.cmd.Stderr = d.log, d.log
+	if err := d.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- d.cmd.Wait() }()
+	t.Cleanup(func() {
+		d.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(20 * time.Second):
+			d.cmd.Process.Kill()
+			<-exited
+			t.Errorf("queued did not stop on SIGTERM; its log:\n%s", d.log)
+		}
+	})
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		if _, err := api.ReadAddress(d.state); err == nil {
+			return d
+		}
+		select {
+		case err := <-exited:
+			t.Fatalf("queued exited at start: %v\n%s", err, d.log)
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("queued wrote no address file in 15s; its log:\n%s", d.log)
+		}
+	}
+}
+
+// result is one finished CLI run.
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+func (r result) String() string {
+	return fmt.Sprintf("exit %d\nstdout: %q\nstderr: %q", r.code, r.stdout, r.stderr)
+}
+
+// command prepares a CLI run with the daemon's environment plus env.
+func (d *daemon) command(ctx context.Context, env []string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, filepath.Join(bin, "tt-device-queue"), args...)
+	cmd.Env = append(append([]string(nil), d.env...), env...)
+	cmd.Dir = d.home
+	return cmd
+}
+
+// run runs the CLI to its end (at most a minute).
+func (d *daemon) run(args ...string) result { return d.runWith(nil, "", args...) }
+
+// runWith runs the CLI with extra environment and stdin.
+func (d *daemon) runWith(env []string, stdin string, args ...string) result {
+	d.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := d.command(ctx, env, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = strings.NewReader(stdin), &out, &errb
+	err := cmd.Run()
+	r := result{stdout: out.String(), stderr: errb.String()}
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		r.code = ee.ExitCode()
+	default:
+		d.t.Fatalf("running tt-device-queue %v: %v", args, err)
+	}
+	return r
+}
+
+// want checks the exit status and that stdout and stderr contain the
+// given pieces.
+func (r result) want(t *testing.T, code int, inStdout, inStderr []string) {
+	t.Helper()
+	if r.code != code {
+		t.Fatalf("want exit %d, got %v", code, r)
+	}
+	for _, s := range inStdout {
+		if !strings.Contains(r.stdout, s) {
+			t.Fatalf("stdout lacks %q: %v", s, r)
+		}
+	}
+	for _, s := range inStderr {
+		if !strings.Contains(r.stderr, s) {
+			t.Fatalf("stderr lacks %q: %v", s, r)
+		}
+	}
+}
+
+// decode parses the single JSON line --json printed into v, refusing
+// anything else on stdout.
+func decode(t *testing.T, r result, v any) {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(r.stdout))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		t.Fatalf("stdout is not the expected JSON: %v\n%v", err, r)
+	}
+	if rest, _ := io.ReadAll(dec.Buffered()); strings.TrimSpace(string(rest)) != "" || dec.More() {
+		t.Fatalf("stdout has more than one JSON value: %v", r)
+	}
+}
+
+// job fetches a job record through the CLI.
+func (d *daemon) job(id string) api.Job {
+	d.t.Helper()
+	r := d.run("--json", "job", id)
+	if r.code != 0 {
+		d.t.Fatalf("job %s: %v", id, r)
+	}
+	var j api.Job
+	decode(d.t, r, &j)
+	return j
+}
+
+// waitState polls the job until it reaches state, for at most 20s.
+func (d *daemon) waitState(id, state string) api.Job {
+	d.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		j := d.job(id)
+		if j.State == state {
+			return j
+		}
+		if time.Now().After(deadline) {
+			d.t.Fatalf("job %s is %s after 20s, want %s", id, j.State, state)
+		}
+	}
+}
+
+// gate is a file a job waits for, so a test decides when the job ends
+// without sleeping: `gate.wait` is shell for the job.
+type gate string
+
+func newGate(t *testing.T) gate { return gate(filepath.Join(t.TempDir(), "open")) }
+
+func (g gate) wait() string { return fmt.Sprintf("while [ ! -e %s ]; do sleep 0.02; done", g) }
+
+func (g gate) open(t *testing.T) {
+	if err := os.WriteFile(string(g), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// lines collects a stream line by line and lets a test wait for a line
+// containing some text.
+type lines struct {
+	mu   sync.Mutex
+	all  []string
+	more chan struct{}
+	done chan struct{}
+}
+
+func readLines(r io.Reader) *lines {
+	l := &lines{more: make(chan struct{}, 1), done: make(chan struct{})}
+	go func() {
+		defer close(l.done)
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			l.mu.Lock()
+			l.all = append(l.all, sc.Text())
+			l.mu.Unlock()
+			select {
+			case l.more <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	return l
+}
+
+func (l *lines) text() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.all, "\n")
+}
+
+// waitFor returns once a line contains s, failing after 20s.
+func (l *lines) waitFor(t *testing.T, s string) {
+	t.Helper()
+	timeout := time.After(20 * time.Second)
+	for {
+		if strings.Contains(l.text(), s) {
+			return
+		}
+		select {
+		case <-l.more:
+		case <-l.done:
+			if !strings.Contains(l.text(), s) {
+				t.Fatalf("stream ended without %q:\n%s", s, l.text())
+			}
+			return
+		case <-timeout:
+			t.Fatalf("no %q in 20s:\n%s", s, l.text())
+		}
+	}
+}

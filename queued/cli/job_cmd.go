@@ -1,0 +1,96 @@
+package cli
+
+import (
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/ttkit/ttkit/queued/api"
+)
+
+// JobCmd shows one job's record.
+type JobCmd struct {
+	ID string `arg:"" placeholder:"JOB_ID" help:"Job id, or a unique prefix of at least 6 characters."`
+}
+
+// Run fetches and prints the job.
+func (j *JobCmd) Run(a *App) error {
+	c, err := a.connect()
+	if err != nil {
+		return err
+	}
+	job, err := c.Job(a.ctx, j.ID)
+	if err != nil {
+		return a.explain(a.ctx, err)
+	}
+	if a.JSON {
+		return a.printJSON(job)
+	}
+	a.printFields(jobFields(job, time.Now()))
+	return nil
+}
+
+// jobFields lays out a job for people.
+func jobFields(j api.Job, now time.Time) fields {
+	var f fields
+	f.add("id", "%s", j.ID)
+	if j.Kind != "" && j.Kind != "job" {
+		f.add("kind", "%s", j.Kind)
+	}
+	f.add("card", "%s", j.DeviceID)
+	switch j.State {
+	case "queued":
+		f.add("state", "queued: position %d, estimated wait %s", j.Position, fmtSeconds(j.EstimatedWaitSec))
+	case "running":
+		s := "running"
+		if j.StartedAt != nil {
+			s += " for " + fmtDuration(now.Sub(*j.StartedAt))
+		}
+		if j.PID != 0 {
+			s += ", process group " + itoa(j.PID)
+		}
+		f.add("state", "%s, about %s left", s, fmtSeconds(j.EstimatedRemainingSec))
+	default:
+		f.add("state", "%s, %s", j.State, describeEnd(j))
+	}
+	f.add("cmd", "%s", j.Cmd)
+	f.add("cwd", "%s", j.Cwd)
+	if len(j.Env) > 0 {
+		names := make([]string, 0, len(j.Env))
+		for k := range j.Env {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		var env []string
+		for _, k := range names {
+			env = append(env, k+"="+j.Env[k])
+		}
+		f.add("env", "%s", strings.Join(env, " "))
+	}
+	f.add("timeout", "%ds per iteration", j.Timeout)
+	f.add("repeat", "%d (iterations run: %d)", max(j.Repeat, 1), j.Iterations)
+	if j.ClientID != "" {
+		f.add("client", "%s", j.ClientID)
+	}
+	f.add("submitted", "%s", fmtTime(j.SubmittedAt, now))
+	if j.StartedAt != nil {
+		f.add("started", "%s, after waiting %s", fmtTime(*j.StartedAt, now), fmtDuration(j.StartedAt.Sub(j.SubmittedAt)))
+	}
+	if j.FinishedAt != nil && j.StartedAt != nil {
+		f.add("finished", "%s, after running %s", fmtTime(*j.FinishedAt, now), fmtDuration(j.FinishedAt.Sub(*j.StartedAt)))
+	} else if j.FinishedAt != nil {
+		f.add("finished", "%s", fmtTime(*j.FinishedAt, now))
+	}
+	out := itoa64(j.LogBytes) + " bytes"
+	if j.LogTruncated {
+		out += ", cut at the limit; " + itoa64(j.DroppedLogBytes) + " bytes dropped"
+	}
+	if j.LogError != "" {
+		out += "; " + j.LogError
+	}
+	f.add("output", "%s", out)
+	if j.Held {
+		f.add("note", "the final record waits in memory until the store takes writes again")
+	}
+	return f
+}

@@ -1,0 +1,64 @@
+package cli
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/ttkit/ttkit/queued/api"
+)
+
+// ResetCmd schedules card resets and returns at once: of one card
+// (--device), of the card a job ran on (JOB_ID; skipped when that card has
+// been reset since), or of every card (neither). A reset holds its card's
+// queue and can interrupt the card's running job; duplicates coalesce.
+type ResetCmd struct {
+	Device *int   `placeholder:"N" help:"Reset only this card."`
+	JobID  string `arg:"" optional:"" name:"job-id" placeholder:"JOB_ID" help:"Reset the card this job ran on, unless it has been reset since."`
+}
+
+// Run asks for the resets and prints what each card will do.
+func (r *ResetCmd) Run(a *App) error {
+	var req api.ResetRequest
+	switch {
+	case r.Device != nil && r.JobID != "":
+		return usageErr("give --device or JOB_ID, not both")
+	case r.Device != nil && *r.Device < 0:
+		return usageErr("--device %d: want a card number, 0 or more", *r.Device)
+	case r.Device != nil:
+		req.DeviceID = strconv.Itoa(*r.Device)
+	default:
+		req.JobID = r.JobID
+	}
+	c, err := a.connect()
+	if err != nil {
+		return err
+	}
+	res, err := c.Reset(a.ctx, req)
+	if err != nil {
+		return a.explain(a.ctx, err)
+	}
+	if a.JSON {
+		return a.printJSON(res)
+	}
+	for _, e := range res.Resets {
+		fmt.Fprintln(a.Out, describeReset(e))
+	}
+	a.progress.note("resets run in the background: `%s status` shows them; `%s logs RESET_ID` shows what a reset ran", Name, Name)
+	return nil
+}
+
+// describeReset says what a reset request did on one card.
+func describeReset(e api.ResetEntry) string {
+	card := "card " + e.DeviceID + ": "
+	switch {
+	case e.Skipped:
+		return card + "no reset: " + e.Reason
+	case e.Coalesced:
+		return fmt.Sprintf("%sa reset is already %s: %s (this request joined it)", card, e.State, e.ResetJobID)
+	}
+	s := fmt.Sprintf("%sreset %s %s", card, e.ResetJobID, e.State)
+	if e.InterruptedJobID != "" {
+		s += "; it interrupts running job " + e.InterruptedJobID
+	}
+	return s
+}

@@ -1,0 +1,106 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/ttkit/ttkit/queued/api"
+)
+
+// ResultCmd waits for a job to end, prints the end of its output and exits
+// with the job's status.
+type ResultCmd struct {
+	ID          string   `arg:"" placeholder:"JOB_ID" help:"Job id, or a unique prefix of at least 6 characters."`
+	NoWait      bool     `help:"Answer at once; exit 124 if the job has not ended."`
+	WaitTimeout Duration `placeholder:"DURATION" help:"Stop waiting after this long (seconds, or such as 10m) and exit 124; the job goes on."`
+	MaxBytes    int64    `name:"max-bytes" env:"TT_DEVICE_RESULT_BYTES" default:"1048576" placeholder:"BYTES" help:"Print at most this many bytes of output, the last ones."`
+}
+
+// resultJSON is what result --json prints.
+type resultJSON struct {
+	Job api.Job `json:"job"`
+	// Output is the printed part of the output (invalid UTF-8 replaced),
+	// starting at byte OutputOffset; OutputCut says earlier bytes were
+	// left out.
+	Output       string `json:"output"`
+	OutputOffset int64  `json:"output_offset"`
+	OutputCut    bool   `json:"output_cut"`
+}
+
+// Run waits and prints.
+func (r *ResultCmd) Run(a *App) error {
+	if r.MaxBytes < 1 {
+		return usageErr("--max-bytes %d (TT_DEVICE_RESULT_BYTES): want 1 or more", r.MaxBytes)
+	}
+	c, err := a.connect()
+	if err != nil {
+		return err
+	}
+	ctx := a.ctx
+	limit := time.Duration(r.WaitTimeout)
+	if limit > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(a.ctx, limit, errWaitTimeout)
+		defer cancel()
+	}
+	var job api.Job
+	if r.NoWait {
+		job, err = c.Result(ctx, r.ID, 0)
+	} else {
+		job, err = c.WaitResult(ctx, r.ID)
+	}
+	if err != nil {
+		return a.stoppedWaiting(ctx, r.ID, limit, err)
+	}
+	if !job.Done() {
+		if a.JSON {
+			if err := a.printJSON(resultJSON{Job: job}); err != nil {
+				return err
+			}
+		}
+		return &Error{Code: ExitWaitTimeout, Err: fmt.Errorf("job %s has not ended: it is %s.\n  wait for it: %s result %s\n  stop it:     %s kill %s",
+			job.ID, a.jobWhereabouts(job.ID), Name, job.ID, Name, job.ID)}
+	}
+	from := max(0, job.LogBytes-r.MaxBytes)
+	if a.JSON {
+		var buf bytes.Buffer
+		if err := a.copyOutput(a.ctx, job.ID, from, &buf); err != nil {
+			return err
+		}
+		if err := a.printJSON(resultJSON{Job: job, Output: buf.String(), OutputOffset: from, OutputCut: from > 0}); err != nil {
+			return err
+		}
+		if code := jobStatus(*job.ExitCode); code != 0 {
+			return &Error{Code: code}
+		}
+		return nil
+	}
+	if err := a.copyOutput(a.ctx, job.ID, from, a.Out); err != nil {
+		return err
+	}
+	if from > 0 {
+		a.progress.note("output cut: printed the last %d of %d bytes (TT_DEVICE_RESULT_BYTES); `%s logs %s` prints all of it",
+			job.LogBytes-from, job.LogBytes, Name, job.ID)
+	}
+	return a.finished(job)
+}
+
+// copyOutput copies a finished job's output from offset to its end.
+func (a *App) copyOutput(ctx context.Context, id string, offset int64, w io.Writer) error {
+	for {
+		ch, err := a.client.Logs(ctx, id, api.LogsQuery{Offset: offset, Limit: api.MaxLogChunk})
+		if err != nil {
+			return a.explain(ctx, err)
+		}
+		if _, err := w.Write(ch.Data); err != nil {
+			return &Error{Code: ExitRefused, Err: fmt.Errorf("writing output: %w", err)}
+		}
+		offset = ch.NextOffset
+		if ch.Done || len(ch.Data) == 0 {
+			return nil
+		}
+	}
+}

@@ -1,0 +1,25 @@
+package cli
+
+import "time"
+
+// RunCmd submits a program and behaves as if it ran here: position and
+// estimated wait on stderr while queued, the output on stdout as it is
+// produced, and the job's exit status.
+type RunCmd struct {
+	Submission
+	WaitTimeout Duration `placeholder:"DURATION" help:"Stop waiting after this long (seconds, or such as 10m) and exit 124; the job goes on."`
+	Program     string   `arg:"" placeholder:"PROGRAM" help:"The shell program, as one quoted argument after --, such as -- 'python3 script.py'."`
+}
+
+// Run submits and waits.
+func (r *RunCmd) Run(a *App) error {
+	req, err := r.request(a, r.Program)
+	if err != nil {
+		return err
+	}
+	sub, err := a.submit(req)
+	if err != nil {
+		return err
+	}
+	return a.await(sub, time.Duration(r.WaitTimeout))
+}

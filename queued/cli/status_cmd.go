@@ -1,0 +1,213 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/ttkit/ttkit/queued/api"
+)
+
+// StatusCmd shows every card as one row of a table, then what needs a
+// sentence: dead cards, resets in progress, processes holding a card
+// outside the queue, and daemon-wide warnings.
+type StatusCmd struct{}
+
+// Run prints the status.
+func (s *StatusCmd) Run(a *App) error {
+	c, err := a.connect()
+	if err != nil {
+		return err
+	}
+	st, err := c.Status(a.ctx)
+	if err != nil {
+		return a.explain(a.ctx, err)
+	}
+	if a.JSON {
+		return a.printJSON(st)
+	}
+	writeStatus(a.Out, st, time.Now(), a.colour())
+	return nil
+}
+
+// cell is one table cell and its colour.
+type cell struct{ text, colour string }
+
+// cmdWidth bounds the command shown in the CURRENT column.
+const cmdWidth = 32
+
+// writeStatus renders the table. Columns are padded on the plain text and
+// coloured afterwards, so escape codes never break the alignment.
+func writeStatus(w io.Writer, st api.Status, now time.Time, colour bool) {
+	header := []string{"CARD", "STATE", "WORKER", "CURRENT", "RUNTIME", "QUEUED", "EST. WAIT", "LAST RESET", "FOREIGN"}
+	rows := [][]cell{}
+	var notes []string
+	for _, c := range st.Cards {
+		row := []cell{{text: c.DeviceID}, {c.State, stateColour(c.State)}}
+		worker := cell{text: c.Worker}
+		if strings.HasPrefix(c.Worker, "paused") {
+			worker = cell{"paused", yellow}
+		}
+		row = append(row, worker)
+		if j := c.Current; j != nil {
+			what := j.Cmd
+			if j.Kind == "reset" {
+				what = "(reset)"
+			}
+			row = append(row, cell{text: shortID(j.ID) + " " + cut(oneLine(what), cmdWidth)})
+			if j.StartedAt != nil {
+				row = append(row, cell{text: fmtDuration(now.Sub(*j.StartedAt))})
+			} else {
+				row = append(row, cell{text: "-"})
+			}
+		} else {
+			row = append(row, cell{text: "-"}, cell{text: "-"})
+		}
+		wait := fmtSeconds(c.EstimatedWaitSec)
+		if c.State == "dead" {
+			wait = "-"
+		}
+		row = append(row, cell{text: itoa(len(c.Pending))}, cell{text: wait})
+		row = append(row, resetCell(c, now))
+		switch {
+		case c.ForeignError != "":
+			row = append(row, cell{fmt.Sprintf("%d?", len(c.Foreign)), yellow})
+		case len(c.Foreign) > 0:
+			row = append(row, cell{itoa(len(c.Foreign)), yellow})
+		default:
+			row = append(row, cell{text: "0"})
+		}
+		rows = append(rows, row)
+		notes = append(notes, cardNotes(c, now)...)
+	}
+	widths := make([]int, len(header))
+	for i, h := range header {
+		widths[i] = len(h)
+	}
+	for _, r := range rows {
+		for i, c := range r {
+			widths[i] = max(widths[i], len(c.text))
+		}
+	}
+	line := func(cells []cell) {
+		var b strings.Builder
+		for i, c := range cells {
+			text := c.text
+			if i < len(cells)-1 {
+				text += strings.Repeat(" ", widths[i]-len(c.text)+2)
+			}
+			b.WriteString(paint(colour, c.colour, text))
+		}
+		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
+	}
+	hcells := make([]cell, len(header))
+	for i, h := range header {
+		hcells[i] = cell{h, bold}
+	}
+	line(hcells)
+	for _, r := range rows {
+		line(r)
+	}
+	if len(notes) > 0 {
+		fmt.Fprintln(w)
+		for _, n := range notes {
+			fmt.Fprintln(w, n)
+		}
+	}
+	fmt.Fprintf(w, "\n%d of at most %d jobs queued", st.Queued, st.MaxQueued)
+	if st.Stopping {
+		fmt.Fprint(w, "; queued is stopping")
+	}
+	fmt.Fprintln(w)
+	warn := func(format string, args ...any) {
+		fmt.Fprintln(w, paint(colour, red, "warning: ")+fmt.Sprintf(format, args...))
+	}
+	if p := st.Persistence; !p.OK {
+		since := ""
+		if p.Since != nil {
+			since = " for " + fmtDuration(now.Sub(*p.Since))
+		}
+		warn("the store cannot be written%s: %s; nothing starts until it can (%d records held in memory, %d retries)",
+			since, p.Error, p.HeldRecords, p.Attempts)
+	}
+	if st.Retention.Warning != "" {
+		warn("retention: %s", st.Retention.Warning)
+	}
+	for _, msg := range st.Warnings {
+		warn("%s", msg)
+	}
+}
+
+func stateColour(state string) string {
+	switch state {
+	case "healthy":
+		return green
+	case "dead":
+		return red
+	default:
+		return yellow
+	}
+}
+
+// resetCell summarizes a card's resets: the pending one, else the last.
+func resetCell(c api.CardStatus, now time.Time) cell {
+	switch {
+	case c.Reset != nil:
+		return cell{c.Reset.State + " now", yellow}
+	case c.LastReset != nil:
+		r := c.LastReset
+		text := r.Result + ", " + fmtDuration(now.Sub(r.At)) + " ago"
+		if r.Result == "failed" {
+			return cell{text, red}
+		}
+		return cell{text: text}
+	default:
+		return cell{text: "never"}
+	}
+}
+
+// cardNotes are the sentences under the table for one card.
+func cardNotes(c api.CardStatus, now time.Time) []string {
+	var out []string
+	card := "card " + c.DeviceID + ": "
+	if c.State == "dead" {
+		s := card + "dead"
+		if c.DeadSince != nil {
+			s += " since " + fmtTime(*c.DeadSince, now)
+		}
+		if c.DeadReason != "" {
+			s += ": " + c.DeadReason
+		}
+		out = append(out, s+"; its jobs fail until `"+Name+" reset --device "+c.DeviceID+"` revives it")
+	}
+	if r := c.Reset; r != nil {
+		out = append(out, fmt.Sprintf("%sreset %s %s for %s", card, r.JobID, r.State, fmtDuration(now.Sub(r.At))))
+	}
+	if r := c.LastReset; r != nil && r.Detail != "" {
+		out = append(out, fmt.Sprintf("%slast reset %s %s: %s", card, shortID(r.JobID), r.Result, r.Detail))
+	}
+	if c.PausedReason != "" {
+		out = append(out, card+"paused: "+c.PausedReason)
+	}
+	for _, h := range c.Foreign {
+		out = append(out, fmt.Sprintf("%sheld outside the queue by pid %d %s: %s", card, h.PID, h.FriendlyName, cut(h.CommandLine, 120)))
+	}
+	if c.ForeignError != "" {
+		out = append(out, card+"holder list may be incomplete: "+c.ForeignError)
+	}
+	return out
+}
+
+// cut shortens s to n bytes, marking the cut with "...".
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
+}
+
+// oneLine folds a multi-line command onto one line.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}

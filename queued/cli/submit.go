@@ -1,0 +1,114 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/ttkit/ttkit/queued/api"
+)
+
+// Submission holds the options shared by run, queue and queue-python.
+type Submission struct {
+	Device  int      `short:"d" default:"0" placeholder:"N" help:"Card whose queue takes the job; match it to the device your code opens."`
+	Cwd     string   `placeholder:"DIR" help:"Directory the job runs in (default: the current directory)."`
+	Timeout int64    `placeholder:"SEC" help:"Seconds each iteration may run; 0 selects the daemon's default (TT_DEVICE_DEFAULT_TIMEOUT)."`
+	Repeat  int      `placeholder:"N" help:"Run the program N times, stopping at the first failure."`
+	Env     []string `short:"e" sep:"none" placeholder:"NAME=VALUE" help:"Add a variable to the job's environment; repeat for more."`
+}
+
+// reservedEnv are set by queued on every job.
+var reservedEnv = map[string]bool{"TT_QUEUE_JOB_ID": true, "TT_QUEUE_DEVICE": true}
+
+// request checks the options locally, so mistakes get a usage error
+// before anything is queued, and builds the request for cmd.
+func (s *Submission) request(a *App, cmd string) (api.QueueRequest, error) {
+	if s.Device < 0 {
+		return api.QueueRequest{}, usageErr("--device %d: want a card number, 0 or more", s.Device)
+	}
+	if s.Timeout < 0 {
+		return api.QueueRequest{}, usageErr("--timeout %d: want seconds, 0 or more", s.Timeout)
+	}
+	if s.Repeat < 0 {
+		return api.QueueRequest{}, usageErr("--repeat %d: want a count, 1 or more", s.Repeat)
+	}
+	if strings.TrimSpace(cmd) == "" {
+		return api.QueueRequest{}, usageErr("the program is empty: give it as one quoted argument, such as -- 'python3 script.py'")
+	}
+	env, err := parseEnv(s.Env)
+	if err != nil {
+		return api.QueueRequest{}, err
+	}
+	cwd := s.Cwd
+	if cwd == "" {
+		if cwd, err = os.Getwd(); err != nil {
+			return api.QueueRequest{}, usageErr("finding the current directory for --cwd: %w", err)
+		}
+	}
+	if cwd, err = filepath.Abs(cwd); err != nil {
+		return api.QueueRequest{}, usageErr("--cwd: %w", err)
+	}
+	return api.QueueRequest{
+		Cmd: cmd, Cwd: cwd, DeviceID: strconv.Itoa(s.Device), Env: env,
+		Timeout: s.Timeout, Repeat: s.Repeat, ClientID: a.ClientID,
+	}, nil
+}
+
+// parseEnv reads NAME=VALUE pairs. A name must be a shell variable name
+// and not one queued sets itself; a name given twice is a mistake.
+func parseEnv(pairs []string) (map[string]string, error) {
+	if len(pairs) == 0 {
+		return nil, nil
+	}
+	env := make(map[string]string, len(pairs))
+	for _, p := range pairs {
+		name, value, ok := strings.Cut(p, "=")
+		switch {
+		case !ok:
+			return nil, usageErr("--env %q: want NAME=VALUE", p)
+		case !validEnvName(name):
+			return nil, usageErr("--env %q: %q is not a variable name (letters, digits and _, not starting with a digit)", p, name)
+		case reservedEnv[name]:
+			return nil, usageErr("--env %q: queued sets %s itself", p, name)
+		}
+		if _, dup := env[name]; dup {
+			return nil, usageErr("--env: %s is given twice", name)
+		}
+		env[name] = value
+	}
+	return env, nil
+}
+
+func validEnvName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, r := range s {
+		switch {
+		case r == '_', r >= 'A' && r <= 'Z', r >= 'a' && r <= 'z':
+		case r >= '0' && r <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// submit queues req and reports the answer on stderr.
+func (a *App) submit(req api.QueueRequest) (api.QueueResponse, error) {
+	c, err := a.connect()
+	if err != nil {
+		return api.QueueResponse{}, err
+	}
+	res, err := c.Queue(a.ctx, req)
+	if err != nil {
+		e := a.explain(a.ctx, err)
+		if e.Code == ExitInterrupted {
+			e.Err = fmt.Errorf("interrupted while submitting: the job may have been queued; `%s status` shows the queues", Name)
+		}
+		return res, e
+	}
+	return res, nil
+}

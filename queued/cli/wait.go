@@ -1,0 +1,277 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/alecthomas/kong"
+
+	"github.com/ttkit/ttkit/queued/api"
+)
+
+// How often a waiting command refreshes the queue position: every second
+// for the live line on a terminal, less often for plain lines. Output,
+// once the job runs, arrives by long-poll and is never polled for.
+const (
+	liveRefresh  = time.Second
+	plainRefresh = 5 * time.Second
+)
+
+// progress shows a queued job's position on stderr: one line redrawn in
+// place on a terminal, otherwise a plain line whenever the position
+// changes.
+type progress struct {
+	w     io.Writer
+	live  bool
+	drawn bool   // a live line is on the screen
+	last  string // what the last plain line said
+}
+
+// show draws msg; key decides, for plain lines, whether it is news.
+func (p *progress) show(key, msg string) {
+	if p.live {
+		fmt.Fprintf(p.w, "\r\x1b[K%s", msg)
+		p.drawn = true
+		return
+	}
+	if key != p.last {
+		fmt.Fprintln(p.w, msg)
+		p.last = key
+	}
+}
+
+// clear removes the live line, if any, before other output.
+func (p *progress) clear() {
+	if p.drawn {
+		fmt.Fprint(p.w, "\r\x1b[K")
+		p.drawn = false
+	}
+}
+
+// note prints a line of its own.
+func (p *progress) note(format string, args ...any) {
+	p.clear()
+	fmt.Fprintf(p.w, Name+": "+format+"\n", args...)
+}
+
+// await follows a submitted job to its end: the position while queued,
+// the output as produced, then the job's own exit status. limit > 0 bounds
+// the local wait; the job is never stopped by it.
+func (a *App) await(sub api.QueueResponse, limit time.Duration) error {
+	ctx := a.ctx
+	if limit > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(a.ctx, limit, errWaitTimeout)
+		defer cancel()
+	}
+	a.progress.note("job %s queued on card %s at position %d (estimated wait %s)",
+		sub.JobID, sub.DeviceID, sub.Position, fmtSeconds(sub.EstimatedWaitSec))
+	a.progress.last = strconv.Itoa(sub.Position)
+	job, err := a.follow(ctx, sub)
+	if err != nil {
+		return a.stoppedWaiting(ctx, sub.JobID, limit, err)
+	}
+	return a.finished(job)
+}
+
+// follow copies the job's output to stdout until the job is done.
+func (a *App) follow(ctx context.Context, sub api.QueueResponse) (api.Job, error) {
+	c := a.client
+	refresh := plainRefresh
+	if a.progress.live {
+		refresh = liveRefresh
+	}
+	queued, since := sub.State == "queued", time.Now()
+	var offset int64
+	for {
+		q := api.LogsQuery{Offset: offset, Limit: api.MaxLogChunk, Wait: api.MaxWait}
+		if queued {
+			q.Wait = refresh
+		}
+		ch, err := c.Logs(ctx, sub.JobID, q)
+		if err != nil {
+			return api.Job{}, err
+		}
+		if queued && ch.State == "queued" {
+			j, err := c.Job(ctx, sub.JobID)
+			if err != nil {
+				return api.Job{}, err
+			}
+			if j.State == "queued" {
+				a.progress.show(strconv.Itoa(j.Position), fmt.Sprintf("%s: job %s waiting for card %s: position %d, estimated wait %s (waited %s)",
+					Name, shortID(j.ID), j.DeviceID, j.Position, fmtSeconds(j.EstimatedWaitSec), fmtDuration(time.Since(since))))
+				continue
+			}
+		}
+		if queued {
+			queued = false
+			if a.progress.live {
+				a.progress.clear()
+			} else if ch.State != "done" {
+				a.progress.note("job %s started on card %s", sub.JobID, sub.DeviceID)
+			}
+		}
+		if len(ch.Data) > 0 {
+			if _, err := a.Out.Write(ch.Data); err != nil {
+				return api.Job{}, &Error{Code: ExitRefused, Err: fmt.Errorf("writing output: %w", err)}
+			}
+		}
+		offset = ch.NextOffset
+		if ch.Done {
+			return c.WaitResult(ctx, sub.JobID)
+		}
+	}
+}
+
+// stoppedWaiting words an ended local wait: how to follow or stop the
+// job that goes on.
+func (a *App) stoppedWaiting(ctx context.Context, id string, limit time.Duration, err error) error {
+	var own *Error
+	if errors.As(err, &own) {
+		return own
+	}
+	e := a.explain(ctx, err)
+	var why string
+	switch e.Code {
+	case ExitWaitTimeout:
+		why = "stopped waiting after " + fmtDuration(limit)
+	case ExitInterrupted:
+		why = "interrupted"
+	default:
+		return e
+	}
+	e.Err = fmt.Errorf("%s; job %s was not stopped and is still %s.\n"+
+		"  follow it:  %s logs --follow %s\n  its result: %s result %s\n  stop it:    %s kill %s",
+		why, id, a.jobWhereabouts(id), Name, id, Name, id, Name, id)
+	return e
+}
+
+// jobWhereabouts says briefly where a job is, asking the daemon with a
+// context of its own since the command's may have ended.
+func (a *App) jobWhereabouts(id string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	j, err := a.client.Job(ctx, id)
+	switch {
+	case err != nil:
+		return "queued or running"
+	case j.State == "queued":
+		return fmt.Sprintf("queued on card %s (position %d)", j.DeviceID, j.Position)
+	case j.State == "running":
+		return "running on card " + j.DeviceID
+	default:
+		return fmt.Sprintf("%s (it has just ended: %s)", j.State, j.Outcome)
+	}
+}
+
+// finished reports how a job ended and gives its exit status.
+func (a *App) finished(j api.Job) error {
+	if j.ExitCode == nil {
+		return &Error{Code: ExitRefused, Err: fmt.Errorf("job %s is %s and has no exit code yet", j.ID, j.State)}
+	}
+	if j.Outcome != "success" {
+		a.progress.note("job %s %s", j.ID, describeEnd(j))
+	}
+	if code := jobStatus(*j.ExitCode); code != 0 {
+		return &Error{Code: code}
+	}
+	return nil
+}
+
+// describeEnd says how a done job ended, for people.
+func describeEnd(j api.Job) string {
+	var b strings.Builder
+	switch j.Outcome {
+	case "success":
+		b.WriteString("succeeded")
+	case "failure":
+		b.WriteString("failed")
+	case "timeout":
+		fmt.Fprintf(&b, "timed out after %ds and was killed", j.Timeout)
+	case "killed":
+		b.WriteString("was killed")
+	case "interrupted":
+		b.WriteString("was interrupted")
+	case "card_dead":
+		b.WriteString("failed because its card is dead")
+	default:
+		b.WriteString("ended (" + j.Outcome + ")")
+	}
+	if j.ExitCode != nil {
+		fmt.Fprintf(&b, ": exit code %d", *j.ExitCode)
+		if s := jobStatus(*j.ExitCode); s != *j.ExitCode {
+			fmt.Fprintf(&b, " (status %d)", s)
+		}
+	}
+	if j.Error != "" {
+		b.WriteString(": " + j.Error)
+	}
+	return b.String()
+}
+
+// Duration is a wait limit: seconds ("90", "1.5") or a Go duration
+// ("10m", "1h30m").
+type Duration time.Duration
+
+// Decode implements kong.MapperValue.
+func (d *Duration) Decode(ctx *kong.DecodeContext) error {
+	var s string
+	if err := ctx.Scan.PopValueInto("duration", &s); err != nil {
+		return err
+	}
+	v, err := parseDuration(s)
+	if err != nil {
+		return err
+	}
+	*d = Duration(v)
+	return nil
+}
+
+func parseDuration(s string) (time.Duration, error) {
+	if f, err := strconv.ParseFloat(s, 64); err == nil {
+		if f < 0 || f > 1e9 || f != f {
+			return 0, fmt.Errorf("%q: want seconds, 0 or more", s)
+		}
+		return time.Duration(f * float64(time.Second)), nil
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil || v < 0 {
+		return 0, fmt.Errorf("%q: want seconds (90) or a duration (10m, 1h30m)", s)
+	}
+	return v, nil
+}
+
+// shortID is the start of a job id, enough to tell jobs apart on a line
+// and accepted back as a prefix.
+func shortID(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
+}
+
+// fmtSeconds and fmtDuration print a duration compactly: 0s, 45s, 1m20s,
+// 2h05m.
+func fmtSeconds(s float64) string { return fmtDuration(time.Duration(s * float64(time.Second))) }
+
+func fmtDuration(d time.Duration) string {
+	if d < 0 {
+		d = 0
+	}
+	s := int64(d.Round(time.Second) / time.Second)
+	switch {
+	case d > 0 && d < time.Second:
+		return d.Round(time.Millisecond).String()
+	case s < 60:
+		return fmt.Sprintf("%ds", s)
+	case s < 3600:
+		return fmt.Sprintf("%dm%02ds", s/60, s%60)
+	default:
+		return fmt.Sprintf("%dh%02dm", s/3600, s%3600/60)
+	}
+}
