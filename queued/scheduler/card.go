@@ -11,8 +11,9 @@ import (
 	"github.com/ttkit/ttkit/queued/store"
 )
 
-// CardState is a card's health. Only Healthy is used until resets arrive
-// (issue 6): Resetting while a reset job runs, Dead after failed recovery.
+// CardState is a card's health: Resetting while a reset job runs on it,
+// Dead after failed recovery (until a reset revives it or the host
+// reboots), Healthy otherwise.
 type CardState string
 
 // Card states.
@@ -30,10 +31,16 @@ const pidWriteDelay = 50 * time.Millisecond
 type card struct {
 	id         int
 	state      CardState
-	queue      []*job // queued jobs, next first; a reset will be put at the head
+	queue      []*job // queued jobs, next first; a reset is put at the head
 	repeats    int    // sum of Repeat over queue, for O(1) estimates of a new job
 	current    *job   // taken for dispatch or running
-	resetEpoch uint64
+	resetEpoch uint64 // completed resets; see store.Card.ResetEpoch
+	reset      *job   // the pending (queued or running) reset, nil when none
+	dead       *deadInfo
+	last       resetResult   // the last finished reset
+	paused     string        // why a dispatchable job waits (a foreign holder); "" when it does not
+	rev        uint64        // changes to the card record in memory
+	savedRev   uint64        // the revision last made durable
 	wake       chan struct{} // capacity 1: something changed, look again
 	history    []time.Duration
 }
@@ -48,8 +55,8 @@ func (c *card) push(j *job) {
 	c.repeats += j.rec.Repeat
 }
 
-// pushFront puts a job at the head of the queue (an undone start; a reset
-// in issue 6).
+// pushFront puts a job at the head of the queue: a reset, or a job whose
+// start was undone.
 func (c *card) pushFront(j *job) {
 	c.queue = append([]*job{j}, c.queue...)
 	c.repeats += j.rec.Repeat
@@ -83,73 +90,127 @@ func (c *card) wakeup() {
 	}
 }
 
+// idleState is the card's state when no reset runs on it.
+func (c *card) idleState() CardState {
+	if c.dead != nil {
+		return Dead
+	}
+	return Healthy
+}
+
 // work is the card's worker: take the head of the queue, commit its start
-// together with the previous job's end, run it, repeat.
+// together with the previous job's end (and the card record, when a reset
+// changed it), run it, repeat. With WaitForeign, a job (never a reset)
+// waits while a process outside the queue holds the card.
 func (s *Scheduler) work(c *card) {
 	defer s.workers.Done()
-	var done *job // finished job whose final record is not settled yet
-	var doneRec store.Job
+	var done []*job // finished jobs whose final records are not settled yet
+	var doneRecs []store.Job
 	for {
 		s.mu.Lock()
-		if done != nil && s.persist.err != nil {
-			s.holdLocked(done, doneRec)
-			done = nil
+		if len(done) > 0 && s.persist.err != nil {
+			for i, j := range done {
+				s.holdLocked(j, doneRecs[i])
+			}
+			done, doneRecs = nil, nil
+		}
+		if s.foreignGateLocked(c) {
+			s.mu.Unlock()
+			why := s.foreignPause(c.id)
+			s.mu.Lock()
+			if why != c.paused {
+				if why != "" {
+					s.log.Info("card paused: a process outside the queue holds it", "card", c.id, "holder", why)
+				}
+				c.paused = why
+			}
+		} else {
+			c.paused = ""
 		}
 		next := s.takeLocked(c)
-		if done == nil && next == nil {
+		if len(done) == 0 && next == nil {
 			if s.stopping {
 				s.mu.Unlock()
 				return
 			}
+			paused := c.paused != ""
 			s.mu.Unlock()
-			<-c.wake
+			s.idle(c, paused)
 			continue
 		}
-		recs := make([]store.Job, 0, 2)
-		if done != nil {
-			recs = append(recs, doneRec)
-		}
+		recs := append([]store.Job(nil), doneRecs...)
 		if next != nil {
 			recs = append(recs, next.rec)
 		}
+		var cards []store.Card
+		var revs []uint64
+		if c.dirtyLocked() {
+			cards, revs = []store.Card{c.recordLocked()}, []uint64{c.rev}
+		}
 		s.mu.Unlock()
 
-		err := s.st.Put(recs...)
+		err := s.st.Commit(cards, recs...)
 
 		s.mu.Lock()
 		if err != nil {
 			s.failLocked(err)
-			if done != nil {
-				s.holdLocked(done, doneRec)
+			for i, j := range done {
+				s.holdLocked(j, doneRecs[i])
 			}
 			if next != nil {
 				s.undoStartLocked(c, next)
 			}
-		} else if done != nil {
-			s.settleLocked(done, doneRec)
+		} else {
+			s.savedLocked(cards, revs)
+			for i, j := range done {
+				s.settleLocked(j, doneRecs[i])
+			}
 		}
-		done = nil
+		done, doneRecs = nil, nil
 		s.mu.Unlock()
 		if err != nil || next == nil {
 			continue
 		}
-		doneRec = s.run(c, next)
-		done = next
+		done, doneRecs = s.run(c, next)
+	}
+}
+
+// idle waits for something to change on the card; while paused by a
+// foreign holder it also looks again every ForeignRecheck.
+func (s *Scheduler) idle(c *card, paused bool) {
+	if !paused {
+		<-c.wake
+		return
+	}
+	t := time.NewTimer(s.opt.ForeignRecheck)
+	defer t.Stop()
+	select {
+	case <-c.wake:
+	case <-t.C:
 	}
 }
 
 // takeLocked removes the head of the card's queue and marks it running in
-// memory, if dispatch is allowed and the head's insert is durable.
+// memory, if dispatch is allowed and the head's insert is durable. A reset
+// runs on a dead card (to revive it) and never waits for a foreign holder;
+// a job needs a live card and no foreign holder (with WaitForeign).
 func (s *Scheduler) takeLocked(c *card) *job {
-	if s.stopping || s.persist.err != nil || c.state != Healthy || c.current != nil || len(c.queue) == 0 {
+	if s.stopping || s.persist.err != nil || c.current != nil || len(c.queue) == 0 {
 		return nil
 	}
-	if !c.queue[0].durable {
+	head := c.queue[0]
+	if !head.durable {
 		return nil // its submission is still committing; FIFO waits for it
+	}
+	if head.rec.Kind != store.KindReset && (c.dead != nil || c.paused != "") {
+		return nil
 	}
 	j := c.pop()
 	s.queued--
 	c.current = j
+	if j.rec.Kind == store.KindReset {
+		c.state = Resetting
+	}
 	j.rec.State = store.StateRunning
 	j.rec.StartedAt = s.opt.Now()
 	j.rec.BootID = s.bootID
@@ -163,7 +224,12 @@ func (s *Scheduler) takeLocked(c *card) *job {
 func (s *Scheduler) undoStartLocked(c *card, j *job) {
 	j.rec.State = store.StateQueued
 	j.rec.StartedAt = time.Time{}
-	j.rec.BootID = ""
+	if j.rec.Kind == store.KindReset {
+		c.state = c.idleState()
+		j.rec.BootID = s.bootID
+	} else {
+		j.rec.BootID = ""
+	}
 	c.current = nil
 	c.pushFront(j)
 	s.queued++
@@ -171,24 +237,40 @@ func (s *Scheduler) undoStartLocked(c *card, j *job) {
 }
 
 // run runs a job whose running record is durable and returns its done
-// record. A panic becomes a failed job rather than a dead worker.
-func (s *Scheduler) run(c *card, j *job) (rec store.Job) {
+// record, preceded, when a failed reset killed the card, by the records of
+// the card's queued jobs that failed with it. A panic becomes a failed
+// job rather than a dead worker.
+func (s *Scheduler) run(c *card, j *job) (done []*job, recs []store.Job) {
+	reset := j.rec.Kind == store.KindReset
 	var res runner.Result
+	var out recovery
 	var ls runner.LogState
 	defer func() {
 		if p := recover(); p != nil {
 			s.log.Error("job panicked", "job", j.rec.ID, "panic", p, "stack", string(debug.Stack()))
 			res = runner.Result{ExitCode: -1, Err: fmt.Errorf("internal error: %v", p)}
+			out = recovery{code: -1, detail: fmt.Sprintf("internal error: %v", p)}
 		}
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		rec = finishRecord(j.rec, res, j.reason, ls, s.opt.Now())
+		now := s.opt.Now()
 		c.current = nil
+		if reset {
+			done, recs = s.finishResetLocked(c, j, out, ls, now)
+			return
+		}
+		rec := finishRecord(j.rec, res, j.reason, ls, now)
 		if rec.Outcome == store.OutcomeSuccess || rec.Outcome == store.OutcomeFailure {
 			c.observe(rec.FinishedAt.Sub(rec.StartedAt), rec.Iterations)
 		}
+		done, recs = []*job{j}, []store.Job{rec}
 	}()
 	log := runner.NewLog(s.outputPath(j.rec.ID), s.opt.MaxLogBytes)
+	if reset {
+		// A reset retried after a restart keeps the output of its
+		// interrupted attempt above the new one.
+		log = runner.ResumeLog(s.outputPath(j.rec.ID), s.opt.MaxLogBytes)
+	}
 	j.ran = make(chan struct{})
 	j.pidKick = make(chan struct{}, 1)
 	j.pidDone = make(chan struct{})
@@ -207,7 +289,11 @@ func (s *Scheduler) run(c *card, j *job) (rec store.Job) {
 	}
 	s.mu.Unlock()
 	go s.writeProcess(j)
-	res = runner.Run(spec, log, j.stop)
+	if reset {
+		out = s.recoverCard(c.id, j, spec, log)
+	} else {
+		res = runner.Run(spec, log, j.stop)
+	}
 	close(j.ran)
 	close(j.pidKick)
 	<-j.pidDone

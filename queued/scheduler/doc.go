@@ -46,4 +46,38 @@
 // groups are killed first. Stop (SIGTERM) refuses new submissions, leaves
 // queued jobs queued, and ends running jobs with SIGINT, SIGKILL after the
 // grace period, recording exit -1 and "interrupted by service stop".
+//
+// # Resets and dead cards
+//
+// A reset is a job of kind reset (see Reset). It goes to the head of its
+// card's queue and, unless asked not to, stops the card's running job
+// (SIGINT, SIGKILL after the grace period; the job ends with exit -1,
+// outcome interrupted, "interrupted by a reset of card N"). A card has at
+// most one pending reset: later requests join it. The reset job runs the
+// Controls (reset, health check, and if either fails and a deep reset is
+// configured, deep reset and health check again) through the runner, so
+// each command has its own process group, timeout and place in the reset
+// job's log. Its end, the card record and, when recovery failed, the done
+// records of the card's queued jobs (exit -1, "card N is dead") are
+// committed in one transaction with the next start.
+//
+// A dead card refuses submissions (ErrCardDead, 503) and dispatches
+// nothing but a reset; the other cards go on. The card record (store
+// cards/) keeps it dead across restarts on the same boot; a different
+// boot id starts it healthy. Every finished reset advances the card's
+// reset epoch, which each job records when it starts, so a reset asked
+// for a job is skipped once the card has been reset since that job ran.
+// Stop puts a running reset back to queued, and the next start on the
+// same boot runs it again (so does a crash: its record still reads
+// running).
+//
+// # Foreign holders
+//
+// One procscan.Scanner reads the KMD's pids files (Options.DriverPath).
+// Status reports, per card, the holders that are not the card's running
+// job (see Holder for how they are told apart), from a scan at most
+// HolderMaxAge old. With WaitForeign, a worker scans afresh before it
+// starts a job and, while a foreign process holds the card, waits
+// (re-checking every ForeignRecheck, or when woken) with the reason in
+// its status. Resets never wait for foreign holders.
 package scheduler

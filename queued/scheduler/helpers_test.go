@@ -50,6 +50,13 @@ func (f *faultStore) Put(jobs ...store.Job) error {
 	return f.Store.Put(jobs...)
 }
 
+func (f *faultStore) Commit(cards []store.Card, jobs ...store.Job) error {
+	if err := f.check(jobs); err != nil {
+		return err
+	}
+	return f.Store.Commit(cards, jobs...)
+}
+
 func (f *faultStore) Probe() error {
 	if err := f.check(nil); err != nil {
 		return err

@@ -15,7 +15,7 @@ const (
 	stopNone    stopReason = iota
 	stopKill               // a kill request
 	stopService            // the service is stopping
-	stopReset              // a reset of its card (issue 6)
+	stopReset              // a reset of its card
 )
 
 // job is a queued or running job in memory, or a finished one whose record
@@ -25,6 +25,12 @@ type job struct {
 	rec     store.Job
 	durable bool // the queued record is committed; before that the job is not dispatched or visible
 	held    bool // finished, record held in memory by a persistence failure
+	ending  bool // failed with its dead card; its done record is being committed
+
+	// interrupt, on a reset job, asks that the card's running job be
+	// stopped once the reset is durable (the default; a request may let
+	// the running job finish instead).
+	interrupt bool
 
 	log     *runner.Log
 	stop    chan struct{} // closed (once, via stopFor) to stop the job
@@ -79,6 +85,9 @@ func finishRecord(rec store.Job, res runner.Result, reason stopReason, ls runner
 	case res.Stopped && reason == stopService:
 		code, rec.Outcome, rec.Error = -1, store.OutcomeInterrupted, "interrupted by service stop"
 	case res.Stopped && reason == stopReset:
+		// -1 like every interruption from outside the job (a service stop
+		// or restart): the job did not fail by itself, whatever signal
+		// ended it. Kill by request keeps the signal's -N.
 		code, rec.Outcome = -1, store.OutcomeInterrupted
 		rec.Error = fmt.Sprintf("interrupted by a reset of card %d", rec.Card())
 	case res.Stopped && reason == stopKill:

@@ -86,7 +86,7 @@ func (s *Scheduler) tryRecover() bool {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.persist.held) > 0 {
+	if cards, _ := s.dirtyCardsLocked(); len(s.persist.held) > 0 || len(cards) > 0 {
 		return false // more were held while we wrote; go round again
 	}
 	s.log.Info("persistence recovered: dispatch resumed", "after", s.opt.Now().Sub(s.persist.since).Round(time.Millisecond))
@@ -103,8 +103,9 @@ func (s *Scheduler) tryRecover() bool {
 	return true
 }
 
-// flushHeld writes the records held so far in one transaction and forgets
-// the jobs written. It reports whether everything held was written.
+// flushHeld writes the records held so far, and the card records changed
+// since their last write, in one transaction and forgets the jobs written.
+// It reports whether everything held was written.
 func (s *Scheduler) flushHeld() bool {
 	s.mu.Lock()
 	held := append([]*job(nil), s.persist.held...)
@@ -112,11 +113,12 @@ func (s *Scheduler) flushHeld() bool {
 	for i, j := range held {
 		recs[i] = j.rec
 	}
+	cards, revs := s.dirtyCardsLocked()
 	s.mu.Unlock()
-	if len(held) == 0 {
+	if len(held) == 0 && len(cards) == 0 {
 		return true
 	}
-	if err := s.st.Put(recs...); err != nil {
+	if err := s.st.Commit(cards, recs...); err != nil {
 		s.mu.Lock()
 		s.persist.err = err
 		s.mu.Unlock()
@@ -124,6 +126,7 @@ func (s *Scheduler) flushHeld() bool {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.savedLocked(cards, revs)
 	written := map[*job]bool{}
 	for _, j := range held {
 		written[j] = true

@@ -14,8 +14,12 @@ const leftoverTimeout = 10 * time.Second
 // recover rebuilds the queues from the store before any worker runs:
 // queued jobs return to their card in FIFO order; running jobs were
 // interrupted by the restart, their leftover processes are killed and they
-// are recorded done with exit -1. If those records cannot be written the
-// scheduler starts in the persistence-failure state with them held.
+// are recorded done with exit -1. A reset (queued, or running when the
+// service stopped or crashed) goes back to the head of its card's queue if
+// it was requested on this boot, and ends as interrupted otherwise. Queued
+// jobs of a card that is still dead fail. If those records cannot be
+// written the scheduler starts in the persistence-failure state with them
+// held.
 func (s *Scheduler) recover() error {
 	active, err := s.st.Active()
 	if err != nil {
@@ -30,11 +34,41 @@ func (s *Scheduler) recover() error {
 	var ended []*job
 	var endedRecs []store.Job
 	var leftovers []runner.Leftover
+	var resets []*job // resets to retry, in FIFO order
+	var rewritten []store.Job
 	for _, rec := range active {
 		c := s.cards[rec.Card()]
-		switch {
-		case rec.State == store.StateRunning:
+		if rec.State == store.StateRunning {
 			leftovers = append(leftovers, runner.Leftover{JobID: rec.ID, PGID: rec.PGID, LeaderStart: rec.LeaderStart})
+		}
+		switch {
+		case rec.Kind == store.KindReset && c != nil && c.reset == nil && (rec.BootID == "" || rec.BootID == s.bootID):
+			// A reset interrupted by a stop or a crash on this boot runs
+			// again, before anything else on its card.
+			if rec.State == store.StateRunning {
+				rec.State, rec.StartedAt, rec.Iterations, rec.PGID, rec.LeaderStart = store.StateQueued, time.Time{}, 0, 0, 0
+				rewritten = append(rewritten, rec)
+			}
+			j := newJob(rec, true)
+			j.interrupt = true
+			c.reset = j
+			resets = append(resets, j)
+			s.jobs[rec.ID] = j
+			s.queued++
+			continue
+		case rec.Kind == store.KindReset:
+			code := -1
+			rec.State, rec.FinishedAt, rec.ExitCode = store.StateDone, now, &code
+			rec.Outcome = store.OutcomeInterrupted
+			switch {
+			case c == nil:
+				rec.Error = fmt.Sprintf("not retried: card %d is no longer configured (TT_DEVICE_IDS)", rec.Card())
+			case c.reset != nil:
+				rec.Error = fmt.Sprintf("not retried: reset %s of card %d runs instead", c.reset.rec.ID, c.id)
+			default:
+				rec.Error = "not retried: the host has rebooted since it was requested, which clears a card's state"
+			}
+		case rec.State == store.StateRunning:
 			code := -1
 			rec.State, rec.FinishedAt, rec.ExitCode = store.StateDone, now, &code
 			rec.Outcome, rec.Error = store.OutcomeInterrupted, "interrupted by service restart"
@@ -43,6 +77,8 @@ func (s *Scheduler) recover() error {
 			rec.State, rec.FinishedAt, rec.ExitCode = store.StateDone, now, &code
 			rec.Outcome = store.OutcomeFailure
 			rec.Error = fmt.Sprintf("card %d is no longer configured (TT_DEVICE_IDS)", rec.Card())
+		case c.dead != nil:
+			rec = deadRecord(rec, c.id, now)
 		default:
 			j := newJob(rec, true)
 			c.push(j)
@@ -55,6 +91,13 @@ func (s *Scheduler) recover() error {
 		ended = append(ended, j)
 		endedRecs = append(endedRecs, rec)
 	}
+	for i := len(resets) - 1; i >= 0; i-- {
+		j := resets[i]
+		s.cards[j.rec.Card()].pushFront(j)
+	}
+	if len(resets) > 0 {
+		s.log.Info("retrying resets interrupted by the last stop", "resets", len(resets))
+	}
 	if len(leftovers) > 0 {
 		killed, err := runner.KillLeftovers(s.opt.ProcRoot, leftovers, leftoverTimeout)
 		if len(killed) > 0 {
@@ -65,16 +108,21 @@ func (s *Scheduler) recover() error {
 			s.log.Error("killing leftover processes", "err", err)
 		}
 	}
-	if len(ended) == 0 {
+	cards, revs := s.dirtyCardsLocked()
+	if len(ended) == 0 && len(rewritten) == 0 && len(cards) == 0 {
 		return nil
 	}
-	if err := s.st.Put(endedRecs...); err != nil {
+	if err := s.st.Commit(cards, append(rewritten, endedRecs...)...); err != nil {
+		// Held records and dirty cards are written when the store
+		// recovers; a reset whose queued record was not rewritten still
+		// reads "running" and is retried at the next start all the same.
 		s.failLocked(err)
 		for i, j := range ended {
 			s.holdLocked(j, endedRecs[i])
 		}
 		return nil
 	}
+	s.savedLocked(cards, revs)
 	for i, j := range ended {
 		s.settleLocked(j, endedRecs[i])
 	}

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ttkit/ttkit/internal/procscan"
 	"github.com/ttkit/ttkit/queued/runner"
 	"github.com/ttkit/ttkit/queued/store"
 )
@@ -33,6 +34,10 @@ type Store interface {
 	Prune(cutoff time.Time, keep int) ([]string, error)
 	// Probe proves a write commits now.
 	Probe() error
+	// Commit durably writes card and job records in one transaction.
+	Commit(cards []store.Card, jobs ...store.Job) error
+	// Cards reads every card record.
+	Cards() ([]store.Card, error)
 }
 
 // Errors the API maps to status codes with errors.Is.
@@ -79,9 +84,24 @@ type Options struct {
 	Now func() time.Time
 	// ProcRoot is where /proc is mounted; default "/proc".
 	ProcRoot string
-	// BootIDPath is read for the boot id recorded on each job; default
+	// BootIDPath is read for the boot id recorded on each job and on a
+	// dead card (a new boot starts a dead card healthy); default
 	// /proc/sys/kernel/random/boot_id.
 	BootIDPath string
+	// Controls are the reset, health check and deep reset commands.
+	// Without Reset and HealthCheck, reset requests fail with ErrNoControls.
+	Controls Controls
+	// DriverPath is the KMD driver directory whose <card>/pids files list
+	// each card's holders; default procscan.DefaultDriverPath.
+	DriverPath string
+	// WaitForeign (TT_DEVICE_WAIT_FOREIGN) makes a card start no job while
+	// a foreign process holds it (see Holder).
+	WaitForeign bool
+	// ForeignRecheck is how often a card paused by a foreign holder looks
+	// again; default 1s.
+	ForeignRecheck time.Duration
+	// HolderMaxAge is how old a holder scan Status may show; default 1s.
+	HolderMaxAge time.Duration
 	// Logger receives operational messages; default slog.Default().
 	Logger *slog.Logger
 }
@@ -134,6 +154,12 @@ func (o *Options) defaults() error {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	if o.DriverPath == "" {
+		o.DriverPath = procscan.DefaultDriverPath
+	}
+	setDur(&o.ForeignRecheck, time.Second)
+	setDur(&o.HolderMaxAge, time.Second)
+	o.Controls.defaults()
 	return nil
 }
 
@@ -155,6 +181,7 @@ type Scheduler struct {
 	persist  persistState
 	warnings []string // recovery problems shown in status
 	retain   retentionState
+	holders  *holderScan
 
 	failed   chan struct{} // poked when persistence fails, wakes the retry loop
 	quit     chan struct{} // closed by Stop after the workers are done
@@ -182,6 +209,7 @@ func New(opt Options) (*Scheduler, error) {
 		nextSeq: 1,
 		failed:  make(chan struct{}, 1),
 		quit:    make(chan struct{}),
+		holders: newHolderScan(opt.DriverPath, opt.ProcRoot),
 	}
 	for _, kv := range opt.BaseEnv {
 		if strings.HasPrefix(kv, runner.JobEnvVar+"=") || strings.HasPrefix(kv, DeviceEnvVar+"=") {
@@ -200,7 +228,15 @@ func New(opt Options) (*Scheduler, error) {
 		s.order = append(s.order, id)
 	}
 	sort.Ints(s.order)
+	if s.bootID == "" {
+		s.warnings = append(s.warnings, fmt.Sprintf("cannot read the boot id from %s: a dead card stays dead across reboots", opt.BootIDPath))
+	}
+	if err := s.loadCards(); err != nil {
+		s.holders.close()
+		return nil, err
+	}
 	if err := s.recover(); err != nil {
+		s.holders.close()
 		return nil, err
 	}
 	for _, id := range s.order {
@@ -218,8 +254,10 @@ const DeviceEnvVar = "TT_QUEUE_DEVICE"
 
 // Stop refuses new submissions, ends running jobs (SIGINT, then SIGKILL
 // after the grace period) as interrupted by the service stop, leaves
-// queued jobs queued, makes a last attempt to write held records and
-// returns when every goroutine has ended. A second Stop is a no-op.
+// queued jobs queued, puts a running reset back in the queue (it is
+// retried at the next start on this boot), makes a last attempt to write
+// held records and returns when every goroutine has ended. A second Stop
+// is a no-op.
 func (s *Scheduler) Stop() {
 	s.stopOnce.Do(func() {
 		s.mu.Lock()
@@ -236,6 +274,7 @@ func (s *Scheduler) Stop() {
 		close(s.quit)
 		s.loops.Wait()
 		s.flushHeld()
+		s.holders.close()
 	})
 }
 

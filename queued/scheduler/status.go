@@ -2,6 +2,8 @@ package scheduler
 
 import (
 	"time"
+
+	"github.com/ttkit/ttkit/queued/store"
 )
 
 // Status is the whole scheduler at one moment, for GET /status.
@@ -21,13 +23,43 @@ type Status struct {
 type CardStatus struct {
 	ID    int
 	State CardState
-	// Worker is "running", "idle", or "paused: <why>" when it would
-	// dispatch but may not.
+	// Worker is "running", "idle", "dispatching", "stopped", or
+	// "paused: <why>" when it would dispatch but may not.
 	Worker  string
 	Current *JobInfo
 	Queue   []JobInfo
 	// EstimatedWait is the expected wait of a job submitted now.
 	EstimatedWait time.Duration
+
+	// Reset is the pending (queued or running) reset; LastReset the last
+	// finished one. Each is nil when there is none.
+	Reset, LastReset *ResetInfo
+	// DeadReason and DeadSince are set while the card is dead, also while
+	// a reset tries to revive it.
+	DeadReason string
+	DeadSince  time.Time
+	// Foreign lists the processes holding the card that are not its
+	// running job (see Holder); ForeignError says why the list may be
+	// incomplete.
+	Foreign      []Holder
+	ForeignError string
+	// ForeignWait is Options.WaitForeign.
+	ForeignWait bool
+	// Paused is why the card does not start its next job ("" when it is
+	// not paused), as Worker shows it after "paused: ".
+	Paused string
+}
+
+// ResetInfo is a card's pending or last reset.
+type ResetInfo struct {
+	JobID string
+	State store.State
+	// Result is ResultOK or ResultFailed once done.
+	Result string
+	Detail string
+	// At is when the reset was requested (queued), started (running) or
+	// finished (done).
+	At time.Time
 }
 
 // PersistenceStatus says whether writes succeed.
@@ -47,11 +79,25 @@ type RetentionStatus struct {
 	Warning string
 }
 
-// Status returns a snapshot.
+// Status returns a snapshot. The holders of each card come from a scan
+// at most HolderMaxAge old.
 func (s *Scheduler) Status() Status {
+	scan := s.holders.get(s.opt.HolderMaxAge)
+	st, own := s.statusLocked()
+	for i := range st.Cards {
+		cs := &st.Cards[i]
+		cs.Foreign, cs.ForeignError = s.foreignOf(scan, cs.ID, own[i])
+	}
+	return st
+}
+
+// statusLocked takes the snapshot under the lock, with each card's running
+// job for telling its holders apart afterwards.
+func (s *Scheduler) statusLocked() (Status, []ownJob) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.opt.Now()
+	var own []ownJob
 	st := Status{
 		Queued: s.queued, MaxQueued: s.opt.MaxQueued, Stopping: s.stopping,
 		Persistence: PersistenceStatus{OK: s.persist.err == nil, Held: len(s.persist.held), Attempts: s.persist.attempts},
@@ -64,11 +110,27 @@ func (s *Scheduler) Status() Status {
 	}
 	for _, id := range s.order {
 		c := s.cards[id]
-		cs := CardStatus{ID: id, State: c.state, Worker: s.workerStateLocked(c)}
+		cs := CardStatus{ID: id, State: c.state, Worker: s.workerStateLocked(c), ForeignWait: s.opt.WaitForeign, Paused: c.paused}
 		waits := c.waits(now)
+		var o ownJob
 		if c.current != nil {
 			info := JobInfo{Job: c.current.rec, EstimatedWait: c.remaining(&c.current.rec, now)}
 			cs.Current = &info
+			o = ownJob{id: c.current.rec.ID, pgid: c.current.rec.PGID}
+		}
+		own = append(own, o)
+		if j := c.reset; j != nil {
+			at := j.rec.SubmittedAt
+			if j.rec.State == store.StateRunning {
+				at = j.rec.StartedAt
+			}
+			cs.Reset = &ResetInfo{JobID: j.rec.ID, State: j.rec.State, At: at}
+		}
+		if c.last.id != "" {
+			cs.LastReset = &ResetInfo{JobID: c.last.id, State: store.StateDone, Result: c.last.result, Detail: c.last.detail, At: c.last.at}
+		}
+		if c.dead != nil {
+			cs.DeadReason, cs.DeadSince = c.dead.reason, c.dead.since
 		}
 		cs.Queue = make([]JobInfo, len(c.queue))
 		for i, j := range c.queue {
@@ -77,7 +139,7 @@ func (s *Scheduler) Status() Status {
 		cs.EstimatedWait = waits[len(c.queue)]
 		st.Cards = append(st.Cards, cs)
 	}
-	return st
+	return st, own
 }
 
 func (s *Scheduler) workerStateLocked(c *card) string {
@@ -88,8 +150,12 @@ func (s *Scheduler) workerStateLocked(c *card) string {
 		return "stopped"
 	case s.persist.err != nil:
 		return "paused: persistence failing"
-	case c.state != Healthy:
-		return "paused: card " + string(c.state)
+	case len(c.queue) > 0 && c.queue[0].rec.Kind == store.KindReset:
+		return "dispatching"
+	case c.dead != nil:
+		return "paused: card dead"
+	case c.paused != "":
+		return "paused: " + c.paused
 	case len(c.queue) > 0:
 		return "dispatching"
 	}

@@ -39,9 +39,10 @@ func (s *Scheduler) Submit(spec JobSpec) (JobInfo, error) {
 		err := s.persist.err
 		s.mu.Unlock()
 		return JobInfo{}, fmt.Errorf("%w: %w", ErrPersistence, err)
-	case c.state == Dead:
+	case c.dead != nil:
+		err := c.deadErrLocked()
 		s.mu.Unlock()
-		return JobInfo{}, fmt.Errorf("card %d: %w", spec.Card, ErrCardDead)
+		return JobInfo{}, err
 	case s.queued >= s.opt.MaxQueued:
 		s.mu.Unlock()
 		return JobInfo{}, fmt.Errorf("%d jobs queued: %w", s.queued, ErrQueueFull)
@@ -78,6 +79,11 @@ func (s *Scheduler) Submit(spec JobSpec) (JobInfo, error) {
 	}
 	j.durable = true
 	c.wakeup()
+	if c.dead != nil && c.remove(j) {
+		// The card died while this insert committed, after its queue was
+		// failed: fail this job the same way.
+		return JobInfo{}, s.failDeadLocked(c, j)
+	}
 	info := JobInfo{Job: j.rec}
 	if j.rec.State == store.StateQueued && len(c.queue) > 0 && c.queue[len(c.queue)-1] == j {
 		// The usual case, a job still at the tail: O(1) instead of a walk
@@ -182,10 +188,11 @@ func (s *Scheduler) Watch(id string) (Watch, error) {
 	return Watch{Info: info, Path: s.outputPath(id), Done: info.State == store.StateDone}, nil
 }
 
-// Kill stops a job: a queued one is removed from its queue and recorded as
-// killed (exit -1) at once; a running one gets SIGINT, then SIGKILL after
-// the grace period, and is recorded when it ends. ErrFinished when it is
-// already done.
+// Kill stops a job: a queued one (a queued reset too) is removed from its
+// queue and recorded as killed (exit -1) at once; a running one gets
+// SIGINT, then SIGKILL after the grace period, and is recorded when it
+// ends. ErrFinished when it is already done; ErrResetRunning for a running
+// reset.
 func (s *Scheduler) Kill(id string) (JobInfo, error) {
 	s.mu.Lock()
 	j := s.jobs[id]
@@ -198,10 +205,14 @@ func (s *Scheduler) Kill(id string) (JobInfo, error) {
 		return info, fmt.Errorf("job %s: %w", id, ErrFinished)
 	}
 	switch {
-	case j.rec.State == store.StateDone:
+	case j.rec.State == store.StateDone || j.ending:
 		info := s.infoLocked(j)
 		s.mu.Unlock()
 		return info, fmt.Errorf("job %s: %w", id, ErrFinished)
+	case j.rec.State == store.StateRunning && j.rec.Kind == store.KindReset:
+		info := s.infoLocked(j)
+		s.mu.Unlock()
+		return info, fmt.Errorf("reset %s of card %d: %w", id, j.rec.Card(), ErrResetRunning)
 	case j.rec.State == store.StateRunning:
 		j.stopFor(stopKill)
 		info := s.infoLocked(j)
@@ -210,6 +221,9 @@ func (s *Scheduler) Kill(id string) (JobInfo, error) {
 	}
 	c := s.cards[j.rec.Card()]
 	c.remove(j)
+	if c.reset == j {
+		c.reset = nil
+	}
 	s.queued--
 	j.stopFor(stopKill)
 	rec := finishRecord(j.rec, runner.Result{Stopped: true}, stopKill, runner.LogState{}, s.opt.Now())
@@ -268,4 +282,24 @@ func (s *Scheduler) infoLocked(j *job) JobInfo {
 		}
 	}
 	return info
+}
+
+// failDeadLocked records a queued job of a dead card as failed (exit -1,
+// "card N is dead") and returns the refusal for its submitter. The record
+// is written while the lock is released.
+func (s *Scheduler) failDeadLocked(c *card, j *job) error {
+	s.queued--
+	j.ending = true
+	refusal := c.deadErrLocked()
+	rec := deadRecord(j.rec, c.id, s.opt.Now())
+	s.mu.Unlock()
+	err := s.st.Put(rec)
+	s.mu.Lock()
+	if err != nil {
+		s.failLocked(err)
+		s.holdLocked(j, rec)
+	} else {
+		s.settleLocked(j, rec)
+	}
+	return refusal
 }

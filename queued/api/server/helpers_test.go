@@ -39,6 +39,13 @@ func (f *faultStore) Put(jobs ...store.Job) error {
 	return f.Store.Put(jobs...)
 }
 
+func (f *faultStore) Commit(cards []store.Card, jobs ...store.Job) error {
+	if err := f.err(); err != nil {
+		return err
+	}
+	return f.Store.Commit(cards, jobs...)
+}
+
 func (f *faultStore) Probe() error {
 	if err := f.err(); err != nil {
 		return err

@@ -1,0 +1,145 @@
+package scheduler
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ttkit/ttkit/internal/procscan"
+	"github.com/ttkit/ttkit/queued/runner"
+	"github.com/ttkit/ttkit/queued/store"
+)
+
+// Holder is a process holding a card's device that is not the job running
+// on that card's queue: it bypassed the queue, was queued for another
+// card, or outlived its job.
+type Holder struct {
+	PID          int
+	FriendlyName string
+	CommandLine  string
+	// JobID is the TT_QUEUE_JOB_ID in its environment, if any: a job of
+	// another card's queue, or a leftover of a finished job.
+	JobID string
+}
+
+// Who counts as the card's own: a holder whose process group is the
+// process group of the job (or reset command) running on the card now, or
+// whose environment carries that job's TT_QUEUE_JOB_ID (a child that left
+// the group). Everything else holding the card is foreign, including a
+// job of another card's queue: cooperative serialization is per card, so
+// that job bypasses this card's queue.
+
+// holderScan owns the one procscan.Scanner and caches its last result, so
+// frequent /status calls cost one scan a second at most.
+type holderScan struct {
+	mu     sync.Mutex
+	sc     *procscan.Scanner
+	at     time.Time // when res was read (wall clock; the scheduler's clock may be a test's)
+	res    procscan.Result
+	closed bool
+}
+
+func newHolderScan(driverPath, procRoot string) *holderScan {
+	return &holderScan{sc: procscan.New(procscan.Options{DriverPath: driverPath, ProcPath: procRoot})}
+}
+
+// get returns a scan no older than maxAge (0: a fresh one).
+func (h *holderScan) get(maxAge time.Duration) procscan.Result {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return procscan.Result{Complete: true}
+	}
+	if maxAge <= 0 || h.at.IsZero() || time.Since(h.at) > maxAge {
+		h.res = h.sc.Scan()
+		h.at = time.Now()
+	}
+	return h.res
+}
+
+// close releases the scanner's descriptors; later scans report nothing.
+func (h *holderScan) close() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.closed = true
+	h.sc.Close()
+}
+
+// ownJob identifies the job running on a card, whose processes are not
+// foreign.
+type ownJob struct {
+	id   string
+	pgid int
+}
+
+// foreignOf lists the foreign holders of card in res and, when the scan
+// could not read the card's holders, why.
+func (s *Scheduler) foreignOf(res procscan.Result, card int, own ownJob) ([]Holder, string) {
+	var hs []Holder
+	var problems []string
+	for _, err := range res.Errors {
+		var de *procscan.DeviceError
+		if errors.As(err, &de) && de.Device != card {
+			continue
+		}
+		problems = append(problems, err.Error())
+	}
+	for _, d := range res.Devices {
+		if d.Number == card && d.Foreign {
+			hs = append(hs, Holder{FriendlyName: "(outside this PID namespace)"})
+		}
+	}
+	for _, p := range res.Processes {
+		if !slices.Contains(p.Devices, card) {
+			continue
+		}
+		if own.pgid > 0 {
+			if g, err := runner.ProcessGroup(s.opt.ProcRoot, p.PID); err == nil && g == own.pgid {
+				continue
+			}
+		}
+		jobID, _ := runner.JobIDOf(s.opt.ProcRoot, p.PID) // unreadable: another user's process, foreign
+		if own.id != "" && jobID == own.id {
+			continue
+		}
+		hs = append(hs, Holder{PID: p.PID, FriendlyName: p.Identity.FriendlyName, CommandLine: p.Identity.CommandLine, JobID: jobID})
+	}
+	return hs, strings.Join(problems, "; ")
+}
+
+// foreignGateLocked reports whether the worker must look for foreign
+// holders before it dispatches: WaitForeign is set and the head of the
+// queue is a job that could start now. Resets never wait.
+func (s *Scheduler) foreignGateLocked(c *card) bool {
+	if !s.opt.WaitForeign || s.stopping || s.persist.err != nil || c.current != nil || c.dead != nil || len(c.queue) == 0 {
+		return false
+	}
+	head := c.queue[0]
+	return head.durable && head.rec.Kind != store.KindReset
+}
+
+// foreignPause scans afresh and says why card must not start its next
+// job, or "" when no foreign process holds it. An unreadable pids file
+// does not pause the card: the scan shows the error instead, and a broken
+// driver file must not stop the queue for good.
+func (s *Scheduler) foreignPause(card int) string {
+	hs, _ := s.foreignOf(s.holders.get(0), card, ownJob{})
+	if len(hs) == 0 {
+		return ""
+	}
+	why := "foreign holder " + describeHolder(hs[0])
+	if len(hs) > 1 {
+		why += fmt.Sprintf(" and %d more", len(hs)-1)
+	}
+	return why
+}
+
+func describeHolder(h Holder) string {
+	if h.PID == 0 {
+		return "outside this PID namespace"
+	}
+	return fmt.Sprintf("pid %d (%s)", h.PID, h.FriendlyName)
+}

@@ -1,0 +1,165 @@
+package scheduler
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/ttkit/ttkit/queued/runner"
+	"github.com/ttkit/ttkit/queued/store"
+)
+
+// recovery is how a reset job's commands went.
+type recovery struct {
+	ok      bool   // the health check passed after a reset
+	stopped bool   // a service stop interrupted it; it is retried after restart
+	code    int    // exit code of the last command run (the failing one when !ok)
+	detail  string // one line for status and the record
+}
+
+// recoverCard runs the control commands of one reset job into log: the
+// reset, then the health check, which must pass; if either fails and a deep
+// reset is configured, the deep reset, then the health check again. Each
+// command is headed in the log by "== <step>: <command>" and followed by
+// its exit status. base carries the shell, environment and process hooks
+// of the reset job.
+func (s *Scheduler) recoverCard(card int, j *job, base runner.Spec, log *runner.Log) recovery {
+	ctl := &s.opt.Controls
+	if st := log.State(); st.Size > 0 {
+		fmt.Fprintf(log, "== retrying the reset of card %d after a service restart\n", card)
+	}
+	step := func(name, tmpl string, appendCard bool, timeout time.Duration) recovery {
+		spec := base
+		spec.Cmd = Expand(tmpl, card, appendCard)
+		spec.Timeout = timeout
+		spec.Repeat = 1
+		fmt.Fprintf(log, "== %s: %s\n", name, spec.Cmd)
+		began := time.Now()
+		res := runner.Run(spec, log, j.stop)
+		took := time.Since(began).Round(time.Millisecond)
+		r := recovery{code: res.ExitCode}
+		switch {
+		case res.Stopped:
+			r.stopped = true
+			r.detail = fmt.Sprintf("%s interrupted by a service stop", name)
+		case res.Err != nil:
+			r.detail = fmt.Sprintf("%s could not start: %v", name, res.Err)
+		case res.TimedOut:
+			r.detail = fmt.Sprintf("%s timed out after %s", name, timeout)
+		case res.ExitCode != 0:
+			r.detail = fmt.Sprintf("%s exited %d", name, res.ExitCode)
+		default:
+			r.ok = true
+			r.detail = fmt.Sprintf("%s passed", name)
+		}
+		fmt.Fprintf(log, "== %s: exit %d after %s (%s)\n", name, res.ExitCode, took, r.detail)
+		return r
+	}
+	r := step("reset", ctl.Reset, true, ctl.ResetTimeout)
+	if r.ok {
+		r = step("health check", ctl.HealthCheck, false, ctl.HealthCheckTimeout)
+	}
+	if !r.ok && !r.stopped && ctl.DeepReset != "" {
+		first := r.detail
+		r = step("deep reset", ctl.DeepReset, true, ctl.DeepResetTimeout)
+		if r.ok {
+			r = step("health check", ctl.HealthCheck, false, ctl.HealthCheckTimeout)
+		}
+		if !r.stopped {
+			r.detail = fmt.Sprintf("%s; after the deep reset, %s", first, r.detail)
+		}
+	}
+	switch {
+	case r.stopped:
+		fmt.Fprintf(log, "== reset of card %d interrupted by a service stop; it runs again after the restart\n", card)
+	case r.ok:
+		r.detail = "health check passed"
+		fmt.Fprintf(log, "== card %d recovered: %s\n", card, r.detail)
+	default:
+		fmt.Fprintf(log, "== card %d is dead: %s\n", card, r.detail)
+	}
+	return r
+}
+
+// finishResetLocked settles a reset job that ran on card c. Recovered: the
+// card is healthy (revived if it was dead). Failed: the card is dead and
+// its queued jobs fail with it (exit -1). Stopped by a service stop: the
+// reset goes back to queued, so the next start on the same boot retries
+// it. Every outcome but the stop counts as a completed reset (the epoch
+// job-based resets compare against).
+func (s *Scheduler) finishResetLocked(c *card, j *job, r recovery, ls runner.LogState, now time.Time) ([]*job, []store.Job) {
+	rec := j.rec
+	rec.LogBytes, rec.LogTruncated, rec.DroppedLogBytes = ls.Size, ls.Truncated, ls.Dropped
+	if ls.Err != nil {
+		rec.LogError = ls.Err.Error()
+	}
+	c.reset = nil
+	if r.stopped {
+		rec.State, rec.StartedAt, rec.Iterations, rec.PGID, rec.LeaderStart = store.StateQueued, time.Time{}, 0, 0, 0
+		c.state = c.idleState()
+		return []*job{j}, []store.Job{rec}
+	}
+	rec.State, rec.FinishedAt = store.StateDone, now
+	c.resetEpoch++
+	c.changedLocked()
+	if r.ok {
+		code := 0
+		rec.ExitCode, rec.Outcome = &code, store.OutcomeSuccess
+		c.last = resetResult{id: rec.ID, result: ResultOK, detail: r.detail, at: now}
+		if c.dead != nil {
+			s.log.Info("card revived: the health check passed", "card", c.id, "reset", rec.ID)
+		}
+		c.dead = nil
+		c.state = Healthy
+		return []*job{j}, []store.Job{rec}
+	}
+	code := r.code
+	if code == 0 {
+		code = -1 // a panic; the record needs a failing code
+	}
+	rec.ExitCode, rec.Outcome = &code, store.OutcomeFailure
+	rec.Error = fmt.Sprintf("card %d is dead: %s", c.id, r.detail)
+	c.last = resetResult{id: rec.ID, result: ResultFailed, detail: r.detail, at: now}
+	if c.dead == nil {
+		c.dead = &deadInfo{reason: "reset " + rec.ID + " failed: " + r.detail, since: now, bootID: s.bootID}
+	} else {
+		c.dead.reason = "reset " + rec.ID + " failed: " + r.detail
+	}
+	c.state = Dead
+	s.log.Error("card is dead: recovery failed; its queued jobs fail, other cards continue", "card", c.id, "reset", rec.ID, "detail", r.detail)
+	done, recs := s.drainLocked(c, now)
+	return append([]*job{j}, done...), append([]store.Job{rec}, recs...)
+}
+
+// drainLocked fails every durable queued job of a dead card (exit -1,
+// "card N is dead") and returns them with their done records, to be
+// committed with the card record. A job whose insert is still committing
+// is failed by Submit once it is durable.
+func (s *Scheduler) drainLocked(c *card, now time.Time) ([]*job, []store.Job) {
+	var done []*job
+	var recs []store.Job
+	keep := c.queue[:0]
+	for _, q := range c.queue {
+		if !q.durable || q.rec.Kind == store.KindReset {
+			keep = append(keep, q)
+			continue
+		}
+		c.repeats -= q.rec.Repeat
+		s.queued--
+		q.ending = true
+		done = append(done, q)
+		recs = append(recs, deadRecord(q.rec, c.id, now))
+	}
+	clear(c.queue[len(keep):])
+	c.queue = keep
+	return done, recs
+}
+
+// deadRecord is the done record of a queued job failed because its card
+// is dead.
+func deadRecord(rec store.Job, card int, now time.Time) store.Job {
+	code := -1
+	rec.State, rec.FinishedAt, rec.ExitCode = store.StateDone, now, &code
+	rec.Outcome = store.OutcomeCardDead
+	rec.Error = fmt.Sprintf("card %d is dead", card)
+	return rec
+}
