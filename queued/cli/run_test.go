@@ -117,4 +117,3 @@ func TestRun_WaitTimeoutAndInterruptLeaveTheJobRunning(t *testing.T) {
 	d.run("result", id).want(t, 0, nil, nil)
 	d.run("result", id1).want(t, 0, nil, nil)
 }
-
