@@ -70,6 +70,10 @@ type ResetRequest struct {
 	DeviceID string `json:"device_id,omitempty"`
 	// JobID is a job id or a unique prefix of at least 6 characters.
 	JobID string `json:"job_id,omitempty"`
+	// NoInterrupt lets the card's running job finish before the reset
+	// runs; by default the reset stops it (SIGINT, then SIGKILL after the
+	// grace period) and the job ends as interrupted.
+	NoInterrupt bool `json:"no_interrupt,omitempty"`
 }
 
 // ResetResponse answers POST /reset at once, before any reset has run:
@@ -100,12 +104,17 @@ type ResetEntry struct {
 	InterruptedJobID string `json:"interrupted_job_id,omitempty"`
 }
 
-// Holder is a process holding a card's device that is not a job of this
-// queue (it bypassed the queue, or predates it), as the KMD lists it.
+// Holder is a process holding a card's device that is not the job running
+// on that card's queue (it bypassed the queue, was queued for another
+// card, or outlived its job), as the KMD lists it. PID 0 stands for
+// holders outside queued's PID namespace.
 type Holder struct {
 	PID          int    `json:"pid"`
 	FriendlyName string `json:"friendly_name"`
 	CommandLine  string `json:"command_line"`
+	// JobID is the TT_QUEUE_JOB_ID in its environment, if any: a job of
+	// another card's queue, or a leftover of a finished job.
+	JobID string `json:"job_id,omitempty"`
 }
 
 // ResetInfo describes one reset job of a card: the pending or running one
@@ -114,9 +123,9 @@ type ResetInfo struct {
 	JobID string `json:"job_id"`
 	// State is queued, running or done.
 	State string `json:"state"`
-	// Result is set when done: ok (the health check passed), failed (the
-	// card is now dead), interrupted (a service stop; it is retried after
-	// restart) or skipped.
+	// Result is set when done: ok (the health check passed) or failed
+	// (recovery failed and the card was marked dead). A reset interrupted
+	// by a service stop is not done: it is queued again and retried.
 	Result string `json:"result,omitempty"`
 	// Detail is a one-line account, such as which command failed.
 	Detail string `json:"detail,omitempty"`
