@@ -3,6 +3,7 @@ package server
 import (
 	"github.com/ttkit/ttkit/queued/api"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ttkit/ttkit/queued/scheduler"
@@ -43,7 +44,7 @@ func jobView(info scheduler.JobInfo) api.Job {
 
 func summaryView(info scheduler.JobInfo) api.JobSummary {
 	return api.JobSummary{
-		ID: info.ID, Cmd: cut(info.Cmd, 200), ClientID: info.ClientID, Repeat: info.Repeat,
+		ID: info.ID, Kind: string(info.Kind), Cmd: cut(info.Cmd, 200), ClientID: info.ClientID, Repeat: info.Repeat,
 		Position: info.Position, EstimatedWaitSec: info.EstimatedWait.Seconds(),
 		SubmittedAt: info.SubmittedAt.UTC(), StartedAt: timePtr(info.StartedAt), PID: info.PGID,
 	}
@@ -67,7 +68,25 @@ func statusView(st scheduler.Status) api.Status {
 		for i, q := range c.Queue {
 			cs.Pending[i] = summaryView(q)
 		}
+		cs.Reset, cs.LastReset = resetView(c.Reset), resetView(c.LastReset)
+		if !c.DeadSince.IsZero() || c.DeadReason != "" {
+			cs.DeadReason, cs.DeadSince = c.DeadReason, timePtr(c.DeadSince)
+		}
+		for _, h := range c.Foreign {
+			cs.Foreign = append(cs.Foreign, api.Holder{PID: h.PID, FriendlyName: h.FriendlyName, CommandLine: h.CommandLine, JobID: h.JobID})
+		}
+		cs.ForeignError, cs.ForeignWait = c.ForeignError, c.ForeignWait
+		if why, ok := strings.CutPrefix(c.Worker, "paused: "); ok {
+			cs.PausedReason = why
+		}
 		out.Cards = append(out.Cards, cs)
 	}
 	return out
+}
+
+func resetView(r *scheduler.ResetInfo) *api.ResetInfo {
+	if r == nil {
+		return nil
+	}
+	return &api.ResetInfo{JobID: r.JobID, State: string(r.State), Result: r.Result, Detail: r.Detail, At: r.At.UTC()}
 }

@@ -252,6 +252,51 @@ func (s *Server) decodeDevice(fields map[string]json.RawMessage) (int, error) {
 	if !ok || isNull(raw) {
 		raw = json.RawMessage(`"0"`)
 	}
+	return s.parseDevice(raw)
+}
+
+// decodeReset validates a POST /reset body: device_id (as for /queue),
+// job_id (an id or unique prefix), or neither for every card, and the
+// optional no_interrupt.
+func (s *Server) decodeReset(r *http.Request) (scheduler.ResetRequest, error) {
+	var req scheduler.ResetRequest
+	fields, err := readObject(r, "device_id", "job_id", "no_interrupt")
+	if err != nil {
+		return req, err
+	}
+	jobID, hasJob, err := stringField(fields, "job_id")
+	if err != nil {
+		return req, err
+	}
+	raw, hasDevice := fields["device_id"]
+	hasDevice = hasDevice && !isNull(raw)
+	switch {
+	case hasJob && hasDevice:
+		return req, fieldErr("job_id", "give device_id or job_id, not both (neither resets every card)")
+	case hasDevice:
+		card, err := s.parseDevice(raw)
+		if err != nil {
+			return req, err
+		}
+		req.Card = &card
+	case hasJob:
+		id, err := s.resolve("job_id", jobID)
+		if err != nil {
+			return req, err
+		}
+		req.JobID = id
+	}
+	if raw, ok := fields["no_interrupt"]; ok && !isNull(raw) {
+		if err := json.Unmarshal(raw, &req.NoInterrupt); err != nil {
+			return req, fieldErr("no_interrupt", "want true or false, got %s", jsonType(raw))
+		}
+	}
+	return req, nil
+}
+
+// parseDevice reads a card number given as a string of digits or a JSON
+// integer; it must name a configured card.
+func (s *Server) parseDevice(raw json.RawMessage) (int, error) {
 	var text string
 	switch jsonType(raw) {
 	case "a string":

@@ -66,6 +66,30 @@ func (s *Server) handleKill(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, jobView(info))
 }
 
+// handleReset is POST /reset: schedule resets and answer at once with
+// each card's reset job, or why it was skipped.
+func (s *Server) handleReset(w http.ResponseWriter, r *http.Request) {
+	rc := http.NewResponseController(w)
+	rc.SetReadDeadline(time.Now().Add(bodyReadTimeout))
+	req, err := s.decodeReset(r)
+	rc.SetReadDeadline(time.Time{})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	outs, err := s.sched.Reset(req)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	resp := api.ResetResponse{Resets: make([]api.ResetEntry, len(outs))}
+	for i, o := range outs {
+		resp.Resets[i] = api.ResetEntry{DeviceID: strconv.Itoa(o.Card), ResetJobID: o.JobID, State: string(o.State),
+			Coalesced: o.Coalesced, Skipped: o.Skipped, Reason: o.Reason, InterruptedJobID: o.Interrupted}
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
 // resolve validates an id or prefix and finds the one job it names.
 func (s *Server) resolve(field, raw string) (string, error) {
 	id, err := decodeID(field, raw)

@@ -90,7 +90,7 @@ func NewServer(cfg Config) (*Server, error) {
 	m.HandleFunc("/job/{id}", s.only(http.MethodGet, s.handleJob))
 	m.HandleFunc("/logs/{id}", s.only(http.MethodGet, s.handleLogs))
 	m.HandleFunc("/result/{id}", s.only(http.MethodGet, s.handleResult))
-	// POST /reset arrives with card resets (issue 6).
+	m.HandleFunc("/reset", s.only(http.MethodPost, s.handleReset))
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no endpoint %s", cut(r.URL.Path, 100)))
 	})
@@ -252,8 +252,9 @@ func writeError(w http.ResponseWriter, code int, msg string) {
 }
 
 // fail maps an error to its status code: 400 bad field, 404 unknown job,
-// 409 ambiguous prefix or finished job, 413 body too large, 429 queue
-// full, 503 persistence failing, stopping or card dead.
+// 409 ambiguous prefix, finished job or running reset, 413 body too
+// large, 429 queue full, 503 persistence failing, stopping, card dead or
+// no reset commands.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	var fe *FieldError
 	code := http.StatusInternalServerError
@@ -264,11 +265,12 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		code = http.StatusRequestEntityTooLarge
 	case errors.Is(err, scheduler.ErrNotFound):
 		code = http.StatusNotFound
-	case errors.Is(err, scheduler.ErrAmbiguous), errors.Is(err, scheduler.ErrFinished):
+	case errors.Is(err, scheduler.ErrAmbiguous), errors.Is(err, scheduler.ErrFinished), errors.Is(err, scheduler.ErrResetRunning):
 		code = http.StatusConflict
 	case errors.Is(err, scheduler.ErrQueueFull):
 		code = http.StatusTooManyRequests
-	case errors.Is(err, scheduler.ErrPersistence), errors.Is(err, scheduler.ErrStopping), errors.Is(err, scheduler.ErrCardDead):
+	case errors.Is(err, scheduler.ErrPersistence), errors.Is(err, scheduler.ErrStopping), errors.Is(err, scheduler.ErrCardDead),
+		errors.Is(err, scheduler.ErrNoControls):
 		code = http.StatusServiceUnavailable
 		w.Header().Set("Retry-After", "5")
 	}
