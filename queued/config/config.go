@@ -56,6 +56,66 @@ type Config struct {
 	MaxCompleted int
 	// KillGrace is the time between SIGINT and SIGKILL when a job is stopped.
 	KillGrace time.Duration
+
+	// ResetCmd, HealthCheckCmd and DeepResetCmd are the control commands a
+	// reset runs, as shell programs with {device} substituted (a reset
+	// command without it gets the card number appended). An empty
+	// HealthCheckCmd means DefaultHealthCheckCmd with the installed
+	// health_check.py (see HealthCheckScript); an empty DeepResetCmd means
+	// no deep reset.
+	ResetCmd, HealthCheckCmd, DeepResetCmd string
+	// ResetTimeout, HealthCheckTimeout and DeepResetTimeout bound each run
+	// of their command.
+	ResetTimeout, HealthCheckTimeout, DeepResetTimeout time.Duration
+	// DriverPath is the KMD directory whose <card>/pids files name the
+	// processes holding each card.
+	DriverPath string
+	// WaitForeign makes a card start no job while a process outside the
+	// queue holds it.
+	WaitForeign bool
+}
+
+// DefaultResetCmd resets one card by its device node. --no_reinit keeps
+// tt-smi from reinitializing (and so touching) every card afterwards.
+const DefaultResetCmd = "~/tenstorrent/.venv/bin/tt-smi -r /dev/tenstorrent/{device} --no_reinit"
+
+// DefaultDriverPath is where the KMD lists each card's holders.
+const DefaultDriverPath = "/proc/driver/tenstorrent"
+
+// HealthCheckScriptName is the health check shipped with queued.
+const HealthCheckScriptName = "health_check.py"
+
+// HealthCheckScript finds the installed health_check.py for the queued
+// executable at exe: <exe dir>/../share/tt-device-queue/health_check.py (an
+// installed prefix), else <exe dir>/health_check.py (a build directory).
+// found is false when neither exists; path is then the first, so the
+// error a reset reports names where the script was expected.
+func HealthCheckScript(exe string) (path string, found bool) {
+	dir := filepath.Dir(exe)
+	candidates := []string{
+		filepath.Join(dir, "..", "share", "tt-device-queue", HealthCheckScriptName),
+		filepath.Join(dir, HealthCheckScriptName),
+	}
+	for _, p := range candidates {
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+			return filepath.Clean(p), true
+		}
+	}
+	return filepath.Clean(candidates[0]), false
+}
+
+// DefaultHealthCheckCmd runs script with the Python of ~/tenstorrent/.venv
+// (where tt_umd is installed) on one card.
+func DefaultHealthCheckCmd(script string) string {
+	return "~/tenstorrent/.venv/bin/python3 " + shellQuote(script) + " {device}"
+}
+
+// shellQuote quotes s for bash unless it needs no quoting.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // Setting documents one environment variable: the README's settings table
@@ -85,7 +145,15 @@ var Settings = []Setting{
 	{"TT_DEVICE_MAX_COMPLETED_JOBS", "10000", "Finished jobs kept at most; older ones are deleted first."},
 	{"TT_DEVICE_LOG_DIR", "${XDG_STATE_HOME:-~/.local/state}/tt-device-queue/logs-v2", "State directory: store, token, job output."},
 	{"TT_DEVICE_PORT", "5741", "Loopback port the daemon listens on and the CLI connects to."},
-	{"TT_DEVICE_KILL_GRACE", "10", "Seconds between SIGINT and SIGKILL when a job is killed or the service stops."},
+	{"TT_DEVICE_KILL_GRACE", "10", "Seconds between SIGINT and SIGKILL when a job is killed, a reset interrupts it or the service stops."},
+	{"TT_DEVICE_RESET_CMD", DefaultResetCmd, "Shell command that resets one card; {device} is the card number, appended when absent."},
+	{"TT_DEVICE_HEALTH_CHECK_CMD", "~/tenstorrent/.venv/bin/python3 <prefix>/share/tt-device-queue/" + HealthCheckScriptName + " {device}", "Shell command that must exit 0 when one card works after a reset; {device} is the card number."},
+	{"TT_DEVICE_DEEP_RESET_CMD", "none", "Shell command tried once when reset or health check fails, followed by the health check; {device} as for the reset."},
+	{"TT_DEVICE_RESET_TIMEOUT", "300", "Seconds the reset command may run."},
+	{"TT_DEVICE_HEALTH_CHECK_TIMEOUT", "120", "Seconds each run of the health check may take."},
+	{"TT_DEVICE_DEEP_RESET_TIMEOUT", "300", "Seconds the deep reset command may run."},
+	{"TT_DEVICE_DRIVER_PATH", DefaultDriverPath, "KMD directory whose <card>/pids files list the processes holding each card."},
+	{"TT_DEVICE_WAIT_FOREIGN", "0", "1: a card starts no job while a process outside the queue holds it."},
 }
 
 // Default returns the configuration with every default applied and no
@@ -103,6 +171,12 @@ func Default() Config {
 		RetentionDays:   30,
 		MaxCompleted:    10000,
 		KillGrace:       10 * time.Second,
+
+		ResetCmd:           DefaultResetCmd,
+		ResetTimeout:       300 * time.Second,
+		HealthCheckTimeout: 120 * time.Second,
+		DeepResetTimeout:   300 * time.Second,
+		DriverPath:         DefaultDriverPath,
 	}
 }
 
@@ -185,6 +259,9 @@ func FromEnv(lookup Lookup) (Config, error) {
 		{"TT_DEVICE_DEFAULT_TIMEOUT", &c.DefaultTimeout, 1},
 		{"TT_DEVICE_MAX_TIMEOUT", &c.MaxTimeout, 1},
 		{"TT_DEVICE_KILL_GRACE", &c.KillGrace, 0},
+		{"TT_DEVICE_RESET_TIMEOUT", &c.ResetTimeout, 1},
+		{"TT_DEVICE_HEALTH_CHECK_TIMEOUT", &c.HealthCheckTimeout, 1},
+		{"TT_DEVICE_DEEP_RESET_TIMEOUT", &c.DeepResetTimeout, 1},
 	}
 	for _, f := range secs {
 		if v, ok := get(f.name); ok {
@@ -193,6 +270,37 @@ func FromEnv(lookup Lookup) (Config, error) {
 				return c, &EnvError{f.name, v, fmt.Sprintf("want a whole number of seconds, at least %d", f.min)}
 			}
 			*f.dst = time.Duration(n) * time.Second
+		}
+	}
+	for _, f := range []struct {
+		name string
+		dst  *string
+	}{
+		{"TT_DEVICE_RESET_CMD", &c.ResetCmd},
+		{"TT_DEVICE_HEALTH_CHECK_CMD", &c.HealthCheckCmd},
+		{"TT_DEVICE_DEEP_RESET_CMD", &c.DeepResetCmd},
+	} {
+		if v, ok := get(f.name); ok {
+			if strings.ContainsRune(v, 0) {
+				return c, &EnvError{f.name, v, "contains a NUL byte"}
+			}
+			*f.dst = v
+		}
+	}
+	if v, ok := get("TT_DEVICE_DRIVER_PATH"); ok {
+		if !filepath.IsAbs(v) {
+			return c, &EnvError{"TT_DEVICE_DRIVER_PATH", v, "want an absolute path"}
+		}
+		c.DriverPath = filepath.Clean(v)
+	}
+	if v, ok := get("TT_DEVICE_WAIT_FOREIGN"); ok {
+		switch v {
+		case "1", "true", "yes":
+			c.WaitForeign = true
+		case "0", "false", "no":
+			c.WaitForeign = false
+		default:
+			return c, &EnvError{"TT_DEVICE_WAIT_FOREIGN", v, "want 1 or 0"}
 		}
 	}
 	dir, err := StateDir(lookup)

@@ -97,3 +97,63 @@ func TestDiscover(t *testing.T) {
 		t.Fatalf("Discover = %v, %v", ids, err)
 	}
 }
+
+func TestFromEnv_ResetSettings(t *testing.T) {
+	c, err := FromEnv(env(map[string]string{"HOME": "/h"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.ResetCmd != DefaultResetCmd || c.HealthCheckCmd != "" || c.DeepResetCmd != "" || c.ResetTimeout != 300*time.Second ||
+		c.HealthCheckTimeout != 120*time.Second || c.DeepResetTimeout != 300*time.Second || c.DriverPath != DefaultDriverPath || c.WaitForeign {
+		t.Fatalf("reset defaults = %+v", c)
+	}
+	c, err = FromEnv(env(map[string]string{"HOME": "/h",
+		"TT_DEVICE_RESET_CMD": "my-reset", "TT_DEVICE_HEALTH_CHECK_CMD": "check {device}", "TT_DEVICE_DEEP_RESET_CMD": "deep",
+		"TT_DEVICE_RESET_TIMEOUT": "5", "TT_DEVICE_HEALTH_CHECK_TIMEOUT": "6", "TT_DEVICE_DEEP_RESET_TIMEOUT": "7",
+		"TT_DEVICE_DRIVER_PATH": "/tmp/kmd/", "TT_DEVICE_WAIT_FOREIGN": "1",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.ResetCmd != "my-reset" || c.HealthCheckCmd != "check {device}" || c.DeepResetCmd != "deep" || c.ResetTimeout != 5*time.Second ||
+		c.HealthCheckTimeout != 6*time.Second || c.DeepResetTimeout != 7*time.Second || c.DriverPath != "/tmp/kmd" || !c.WaitForeign {
+		t.Fatalf("reset overrides = %+v", c)
+	}
+	for name, val := range map[string]string{
+		"TT_DEVICE_WAIT_FOREIGN": "maybe", "TT_DEVICE_DRIVER_PATH": "proc/driver", "TT_DEVICE_RESET_TIMEOUT": "0",
+		"TT_DEVICE_HEALTH_CHECK_TIMEOUT": "x",
+	} {
+		_, err := FromEnv(env(map[string]string{"HOME": "/h", name: val}))
+		var ee *EnvError
+		if !errors.As(err, &ee) || ee.Var != name {
+			t.Errorf("%s=%s: %v", name, val, err)
+		}
+	}
+}
+
+func TestHealthCheckScript(t *testing.T) {
+	prefix := t.TempDir()
+	exe := filepath.Join(prefix, "bin", "queued")
+	share := filepath.Join(prefix, "share", "tt-device-queue", HealthCheckScriptName)
+	if p, found := HealthCheckScript(exe); found || p != share {
+		t.Fatalf("nothing installed: %q, %v; want %q, false", p, found, share)
+	}
+	beside := filepath.Join(prefix, "bin", HealthCheckScriptName)
+	for _, p := range []string{beside, share} {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got, found := HealthCheckScript(exe); !found || got != p {
+			t.Fatalf("with %s: %q, %v", p, got, found)
+		}
+	}
+	if got := DefaultHealthCheckCmd("/opt/q/share/health_check.py"); got != "~/tenstorrent/.venv/bin/python3 /opt/q/share/health_check.py {device}" {
+		t.Fatalf("command = %q", got)
+	}
+	if got := DefaultHealthCheckCmd("/my dir/it's.py"); got != `~/tenstorrent/.venv/bin/python3 '/my dir/it'\''s.py' {device}` {
+		t.Fatalf("quoted command = %q", got)
+	}
+}

@@ -44,6 +44,15 @@ type cli struct {
 	RetentionDays    *int    `help:"Days finished jobs are kept (TT_DEVICE_RETENTION_DAYS)." placeholder:"DAYS"`
 	MaxCompletedJobs *int    `help:"Finished jobs kept at most (TT_DEVICE_MAX_COMPLETED_JOBS)." placeholder:"N"`
 	KillGrace        *int64  `help:"Seconds between SIGINT and SIGKILL when a job is stopped (TT_DEVICE_KILL_GRACE)." placeholder:"SEC"`
+
+	ResetCmd           *string `help:"Shell command that resets one card; {device} is its number (TT_DEVICE_RESET_CMD)." placeholder:"CMD"`
+	HealthCheckCmd     *string `help:"Shell command that must pass after a reset (TT_DEVICE_HEALTH_CHECK_CMD)." placeholder:"CMD"`
+	DeepResetCmd       *string `help:"Shell command tried when recovery fails (TT_DEVICE_DEEP_RESET_CMD)." placeholder:"CMD"`
+	ResetTimeout       *int64  `help:"Seconds the reset command may run (TT_DEVICE_RESET_TIMEOUT)." placeholder:"SEC"`
+	HealthCheckTimeout *int64  `help:"Seconds each health check may run (TT_DEVICE_HEALTH_CHECK_TIMEOUT)." placeholder:"SEC"`
+	DeepResetTimeout   *int64  `help:"Seconds the deep reset command may run (TT_DEVICE_DEEP_RESET_TIMEOUT)." placeholder:"SEC"`
+	DriverPath         *string `help:"KMD directory listing each card's holders (TT_DEVICE_DRIVER_PATH)." placeholder:"DIR"`
+	WaitForeign        *bool   `help:"Start no job on a card a process outside the queue holds (TT_DEVICE_WAIT_FOREIGN)."`
 }
 
 func main() {
@@ -98,6 +107,20 @@ func configure(c cli) (config.Config, error) {
 	secs(c.DefaultTimeout, &cfg.DefaultTimeout)
 	secs(c.MaxTimeout, &cfg.MaxTimeout)
 	secs(c.KillGrace, &cfg.KillGrace)
+	secs(c.ResetTimeout, &cfg.ResetTimeout)
+	secs(c.HealthCheckTimeout, &cfg.HealthCheckTimeout)
+	secs(c.DeepResetTimeout, &cfg.DeepResetTimeout)
+	for _, f := range []struct {
+		v   *string
+		dst *string
+	}{{c.ResetCmd, &cfg.ResetCmd}, {c.HealthCheckCmd, &cfg.HealthCheckCmd}, {c.DeepResetCmd, &cfg.DeepResetCmd}, {c.DriverPath, &cfg.DriverPath}} {
+		if f.v != nil {
+			*f.dst = *f.v
+		}
+	}
+	if c.WaitForeign != nil {
+		cfg.WaitForeign = *c.WaitForeign
+	}
 	for _, f := range []struct {
 		v   *int
 		dst *int
@@ -113,8 +136,12 @@ func configure(c cli) (config.Config, error) {
 		cfg.MaxRequestBytes = *c.MaxRequestBytes
 	}
 	if cfg.DefaultTimeout < time.Second || cfg.MaxQueued < 1 || cfg.HTTPWorkers < 1 || cfg.RetentionDays < 1 ||
-		cfg.MaxCompleted < 1 || cfg.MaxLogBytes < 1 || cfg.MaxRequestBytes < 1 || cfg.KillGrace < 0 {
+		cfg.MaxCompleted < 1 || cfg.MaxLogBytes < 1 || cfg.MaxRequestBytes < 1 || cfg.KillGrace < 0 ||
+		cfg.ResetTimeout < time.Second || cfg.HealthCheckTimeout < time.Second || cfg.DeepResetTimeout < time.Second {
 		return cfg, errors.New("every limit must be positive")
+	}
+	if !filepath.IsAbs(cfg.DriverPath) {
+		return cfg, fmt.Errorf("--driver-path %q: want an absolute path", cfg.DriverPath)
 	}
 	if err := cfg.Validate(); err != nil {
 		return cfg, err
@@ -127,6 +154,32 @@ func configure(c cli) (config.Config, error) {
 		cfg.Devices = ids
 	}
 	return cfg, nil
+}
+
+// controls builds the reset commands. Without TT_DEVICE_HEALTH_CHECK_CMD
+// the health check is the health_check.py installed with this executable;
+// if it is missing, resets are refused (a health check that cannot run
+// would mark every reset card dead) and the log says where it was
+// expected.
+func controls(cfg config.Config, log *slog.Logger) scheduler.Controls {
+	health := cfg.HealthCheckCmd
+	if health == "" {
+		exe, err := os.Executable()
+		if err == nil {
+			exe, err = filepath.EvalSymlinks(exe)
+		}
+		script, found := config.HealthCheckScript(exe)
+		if err == nil && found {
+			health = config.DefaultHealthCheckCmd(script)
+		} else {
+			log.Warn("resets are disabled: health_check.py is not installed; install it or set TT_DEVICE_HEALTH_CHECK_CMD",
+				"expected", script)
+		}
+	}
+	return scheduler.Controls{
+		Reset: cfg.ResetCmd, HealthCheck: health, DeepReset: cfg.DeepResetCmd,
+		ResetTimeout: cfg.ResetTimeout, HealthCheckTimeout: cfg.HealthCheckTimeout, DeepResetTimeout: cfg.DeepResetTimeout,
+	}
 }
 
 // listenAddr picks the listen address and refuses a non-loopback one
@@ -176,6 +229,7 @@ func run(c cli, log *slog.Logger) error {
 		Store: st, Devices: cfg.Devices, OutputDir: filepath.Join(cfg.StateDir, "output"),
 		DefaultTimeout: cfg.DefaultTimeout, MaxQueued: cfg.MaxQueued, MaxLogBytes: cfg.MaxLogBytes,
 		KillGrace: cfg.KillGrace, RetentionDays: cfg.RetentionDays, MaxCompleted: cfg.MaxCompleted, Logger: log,
+		Controls: controls(cfg, log), DriverPath: cfg.DriverPath, WaitForeign: cfg.WaitForeign,
 	})
 	if err != nil {
 		return err
@@ -198,7 +252,8 @@ func run(c cli, log *slog.Logger) error {
 	hs := srv.NewHTTPServer()
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
-	log.Info("queued listening", "url", url, "cards", cfg.Devices, "state_dir", cfg.StateDir, "pid", os.Getpid())
+	log.Info("queued listening", "url", url, "cards", cfg.Devices, "state_dir", cfg.StateDir, "pid", os.Getpid(),
+		"wait_foreign", cfg.WaitForeign)
 
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)

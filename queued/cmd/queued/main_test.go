@@ -82,10 +82,16 @@ type daemon struct {
 // waits until it has written its address.
 func startDaemon(t *testing.T, state string) *daemon {
 	t.Helper()
+	return startDaemonWith(t, state, bin)
+}
+
+// startDaemonWith runs the binary at path with extra environment variables.
+func startDaemonWith(t *testing.T, state, path string, extra ...string) *daemon {
+	t.Helper()
 	os.Remove(filepath.Join(state, api.AddressFile))
 	d := &daemon{t: t, state: state, stderr: &syncBuffer{}, exited: make(chan struct{})}
-	d.cmd = exec.Command(bin, "--listen", "127.0.0.1:0")
-	d.cmd.Env = env("TT_DEVICE_IDS=0,1", "TT_DEVICE_LOG_DIR="+state, "TT_DEVICE_KILL_GRACE=2")
+	d.cmd = exec.Command(path, "--listen", "127.0.0.1:0")
+	d.cmd.Env = env(append([]string{"TT_DEVICE_IDS=0,1", "TT_DEVICE_LOG_DIR=" + state, "TT_DEVICE_KILL_GRACE=2"}, extra...)...)
 	d.cmd.Stderr = d.stderr
 	if err := d.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -169,7 +175,10 @@ func TestQueued_HelpListsFlagsAndEnvironment(t *testing.T) {
 	for _, want := range []string{"--listen", "--state-dir", "--device-ids", "--http-workers", "--allow-non-loopback",
 		"TT_DEVICE_IDS", "TT_DEVICE_DEFAULT_TIMEOUT", "TT_DEVICE_MAX_TIMEOUT", "TT_DEVICE_MAX_QUEUED_JOBS",
 		"TT_DEVICE_MAX_LOG_BYTES", "TT_DEVICE_RESULT_BYTES", "TT_DEVICE_MAX_REQUEST_BYTES", "TT_DEVICE_HTTP_WORKERS",
-		"TT_DEVICE_RETENTION_DAYS", "TT_DEVICE_MAX_COMPLETED_JOBS", "TT_DEVICE_LOG_DIR", "TT_DEVICE_PORT"} {
+		"TT_DEVICE_RETENTION_DAYS", "TT_DEVICE_MAX_COMPLETED_JOBS", "TT_DEVICE_LOG_DIR", "TT_DEVICE_PORT",
+		"TT_DEVICE_RESET_CMD", "TT_DEVICE_HEALTH_CHECK_CMD", "TT_DEVICE_DEEP_RESET_CMD", "TT_DEVICE_RESET_TIMEOUT",
+		"TT_DEVICE_HEALTH_CHECK_TIMEOUT", "TT_DEVICE_DEEP_RESET_TIMEOUT", "TT_DEVICE_DRIVER_PATH", "TT_DEVICE_WAIT_FOREIGN",
+		"--reset-cmd", "--wait-foreign", "--driver-path"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("--help does not mention %s", want)
 		}
