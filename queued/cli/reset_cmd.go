@@ -12,13 +12,14 @@ import (
 // been reset since), or of every card (neither). A reset holds its card's
 // queue and can interrupt the card's running job; duplicates coalesce.
 type ResetCmd struct {
-	Device *int   `placeholder:"N" help:"Reset only this card."`
-	JobID  string `arg:"" optional:"" name:"job-id" placeholder:"JOB_ID" help:"Reset the card this job ran on, unless it has been reset since."`
+	Device      *int   `placeholder:"N" help:"Reset only this card."`
+	NoInterrupt bool   `help:"Let the card's running job finish first instead of stopping it."`
+	JobID       string `arg:"" optional:"" name:"job-id" placeholder:"JOB_ID" help:"Reset the card this job ran on, unless it has been reset since."`
 }
 
 // Run asks for the resets and prints what each card will do.
 func (r *ResetCmd) Run(a *App) error {
-	var req api.ResetRequest
+	req := api.ResetRequest{NoInterrupt: r.NoInterrupt}
 	switch {
 	case r.Device != nil && r.JobID != "":
 		return usageErr("give --device or JOB_ID, not both")

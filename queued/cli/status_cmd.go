@@ -191,7 +191,14 @@ func cardNotes(c api.CardStatus, now time.Time) []string {
 		out = append(out, card+"paused: "+c.PausedReason)
 	}
 	for _, h := range c.Foreign {
-		out = append(out, fmt.Sprintf("%sheld outside the queue by pid %d %s: %s", card, h.PID, h.FriendlyName, cut(h.CommandLine, 120)))
+		who := fmt.Sprintf("pid %d %s", h.PID, h.FriendlyName)
+		if h.PID == 0 {
+			who = "a process outside queued's PID namespace"
+		}
+		if h.JobID != "" {
+			who += " (job " + shortID(h.JobID) + ", not this card's)"
+		}
+		out = append(out, fmt.Sprintf("%sheld outside the queue by %s: %s", card, who, cut(h.CommandLine, 120)))
 	}
 	if c.ForeignError != "" {
 		out = append(out, card+"holder list may be incomplete: "+c.ForeignError)
