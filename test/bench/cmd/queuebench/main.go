@@ -1,0 +1,214 @@
+// Command queuebench measures queued's queue drain against its peers in
+// one run and prints the ratios and issue 8's targets, marked pass or
+// fail. The shape: a gate job holds card 0 while N jobs (`bash -c
+// /bin/true`, 900 by default) are submitted from 64 concurrent clients;
+// the gate opens and the clock runs until the last job is done. The same
+// N jobs go through task-spooler (tsp, one slot, private socket) and nq
+// (private NQDIR) behind a gate job of their own, and, as the floor, are
+// spawned one after another from Go with no queue at all. It also
+// measures queued's submission latency, its dispatch latency on an idle
+// card (submit to the job's first instruction, against the same spawn
+// from Go), its server CPU time and peak RSS, its memory idle and with
+// 1000 jobs queued, and submission rate and latency with 1, 16 and 64
+// clients always waiting.
+//
+//	go run ./test/bench/cmd/queuebench            # 900 jobs, best of 3
+//	QUICK=1 go run ./test/bench/cmd/queuebench    # 200 jobs, one run (CI)
+//
+// It builds queued from this module (or runs $QUEUED_BIN). A peer that is
+// not installed is reported as missing, not as a failure.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"runtime"
+	"sort"
+	"strings"
+	"time"
+
+	"net/http"
+
+	"github.com/ttkit/ttkit/test/stress/queuedproc"
+)
+
+type config struct {
+	jobs, clients, runs, dispatchSamples, memJobs int
+	failOnTarget                                  bool
+	work                                          string
+	bin                                           string
+}
+
+func main() {
+	var c config
+	quick := os.Getenv("QUICK") != ""
+	short := flag.Bool("short", quick, "CI mode: 200 jobs, one run, 20 dispatch samples (also QUICK=1).")
+	flag.IntVar(&c.jobs, "jobs", 900, "Jobs in the drain shape.")
+	flag.IntVar(&c.clients, "clients", 64, "Concurrent submitting clients.")
+	flag.IntVar(&c.runs, "runs", 3, "Runs of each drain; the median is reported.")
+	flag.IntVar(&c.dispatchSamples, "dispatch-samples", 50, "Jobs timed from submission to start on an idle card.")
+	flag.IntVar(&c.memJobs, "mem-jobs", 1000, "Queued jobs for the memory figure.")
+	flag.BoolVar(&c.failOnTarget, "fail-on-target", false, "Exit 1 when a target is missed, not only on errors.")
+	flag.Parse()
+	if *short {
+		c.jobs, c.runs, c.dispatchSamples = 200, 1, 20
+	}
+	// The clients share http.DefaultTransport: keep a connection per
+	// client, as separate CLI processes would each have one.
+	http.DefaultTransport.(*http.Transport).MaxIdleConnsPerHost = 2 * c.clients
+
+	code, err := run(c)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "queuebench:", err)
+		os.Exit(2)
+	}
+	os.Exit(code)
+}
+
+func run(c config) (int, error) {
+	work, err := os.MkdirTemp("", "queuebench-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(work)
+	c.work = work
+	fmt.Fprintf(os.Stderr, "building queued...\n")
+	c.bin, err = queuedproc.Build(work)
+	if err != nil {
+		return 0, err
+	}
+
+	var ours []drainResult
+	var floor, tsp, nq []time.Duration
+	tspNote, nqNote := "", ""
+	for i := range c.runs {
+		fmt.Fprintf(os.Stderr, "run %d/%d: floor", i+1, c.runs)
+		d, err := floorDrain(c)
+		if err != nil {
+			return 0, fmt.Errorf("floor: %w", err)
+		}
+		floor = append(floor, d)
+		fmt.Fprintf(os.Stderr, ", queued")
+		r, err := ourDrain(c, i)
+		if err != nil {
+			return 0, fmt.Errorf("queued: %w", err)
+		}
+		ours = append(ours, r)
+		fmt.Fprintf(os.Stderr, ", tsp")
+		if d, note, err := tspDrain(c, i); err != nil {
+			return 0, fmt.Errorf("tsp: %w", err)
+		} else if note != "" {
+			tspNote = note
+		} else {
+			tsp = append(tsp, d)
+		}
+		fmt.Fprintf(os.Stderr, ", nq\n")
+		if d, note, err := nqDrain(c, i); err != nil {
+			return 0, fmt.Errorf("nq: %w", err)
+		} else if note != "" {
+			nqNote = note
+		} else {
+			nq = append(nq, d)
+		}
+	}
+	fmt.Fprintf(os.Stderr, "dispatch latency and memory...\n")
+	disp, err := ourDispatch(c)
+	if err != nil {
+		return 0, fmt.Errorf("dispatch: %w", err)
+	}
+	mem, err := ourMemory(c)
+	if err != nil {
+		return 0, fmt.Errorf("memory: %w", err)
+	}
+	curve, err := ourSubmitCurve(c)
+	if err != nil {
+		return 0, fmt.Errorf("submission curve: %w", err)
+	}
+
+	sort.Slice(ours, func(i, j int) bool { return ours[i].drain < ours[j].drain })
+	o := ours[len(ours)/2]
+	fl := median(floor)
+	rep := report{c: c}
+	rep.header()
+	rep.line("floor: bash -c /bin/true spawned one after another from Go", fl, o.drain, "")
+	if len(tsp) > 0 {
+		rep.line("tsp (task-spooler, 1 slot, output files)", median(tsp), o.drain, "")
+	} else {
+		rep.line("tsp", 0, o.drain, tspNote)
+	}
+	if len(nq) > 0 {
+		rep.line("nq (flock-serialized, job files)", median(nq), o.drain, "")
+	} else {
+		rep.line("nq", 0, o.drain, nqNote)
+	}
+	rep.line("queued (bbolt, every transition durable)", o.drain, o.drain, "")
+	fmt.Println()
+	fmt.Printf("queued, same run: %d jobs submitted by %d clients in %v (%.0f/s); submit latency p50 %v, p99 %v\n",
+		c.jobs, c.clients, o.submit.Round(time.Millisecond), float64(c.jobs)/o.submit.Seconds(), ms(o.p50), ms(o.p99))
+	fmt.Printf("queued, same run: server CPU %v (submission %v, drain %v); jobs' own CPU %v; peak RSS %s\n",
+		o.cpu, o.cpuSubmit, o.cpu-o.cpuSubmit, o.childCPU, queuedproc.MiB(o.peakRSS))
+	fmt.Printf("queued dispatch on an idle card, submit to first instruction (median of %d): %v (p90 %v); the same spawn from Go: %v; the job's own record, submitted to started: %v\n",
+		c.dispatchSamples, ms(disp.median), ms(disp.p90), ms(disp.floor), ms(disp.recorded))
+	fmt.Printf("queued memory: idle %s; with %d jobs queued %s (peak %s)\n",
+		queuedproc.MiB(mem.idle), c.memJobs, queuedproc.MiB(mem.loaded), queuedproc.MiB(mem.peak))
+	for _, p := range curve {
+		fmt.Printf("queued submission with %2d clients always waiting: %6.0f/s, p50 %s, p99 %s, server CPU %v per submission\n",
+			p.clients, p.rate, ms(p.p50), ms(p.p99), p.cpu.Round(time.Microsecond))
+	}
+	fmt.Println()
+
+	rep.target("drain <= 1.3x the floor", o.drain <= fl*13/10, fmt.Sprintf("%.2fx", ratio(o.drain, fl)))
+	if len(tsp) > 0 {
+		rep.target("drain no slower than tsp", o.drain <= median(tsp), fmt.Sprintf("%.2fx", ratio(o.drain, median(tsp))))
+	}
+	rep.target("server CPU < 2 s", o.cpu < 2*time.Second, o.cpu.String())
+	rep.target("peak RSS < 40 MiB", o.peakRSS < 40<<20, queuedproc.MiB(o.peakRSS))
+	rep.target("submit p99 < 20 ms", o.p99 < 20*time.Millisecond, ms(o.p99))
+	rep.target("dispatch < 5 ms", disp.median < 5*time.Millisecond, ms(disp.median))
+	if rep.failed > 0 && c.failOnTarget {
+		return 1, nil
+	}
+	return 0, nil
+}
+
+type report struct {
+	c      config
+	failed int
+}
+
+func (r *report) header() {
+	host, _ := os.Hostname()
+	fmt.Printf("queue drain: a gate holds the queue, %d `bash -c /bin/true` jobs are queued, the gate opens; time until the last is done\n", r.c.jobs)
+	fmt.Printf("%s, %s, %d CPUs, %s, median of %d run(s)\n\n", time.Now().Format("2006-01-02"), host, runtime.NumCPU(), runtime.Version(), r.c.runs)
+	fmt.Printf("%-60s %10s %12s %14s\n", "", "drain", "per job", "queued / this")
+}
+
+func (r *report) line(name string, d, ours time.Duration, note string) {
+	if note != "" {
+		fmt.Printf("%-60s %10s   (%s)\n", name, "-", note)
+		return
+	}
+	fmt.Printf("%-60s %10v %12v %13.2fx\n", name, d.Round(time.Millisecond), (d / time.Duration(r.c.jobs)).Round(time.Microsecond), ratio(ours, d))
+}
+
+func (r *report) target(name string, ok bool, got string) {
+	mark := "pass"
+	if !ok {
+		mark = "FAIL"
+		r.failed++
+	}
+	fmt.Printf("target %-30s %-10s %s\n", name, got, mark)
+}
+
+func ratio(a, b time.Duration) float64 { return float64(a) / float64(b) }
+
+func ms(d time.Duration) string {
+	return strings.TrimSuffix(fmt.Sprintf("%.2f", float64(d)/float64(time.Millisecond)), ".00") + " ms"
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[len(s)/2]
+}

@@ -1,0 +1,302 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ttkit/ttkit/queued/api"
+	"github.com/ttkit/ttkit/test/stress/queuedproc"
+)
+
+type drainResult struct {
+	drain, submit  time.Duration
+	p50, p99       time.Duration
+	cpu, cpuSubmit time.Duration
+	childCPU       time.Duration
+	peakRSS        int64
+}
+
+// startQueued runs a daemon with its own state directory under c.work.
+func startQueued(c config, name string, env ...string) (*queuedproc.Daemon, string, error) {
+	dir := filepath.Join(c.work, name)
+	if err := os.MkdirAll(filepath.Join(dir, "work"), 0o755); err != nil {
+		return nil, "", err
+	}
+	d, err := queuedproc.Start(queuedproc.Options{Bin: c.bin, StateDir: filepath.Join(dir, "state"),
+		LogPath: filepath.Join(dir, "queued.log"), Env: env})
+	return d, filepath.Join(dir, "work"), err
+}
+
+// ourDrain runs the shape once on a fresh daemon.
+func ourDrain(c config, run int) (drainResult, error) {
+	var r drainResult
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	d, work, err := startQueued(c, "queued-drain-"+strconv.Itoa(run))
+	if err != nil {
+		return r, err
+	}
+	defer d.Stop(30 * time.Second)
+	cl := d.Client()
+	defer cl.Close()
+	gate, err := queuedproc.NewGate(filepath.Join(work, "gate"))
+	if err != nil {
+		return r, err
+	}
+	g, err := cl.Queue(ctx, api.QueueRequest{Cmd: gate.Cmd, Cwd: work, Timeout: 600})
+	if err != nil {
+		return r, err
+	}
+	if _, err := queuedproc.WaitRunning(ctx, cl, g.JobID); err != nil {
+		return r, err
+	}
+	u0, err := d.Usage()
+	if err != nil {
+		return r, err
+	}
+	t0 := time.Now()
+	subs, err := queuedproc.Storm(ctx, d, c.clients, c.jobs, func(int) api.QueueRequest {
+		return api.QueueRequest{Cmd: "/bin/true", Cwd: work}
+	})
+	r.submit = time.Since(t0)
+	if err != nil {
+		return r, err
+	}
+	st, err := cl.Status(ctx)
+	if err != nil {
+		return r, err
+	}
+	if st.Queued != c.jobs || len(st.Cards) == 0 || len(st.Cards[0].Pending) != c.jobs {
+		return r, fmt.Errorf("%d jobs queued after the storm, want %d", st.Queued, c.jobs)
+	}
+	last := st.Cards[0].Pending[c.jobs-1].ID
+	u1, err := d.Usage()
+	if err != nil {
+		return r, err
+	}
+	t1 := time.Now()
+	if err := gate.Open(ctx); err != nil {
+		return r, err
+	}
+	if _, err := cl.WaitResult(ctx, last); err != nil {
+		return r, err
+	}
+	r.drain = time.Since(t1)
+	u2, err := d.Usage()
+	if err != nil {
+		return r, err
+	}
+	ids := make([]string, 0, len(subs))
+	lat := make([]time.Duration, 0, len(subs))
+	for _, s := range subs {
+		ids = append(ids, s.JobID)
+		lat = append(lat, s.Latency)
+	}
+	jobs, err := queuedproc.WaitDone(ctx, d, ids, 16)
+	if err != nil {
+		return r, err
+	}
+	for id, j := range jobs {
+		if j.ExitCode == nil || *j.ExitCode != 0 {
+			return r, fmt.Errorf("job %s ended %v: %s", id, j.ExitCode, j.Error)
+		}
+	}
+	r.p50, r.p99 = queuedproc.Percentile(lat, 50), queuedproc.Percentile(lat, 99)
+	r.cpu, r.cpuSubmit, r.childCPU, r.peakRSS = u2.CPU-u0.CPU, u1.CPU-u0.CPU, u2.ChildCPU-u0.ChildCPU, u2.PeakRSS
+	return r, nil
+}
+
+type dispatchResult struct {
+	median, p90, floor, recorded time.Duration
+}
+
+// ourDispatch submits jobs one at a time to an idle card; each writes the
+// wall clock at its first instruction. The floor is the same program
+// spawned from Go.
+func ourDispatch(c config) (dispatchResult, error) {
+	var r dispatchResult
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	d, work, err := startQueued(c, "queued-dispatch")
+	if err != nil {
+		return r, err
+	}
+	defer d.Stop(30 * time.Second)
+	cl := d.Client()
+	defer cl.Close()
+	var lat, floor, recorded []time.Duration
+	for i := range c.dispatchSamples + 1 {
+		out := filepath.Join(work, "t"+strconv.Itoa(i))
+		t0 := time.Now()
+		resp, err := cl.Queue(ctx, api.QueueRequest{Cmd: "date +%s%N > " + out, Cwd: work, DeviceID: "1"})
+		if err != nil {
+			return r, err
+		}
+		j, err := cl.WaitResult(ctx, resp.JobID)
+		if err != nil {
+			return r, err
+		}
+		started, err := readNanos(out)
+		if err != nil {
+			return r, err
+		}
+		if i == 0 {
+			continue // the first pays for warming caches
+		}
+		lat = append(lat, started.Sub(t0))
+		if j.StartedAt != nil {
+			recorded = append(recorded, j.StartedAt.Sub(j.SubmittedAt))
+		}
+
+		t0 = time.Now()
+		if err := exec.Command("bash", "-c", "date +%s%N > "+out).Run(); err != nil {
+			return r, err
+		}
+		started, err = readNanos(out)
+		if err != nil {
+			return r, err
+		}
+		floor = append(floor, started.Sub(t0))
+	}
+	r.median, r.p90 = queuedproc.Percentile(lat, 50), queuedproc.Percentile(lat, 90)
+	r.floor, r.recorded = queuedproc.Percentile(floor, 50), queuedproc.Percentile(recorded, 50)
+	return r, nil
+}
+
+func readNanos(path string) (time.Time, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return time.Time{}, err
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("reading %s: %w", path, err)
+	}
+	return time.Unix(0, n), nil
+}
+
+type memResult struct {
+	idle, loaded, peak int64
+}
+
+// ourMemory reads the daemon's RSS once it has answered a first request,
+// and again with c.memJobs jobs queued behind a gate.
+func ourMemory(c config) (memResult, error) {
+	var r memResult
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	d, work, err := startQueued(c, "queued-memory", "TT_DEVICE_MAX_QUEUED_JOBS="+strconv.Itoa(c.memJobs))
+	if err != nil {
+		return r, err
+	}
+	defer d.Stop(30 * time.Second)
+	cl := d.Client()
+	defer cl.Close()
+	if _, err := cl.Status(ctx); err != nil {
+		return r, err
+	}
+	u, err := d.Usage()
+	if err != nil {
+		return r, err
+	}
+	r.idle = u.RSS
+	gate, err := queuedproc.NewGate(filepath.Join(work, "gate"))
+	if err != nil {
+		return r, err
+	}
+	g, err := cl.Queue(ctx, api.QueueRequest{Cmd: gate.Cmd, Cwd: work, Timeout: 600})
+	if err != nil {
+		return r, err
+	}
+	if _, err := queuedproc.WaitRunning(ctx, cl, g.JobID); err != nil {
+		return r, err
+	}
+	if _, err := queuedproc.Storm(ctx, d, c.clients, c.memJobs, func(i int) api.QueueRequest {
+		return api.QueueRequest{Cmd: "/bin/true", Cwd: work, ClientID: "memory-" + strconv.Itoa(i)}
+	}); err != nil {
+		return r, err
+	}
+	if _, err := cl.Status(ctx); err != nil {
+		return r, err
+	}
+	u, err = d.Usage()
+	if err != nil {
+		return r, err
+	}
+	r.loaded, r.peak = u.RSS, u.PeakRSS
+	return r, nil
+}
+
+type curvePoint struct {
+	clients  int
+	rate     float64
+	p50, p99 time.Duration
+	cpu      time.Duration // server CPU per submission
+}
+
+// ourSubmitCurve submits c.jobs jobs behind a gate at several client
+// counts, each on a fresh daemon, to show where the 64-client latency
+// comes from: with N clients always waiting, latency is N / throughput.
+func ourSubmitCurve(c config) ([]curvePoint, error) {
+	var out []curvePoint
+	for _, clients := range []int{1, 16, c.clients} {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		p, err := func() (curvePoint, error) {
+			p := curvePoint{clients: clients}
+			d, work, err := startQueued(c, "queued-curve-"+strconv.Itoa(clients))
+			if err != nil {
+				return p, err
+			}
+			defer d.Stop(30 * time.Second)
+			cl := d.Client()
+			defer cl.Close()
+			gate, err := queuedproc.NewGate(filepath.Join(work, "gate"))
+			if err != nil {
+				return p, err
+			}
+			g, err := cl.Queue(ctx, api.QueueRequest{Cmd: gate.Cmd, Cwd: work, Timeout: 600})
+			if err != nil {
+				return p, err
+			}
+			if _, err := queuedproc.WaitRunning(ctx, cl, g.JobID); err != nil {
+				return p, err
+			}
+			u0, err := d.Usage()
+			if err != nil {
+				return p, err
+			}
+			t0 := time.Now()
+			subs, err := queuedproc.Storm(ctx, d, clients, c.jobs, func(int) api.QueueRequest {
+				return api.QueueRequest{Cmd: "/bin/true", Cwd: work}
+			})
+			el := time.Since(t0)
+			if err != nil {
+				return p, err
+			}
+			u1, err := d.Usage()
+			if err != nil {
+				return p, err
+			}
+			lat := make([]time.Duration, len(subs))
+			for i, s := range subs {
+				lat[i] = s.Latency
+			}
+			p.rate = float64(len(subs)) / el.Seconds()
+			p.p50, p.p99 = queuedproc.Percentile(lat, 50), queuedproc.Percentile(lat, 99)
+			p.cpu = (u1.CPU - u0.CPU) / time.Duration(len(subs))
+			return p, nil
+		}()
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
