@@ -150,9 +150,11 @@ section "A reset holds its card's queue and interrupts the card's running job; c
 cmdline tt-device-queue queue --device 1 -- 'exec stuck_kernel 600'
 STUCK=$(tt-device-queue queue --device 1 -- 'exec stuck_kernel 600')
 until_ok sh -c "tt-device-queue --json job $STUCK | grep -q '\"state\":\"running\"'" || die "the stuck job did not start"
-show tt-device-queue reset --device 1
-RESET=$(tt-device-queue --json reset --device 1 | grep -o '"reset_job_id":"[0-9a-f]*"' | cut -d'"' -f4)
-echo "(asking again coalesced into the same reset: $RESET)"
+cmdline tt-device-queue reset --device 1
+out=$(tt-device-queue reset --device 1 2>&1)
+echo "$out"
+RESET=$(grep -o 'reset [0-9a-f]\{32\}' <<<"$out" | cut -d' ' -f2)
+[[ -n $RESET ]] || die "no reset job id in: $out"
 show tt-device-queue result --wait-timeout 30 "$RESET"
 rc=0
 show tt-device-queue result --wait-timeout 30 "$STUCK" || rc=$?
@@ -175,7 +177,7 @@ until_ok test -n "$(job_pid "$EVAL")" || die "the evaluation job did not start"
 printf '%s\n' "$(job_pid "$TRAIN")" "$ROGUE_PID" >"$WORK/driver/0/pids"
 printf '%s\n' "$(job_pid "$EVAL")" >"$WORK/driver/1/pids"
 echo "simulated driver tree $WORK/driver:"
-for n in 0 1; do echo "  $n/pids: $(tr '\n' ' ' <"$WORK/driver/$n/pids")"; done
+for n in 0 1; do echo "  $n/pids: $(paste -sd' ' "$WORK/driver/$n/pids")"; done
 until_ok sh -c "tt-device-queue --json status | grep -q '\"foreign\":\[{\"pid\":$ROGUE_PID'" || true
 show tt-device-queue status
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 
 	"github.com/ttkit/ttkit/queued/api"
@@ -74,6 +75,12 @@ func (a *App) explain(ctx context.Context, err error) *Error {
 		case errors.Is(cause, errWaitTimeout):
 			return &Error{Code: ExitWaitTimeout, Err: errWaitTimeout}
 		}
+	}
+	// The innermost network error says it best ("connect: connection
+	// refused"); the URL is in the message already.
+	var op *net.OpError
+	if errors.As(err, &op) {
+		err = op.Err
 	}
 	return &Error{Code: ExitUsage, Err: fmt.Errorf("cannot reach queued at %s: %w\n%s", a.url, err, startHint)}
 }

@@ -179,15 +179,15 @@ func cardNotes(c api.CardStatus, now time.Time) []string {
 		if c.DeadReason != "" {
 			s += ": " + c.DeadReason
 		}
-		out = append(out, s+"; its jobs fail until `"+Name+" reset --device "+c.DeviceID+"` revives it")
+		out = append(out, s+"; new jobs are refused until `"+Name+" reset --device "+c.DeviceID+"` revives it")
 	}
 	if r := c.Reset; r != nil {
 		out = append(out, fmt.Sprintf("%sreset %s %s for %s", card, r.JobID, r.State, fmtDuration(now.Sub(r.At))))
 	}
-	if r := c.LastReset; r != nil && r.Detail != "" {
+	if r := c.LastReset; r != nil && r.Detail != "" && c.State != "dead" {
 		out = append(out, fmt.Sprintf("%slast reset %s %s: %s", card, shortID(r.JobID), r.Result, r.Detail))
 	}
-	if c.PausedReason != "" {
+	if c.PausedReason != "" && c.State != "dead" {
 		out = append(out, card+"paused: "+c.PausedReason)
 	}
 	for _, h := range c.Foreign {

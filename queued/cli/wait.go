@@ -15,11 +15,12 @@ import (
 )
 
 // How often a waiting command refreshes the queue position: every second
-// for the live line on a terminal, less often for plain lines. Output,
-// once the job runs, arrives by long-poll and is never polled for.
+// for the live line on a terminal, less often for plain lines. The daemon
+// has no long-poll for a job's start, so this is a slow poll while the job
+// is queued; output, and the job's end, arrive by long-poll at once.
 const (
 	liveRefresh  = time.Second
-	plainRefresh = 5 * time.Second
+	plainRefresh = 2 * time.Second
 )
 
 // progress shows a queued job's position on stderr: one line redrawn in
@@ -192,7 +193,7 @@ func describeEnd(j api.Job) string {
 	case "failure":
 		b.WriteString("failed")
 	case "timeout":
-		fmt.Fprintf(&b, "timed out after %ds and was killed", j.Timeout)
+		fmt.Fprintf(&b, "timed out after %ds", j.Timeout)
 	case "killed":
 		b.WriteString("was killed")
 	case "interrupted":
@@ -208,7 +209,9 @@ func describeEnd(j api.Job) string {
 			fmt.Fprintf(&b, " (status %d)", s)
 		}
 	}
-	if j.Error != "" {
+	// A timeout's or a kill's error repeats the outcome; the others say
+	// something new (the signal, what interrupted it).
+	if j.Error != "" && j.Outcome != "timeout" && j.Outcome != "killed" {
 		b.WriteString(": " + j.Error)
 	}
 	return b.String()
