@@ -50,7 +50,10 @@ exit 0
 		}
 		return strings.TrimSpace(string(out))
 	}
+	// HOME changes below; keep the Go caches and settings the test was
+	// built with, so the script's build needs no network.
 	env := append(os.Environ(), "GOCACHE="+goEnv("GOCACHE"), "GOMODCACHE="+goEnv("GOMODCACHE"),
+		"GOPATH="+goEnv("GOPATH"), "GOENV="+goEnv("GOENV"), "GOFLAGS="+goEnv("GOFLAGS"), "GOPROXY="+goEnv("GOPROXY"),
 		"HOME="+d.home, "TT_DEVICE_LOG_DIR="+d.state, "PREFIX="+prefix, "XDG_CONFIG_HOME="+config,
 		"PATH="+stubs+":"+os.Getenv("PATH"), "SKIP_TESTS=1", "FORCE=")
 	install := func(extra ...string) result {
