@@ -112,16 +112,26 @@ func TestDiskFull(t *testing.T) {
 	if !gj.Held || gj.ExitCode == nil || *gj.ExitCode != 0 {
 		t.Errorf("gate job while the disk is full: held %v exit %s, want held with exit 0", gj.Held, exitString(gj.ExitCode))
 	}
-	st, err = c.Status(ctx)
+	// A job card 1 started just before the failure may still be running;
+	// once it ends, neither card may start another.
+	st, err = queuedproc.WaitStatus(ctx, c, func(st api.Status) bool {
+		for _, cs := range st.Cards {
+			if cs.Current != nil {
+				return false
+			}
+		}
+		return true
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Persistence.OK || st.Persistence.HeldRecords < 1 {
+	if st.Persistence.OK || st.Persistence.HeldRecords < 1 || st.Persistence.Since == nil {
 		t.Errorf("persistence during the failure: %+v", st.Persistence)
 	}
+	failedAt := *st.Persistence.Since
 	for _, cs := range st.Cards {
-		if cs.Current != nil || !strings.HasPrefix(cs.Worker, "paused") {
-			t.Errorf("card %s dispatches on a full disk: worker %q current %+v", cs.DeviceID, cs.Worker, cs.Current)
+		if !strings.HasPrefix(cs.Worker, "paused") {
+			t.Errorf("card %s worker %q on a full disk, want paused", cs.DeviceID, cs.Worker)
 		}
 	}
 	if len(st.Cards) > 0 && len(st.Cards[0].Pending) != 50 {
@@ -140,6 +150,7 @@ func TestDiskFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	resumed := time.Since(freed)
+	resumedAt := time.Now()
 	if st.Persistence.HeldRecords != 0 {
 		t.Errorf("held records after recovery: %d", st.Persistence.HeldRecords)
 	}
@@ -150,6 +161,11 @@ func TestDiskFull(t *testing.T) {
 	checkAllOK(t, jobs)
 	if jobs[g.JobID].Held {
 		t.Errorf("gate job still held after recovery")
+	}
+	for id, j := range jobs {
+		if j.StartedAt != nil && !j.StartedAt.Before(failedAt) && j.StartedAt.Before(freed) {
+			t.Errorf("job %s started at %v, while writes were failing (%v to %v)", id, j.StartedAt, failedAt, resumedAt)
+		}
 	}
 	t.Logf("filler deleted: writes resumed after %v; all %d acknowledged jobs finished with exit 0", resumed.Round(time.Millisecond), len(acked))
 
