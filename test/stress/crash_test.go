@@ -122,6 +122,18 @@ func TestCrashStorm(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Jobs stored without an answer reaching their client run too: wait
+	// until nothing is queued or running before stopping.
+	if _, err := queuedproc.WaitStatus(ctx, d.Client(), func(st api.Status) bool {
+		for _, cs := range st.Cards {
+			if cs.Current != nil {
+				return false
+			}
+		}
+		return st.Queued == 0
+	}); err != nil {
+		t.Fatal(err)
+	}
 	drainTime := time.Since(drainStart)
 	if err := d.Stop(30 * time.Second); err != nil {
 		t.Fatal(err)
