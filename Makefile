@@ -7,7 +7,7 @@ BIN := $(CURDIR)/bin
 
 .PHONY: help
 help: ## List the targets with a line about each.
-	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
 build: ## Build every Go package, and the queued and tt-device-queue binaries into bin/.
@@ -23,13 +23,31 @@ lint: ## Check formatting (gofmt), run go vet, and fail when generated code is s
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) vet -tags e2e ./test/...
+	$(GO) vet -tags stress,chromium,demo ./test/... ./queued/...
+	@bash -n scripts/*.sh .ci/run
 	@$(MAKE) --no-print-directory generate >/dev/null
 	@stale=$$(git status --porcelain -- receiver); if [ -n "$$stale" ]; then \
 		echo "generated files are stale; run make generate and commit:"; echo "$$stale"; exit 1; fi
 
 .PHONY: bench
-bench: ## Run the benchmarks and print the measured figures.
-	$(GO) test -run '^$$' -bench . -benchmem ./...
+bench: ## Run every benchmark, print floor ratios and queued against tsp and nq (QUICK=1: short mode).
+	GO=$(GO) QUICK=$(QUICK) bash scripts/bench.sh
+
+.PHONY: stress
+stress: ## Run the stress, crash and full-disk suites against the real queued (as root; minutes).
+	$(GO) test -tags stress -count=1 -timeout 30m -v ./test/stress/
+
+.PHONY: security-browser
+security-browser: ## Check with a real headless Chromium that another loopback page cannot submit a job.
+	$(GO) test -tags chromium -count=1 -v -run Chromium ./test/security/
+
+.PHONY: demo
+demo: ## Build everything and run the whole of ttkit on two simulated cards (no hardware needed).
+	GO=$(GO) bash scripts/demo.sh
+
+.PHONY: install
+install: ## Test, then install queued, tt-device-queue and the health check with a systemd user unit.
+	GO=$(GO) bash scripts/install.sh
 
 OCB := $(GO) run go.opentelemetry.io/collector/cmd/builder@v0.165.0
 RECEIVER_SOURCES := $(shell find receiver internal -name '*.go' -not -name '*_test.go' 2>/dev/null) go.mod go.sum

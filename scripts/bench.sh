@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# make bench: every Go benchmark, the ratios to their floors measured in the
+# same run, then queuebench (queued's drain against tsp, nq and a floor,
+# submission and dispatch latency, CPU and memory).
+#
+#   QUICK=1   CI mode: shorter benchmark time and queuebench -short
+#
+# Run from the repository root: bash scripts/bench.sh
+set -euo pipefail
+
+[[ -f go.mod ]] || { echo "bench: run me from the repository root (make bench does)" >&2; exit 2; }
+GO=${GO:-go}
+benchtime=1s
+short=()
+if [[ -n ${QUICK:-} ]]; then
+	benchtime=200ms
+	short=(-short)
+fi
+
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+
+# BenchmarkDrain900 runs a whole 900-job drain per iteration: once is enough.
+"$GO" test -run '^$' -bench . -benchmem -benchtime "$benchtime" \
+	./internal/... ./receiver/... ./queued/runner/... ./queued/store/... ./queued/api/... | tee "$out"
+"$GO" test -run '^$' -bench '^BenchmarkDrain900$' -benchtime 1x ./queued/scheduler/ | tee -a "$out"
+"$GO" test -run '^$' -bench '^Benchmark[^D]' -benchmem -benchtime "$benchtime" ./queued/scheduler/ | tee -a "$out"
+
+# ratio NAME FLOOR TARGET prints NAME's ns/op over FLOOR's, both from this run.
+ratio() {
+	awk -v a="$1" -v b="$2" -v target="$3" '
+		function nsop(line,   i, f) { n = split(line, f, /[ \t]+/); for (i = 2; i < n; i++) if (f[i+1] == "ns/op") return f[i]; return 0 }
+		$1 ~ "^Benchmark" a "(-[0-9]+)?$" { x = nsop($0) }
+		$1 ~ "^Benchmark" b "(-[0-9]+)?$" { y = nsop($0) }
+		END {
+			if (x == 0 || y == 0) { printf "  %-36s missing from this run\n", a; exit }
+			r = x / y
+			printf "  %-36s %10.0f ns/op = %.2fx %s (target <= %sx) %s\n", a, x, r, b, target, (r <= target ? "pass" : "MISS")
+		}' "$out"
+}
+
+echo
+echo "== Ratios to floors, measured in this run =="
+ratio ScanSteadyState Floor 3
+ratio Scrape ScrapeFloor 3
+ratio Run SpawnFloor 1.3
+
+echo
+echo "== queuebench: queued against tsp, nq and a floor =="
+"$GO" run ./test/bench/cmd/queuebench "${short[@]}"
