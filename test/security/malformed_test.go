@@ -111,6 +111,16 @@ func (tg *target) attacks() []attack {
 	zw := gzip.NewWriter(&gz)
 	zw.Write(tg.validBody("gzip", nil))
 	zw.Close()
+	// also is a valid submission of name's hostile command with extra
+	// (raw JSON members) added at its end.
+	also := func(name string, fields map[string]any, extra string) []byte {
+		b := tg.validBody(name, fields)
+		return append(b[:len(b)-1:len(b)-1], ","+extra+"}"...)
+	}
+	hostile := func(name string) string {
+		b, _ := json.Marshal(tg.hostileCmd(name))
+		return string(b)
+	}
 	nested := []byte(`{"cmd":"true","cwd":"/","env":` + strings.Repeat("[", 20000) + strings.Repeat("]", 20000) + `}`)
 
 	as := []attack{
@@ -163,6 +173,20 @@ func (tg *target) attacks() []attack {
 		{name: "nested 20000 deep", body: nested, status: 400, want: "body"},
 		{name: "unknown field", fields: map[string]any{"nice": -5}, status: 400, want: "nice"},
 		{name: "field name in upper case", fields: map[string]any{"cmd": nil, "CMD": "true"}, status: 400, want: "CMD"},
+		{name: "empty field name", body: also("empty key", nil, `"":1`), status: 400, want: `"": unknown field`},
+		{name: "field name with a newline", body: also("newline key", nil, `"a\nINFO forged":1`), status: 400, want: `"a\nINFO forged": unknown field`},
+		{name: "field name 8 KiB long", body: also("long key", nil, `"`+strings.Repeat("k", 8<<10)+`":1`), status: 400, want: "unknown field"},
+		// Repeated keys: the last one must not silently win.
+		{name: "cmd twice, hostile first", body: also("cmd twice 1", nil, `"cmd":"true"`), status: 400, want: "cmd: given more than once"},
+		{name: "cmd twice, hostile last", body: also("", map[string]any{"cmd": "true"}, `"cmd":`+hostile("cmd twice 2")), status: 400, want: "cmd: given more than once"},
+		{name: "cmd twice, one escaped", body: also("", map[string]any{"cmd": "true"}, `"c\u006dd":`+hostile("cmd escaped")), status: 400, want: "cmd: given more than once"},
+		{name: "cwd twice", body: also("cwd twice", nil, `"cwd":"/"`), status: 400, want: "cwd: given more than once"},
+		{name: "device_id twice", body: also("device twice", nil, `"device_id":"0"`), status: 400, want: "device_id: given more than once"},
+		{name: "env name twice", body: also("env twice", nil, `"env":{"A":"1","B":"2","A":"3"}`), status: 400, want: `env: key "A" given more than once`},
+		{name: "env twice", body: also("env object twice", nil, `"env":{"A":"1"},"env":{"B":"2"}`), status: 400, want: "env: given more than once"},
+		{name: "kill job_id twice", path: "/kill", body: []byte(`{"job_id":"fedcba9876","job_id":"` + finishedID + `"}`), status: 400, want: "job_id: given more than once"},
+		{name: "reset device_id twice", path: "/reset", body: []byte(`{"device_id":"0","device_id":"1"}`), status: 400, want: "device_id: given more than once"},
+		{name: "reset unknown field", path: "/reset", body: []byte(`{"device_id":"0","force":true}`), status: 400, want: "force"},
 		// Types and values.
 		{name: "cmd a number", fields: map[string]any{"cmd": 5}, status: 400, want: "cmd"},
 		{name: "cmd an array", fields: map[string]any{"cmd": []string{"touch", "x"}}, status: 400, want: "cmd"},

@@ -59,3 +59,18 @@ func BenchmarkSubmit64(b *testing.B) {
 	st := d.st.Stats()
 	b.ReportMetric(float64(st.Writes)/float64(st.Commits), "writes/commit")
 }
+
+// BenchmarkDecodeQueue measures decoding one typical POST /queue body
+// (the whole field-by-field validation, cwd's stat included).
+func BenchmarkDecodeQueue(b *testing.B) {
+	d := start(b, options{})
+	body := []byte(`{"cmd":"python3 my_device1_script.py --steps 100 | tee out.log","cwd":"` + d.work +
+		`","device_id":"1","env":{"A":"1","PYTHONPATH":"/opt/lib","TT_METAL_HOME":"/opt/tt"},"timeout":600,"repeat":2,"client_id":"bench"}`)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := d.srv.decodeQueue(fuzzRequest(body)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

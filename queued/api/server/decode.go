@@ -29,7 +29,23 @@ type FieldError struct {
 	Field, Msg string
 }
 
-func (e *FieldError) Error() string { return e.Field + ": " + e.Msg }
+func (e *FieldError) Error() string { return fieldLabel(e.Field) + ": " + e.Msg }
+
+// fieldLabel is a field's name as messages show it: bare when it is a
+// plain name such as cmd or "job id", otherwise quoted and cut, so an
+// empty key reads `"": unknown field` and a key holding a newline cannot
+// forge a line wherever the message is printed.
+func fieldLabel(name string) string {
+	plain := name != "" && len(name) <= 64 && name[0] != ' ' && name[len(name)-1] != ' '
+	for i := 0; plain && i < len(name); i++ {
+		c := name[i]
+		plain = c == '_' || c == ' ' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
+	}
+	if plain {
+		return name
+	}
+	return strconv.Quote(cut(name, 64))
+}
 
 func fieldErr(field, format string, args ...any) error {
 	return &FieldError{Field: field, Msg: fmt.Sprintf(format, args...)}
@@ -38,9 +54,8 @@ func fieldErr(field, format string, args ...any) error {
 // errBodyTooLarge marks a body over the limit (413).
 var errBodyTooLarge = errors.New("request body too large")
 
-// readObject reads a JSON object body into its raw fields, refusing any
-// field not in known. Decoding field by field (rather than into a struct)
-// lets every error name its field.
+// readObject reads a JSON object body into its raw fields. Decoding field
+// by field (rather than into a struct) lets every error name its field.
 func readObject(r *http.Request, known ...string) (map[string]json.RawMessage, error) {
 	body, err := io.ReadAll(r.Body)
 	var tooBig *http.MaxBytesError
@@ -53,20 +68,107 @@ func readObject(r *http.Request, known ...string) (map[string]json.RawMessage, e
 	if !utf8.Valid(body) {
 		return nil, fieldErr("body", "not valid UTF-8")
 	}
+	return decodeObject(body, known)
+}
+
+// decodeObject splits one JSON object into its raw fields, refusing a
+// field not in known and a key given twice in any object, at the top or
+// nested (env). It walks the keys itself because unmarshalling into a map
+// lets the last of two equal keys win silently, so {"cmd":"ls","cmd":"rm"}
+// would run whichever a reader of the body did not expect. Keys are
+// compared after unescaping: "c\u006dd" is cmd. A body that is not one
+// JSON object is refused before any field is judged.
+func decodeObject(body []byte, known []string) (map[string]json.RawMessage, error) {
+	notObject := fieldErr("body", "want one JSON object")
 	dec := json.NewDecoder(bytes.NewReader(body))
-	var fields map[string]json.RawMessage
-	if err := dec.Decode(&fields); err != nil || fields == nil {
-		return nil, fieldErr("body", "want one JSON object")
+	dec.UseNumber() // numbers stay text: 1e400 is valid JSON, not a float64 overflow
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, notObject
+	}
+	fields := make(map[string]json.RawMessage, len(known))
+	var refused error // the first bad field; reported once the body is known to be JSON
+	for dec.More() {
+		tok, err := dec.Token()
+		name, isKey := tok.(string)
+		if err != nil || !isKey {
+			return nil, notObject
+		}
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil, notObject
+		}
+		if refused != nil {
+			continue
+		}
+		if !contains(known, name) {
+			refused = fieldErr(name, "unknown field (known: %s)", strings.Join(known, ", "))
+		} else if _, twice := fields[name]; twice {
+			refused = fieldErr(name, "given more than once")
+		} else if key, twice := repeatedKey(raw); twice {
+			refused = fieldErr(name, "key %s given more than once", strconv.Quote(cut(key, 64)))
+		}
+		fields[name] = raw
+	}
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('}') {
+		return nil, notObject
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, fieldErr("body", "unexpected data after the JSON object")
 	}
-	for name := range fields {
-		if !contains(known, name) {
-			return nil, fieldErr(name, "unknown field (known: %s)", strings.Join(known, ", "))
-		}
+	if refused != nil {
+		return nil, refused
 	}
 	return fields, nil
+}
+
+// repeatedKey returns the first key that appears twice in one object
+// anywhere inside raw, a value the decoder has already read whole (so it
+// is valid JSON no deeper than encoding/json's nesting limit).
+func repeatedKey(raw json.RawMessage) (string, bool) {
+	if t := jsonType(raw); t != "an object" && t != "an array" {
+		return "", false
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	key, twice, _ := nextRepeatedKey(dec)
+	return key, twice
+}
+
+// nextRepeatedKey reads one value from dec, looking for a key repeated in
+// one of its objects; it stops at the first.
+func nextRepeatedKey(dec *json.Decoder) (key string, twice bool, err error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return "", false, err
+	}
+	switch tok {
+	case json.Delim('{'):
+		seen := map[string]bool{}
+		for dec.More() {
+			tok, err := dec.Token()
+			if err != nil {
+				return "", false, err
+			}
+			k, _ := tok.(string)
+			if seen[k] {
+				return k, true, nil
+			}
+			seen[k] = true
+			if key, twice, err := nextRepeatedKey(dec); twice || err != nil {
+				return key, twice, err
+			}
+		}
+	case json.Delim('['):
+		for dec.More() {
+			if key, twice, err := nextRepeatedKey(dec); twice || err != nil {
+				return key, twice, err
+			}
+		}
+	default:
+		return "", false, nil
+	}
+	_, err = dec.Token() // the closing delimiter
+	return "", false, err
 }
 
 func contains(list []string, s string) bool {

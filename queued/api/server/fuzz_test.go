@@ -47,14 +47,14 @@ func checkDecodeError(t *testing.T, err error, body []byte, known []string) {
 	if !errors.As(err, &fe) {
 		t.Fatalf("error %v (%T) names no field", err, err)
 	}
-	if fe.Msg == "" || !strings.HasPrefix(err.Error(), fe.Field+": ") {
+	if fe.Msg == "" || !strings.HasPrefix(err.Error(), fieldLabel(fe.Field)+": ") {
 		t.Fatalf("malformed field error %q (field %q)", err, fe.Field)
 	}
 	if fe.Field == "body" || contains(known, fe.Field) {
 		return
 	}
 	// Otherwise it is an unknown field the body has; its name may be
-	// empty ({"": 1}), which the message then shows as nothing.
+	// empty ({"": 1}), which the message then shows quoted.
 	var fields map[string]json.RawMessage
 	if json.Unmarshal(body, &fields) != nil {
 		t.Fatalf("error names field %q of a body that is no JSON object", fe.Field)
@@ -83,6 +83,10 @@ func FuzzDecodeQueueRequest(f *testing.F) {
 		`{"cmd":"true","cwd":"/","env":{"A":1}}`,
 		`{"cmd":"true","cwd":"/","nice":1}`,
 		`{"cmd":"a","cmd":"b","cwd":"/"}`,
+		`{"cmd":"a","c\u006dd":"b","cwd":"/"}`,
+		`{"cmd":"true","cwd":"/","env":{"A":"1","A":"2"}}`,
+		`{"":1,"cmd":"true","cwd":"/"}`,
+		`{"cmd":"true","cwd":"/","timeout":1e400}`,
 		`{"cmd":"\u0000","cwd":"/"}`,
 		`{"cmd":"true","cwd":"relative"}`,
 		`{"cmd":"true","cwd":"/etc/hostname"}`,
