@@ -433,6 +433,33 @@ func (s *Store) Finished() ([]string, error) {
 	return ids, nil
 }
 
+// Recent returns up to max finished jobs, newest first (by finish time),
+// by a backward walk of the finished index: the scheduler seeds its
+// run-time estimates with them at start, so they survive a restart.
+func (s *Store) Recent(max int) ([]Job, error) {
+	var jobs []Job
+	err := s.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(BucketJobs)
+		c := tx.Bucket(BucketFinished).Cursor()
+		for k, _ := c.Last(); k != nil && len(jobs) < max; k, _ = c.Prev() {
+			v := b.Get(k[8:])
+			if v == nil {
+				continue // an index entry whose record is gone; Prune removes both
+			}
+			var j Job
+			if err := decodeJob(v, &j); err != nil {
+				return fmt.Errorf("job at sequence %d: %w", binary.BigEndian.Uint64(k[8:]), err)
+			}
+			jobs = append(jobs, j)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading recent finished jobs: %w", err)
+	}
+	return jobs, nil
+}
+
 // Prune deletes finished jobs that finished before cutoff, and the oldest
 // ones beyond the newest keep, and returns their ids so the caller can
 // delete their output files. Work is split into transactions of at most
