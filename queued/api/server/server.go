@@ -16,6 +16,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"path"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -116,10 +117,14 @@ func (s *Server) NewHTTPServer() *http.Server {
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		// "OPTIONS *" would otherwise get net/http's own empty 200
+		// before any check; ServeHTTP refuses it like any unknown path.
+		DisableGeneralOptionsHandler: true,
 	}
 }
 
-// ServeHTTP checks, in order, Host, Origin, the token and (for POST) the
+// ServeHTTP checks, in order, Host, Origin, the token, that the path is
+// canonical, that the body is not content-encoded and (for POST) the
 // content type, all before the request may take a handler slot, so a
 // refused request costs nothing and causes nothing.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -142,6 +147,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusUnauthorized, "missing or wrong bearer token; the token is in the file \"token\" in queued's state directory")
 		return
 	}
+	if p := r.URL.EscapedPath(); !canonicalPath(p) {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no endpoint %s: queued's paths have no empty, . or .. segments and no trailing /", cut(p, 100)))
+		return
+	}
+	if enc := contentEncoding(r.Header); enc != "" {
+		w.Header().Set("Accept-Encoding", "identity")
+		writeError(w, http.StatusUnsupportedMediaType, fmt.Sprintf("Content-Encoding %q is not supported: send the body as it is (identity)", cut(enc, 40)))
+		return
+	}
 	if r.Method == http.MethodPost {
 		mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 		if err != nil || mt != "application/json" {
@@ -157,6 +171,33 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer sl.release()
 	s.mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), slotKey{}, sl)))
+}
+
+// canonicalPath reports whether p, the path as sent (still escaped), is
+// one ServeMux routes as it is: absolute, with no empty, "." or ".."
+// segment and no trailing slash, except "/" itself. ServeMux answers any
+// other path with a 307 redirect to its cleaned form, which invites a
+// client to send the same POST again somewhere else; ServeHTTP answers
+// 404 instead. (Its other redirect, /tree to /tree/, needs a pattern
+// ending in a slash, and the only one is "/".)
+func canonicalPath(p string) bool {
+	return strings.HasPrefix(p, "/") && path.Clean(p) == p
+}
+
+// contentEncoding returns the first content coding of the request other
+// than identity, "" when there is none. The API takes bodies as they are:
+// decoding gzip or the like would let a small request expand past
+// TT_DEVICE_MAX_REQUEST_BYTES, and reading a coded body as JSON only gives
+// a confusing error.
+func contentEncoding(h http.Header) string {
+	for _, v := range h.Values("Content-Encoding") {
+		for c := range strings.SplitSeq(v, ",") {
+			if c = strings.TrimSpace(c); c != "" && !strings.EqualFold(c, "identity") {
+				return c
+			}
+		}
+	}
+	return ""
 }
 
 // hostAllowed accepts loopback names, with or without a port, and the
