@@ -1,10 +1,13 @@
 package scheduler
 
 import (
+	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sync"
 	"syscall"
 	"testing"
@@ -109,4 +112,121 @@ func cpuTime() time.Duration {
 	var ru syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkSubmitDeepQueue measures one Submit behind queues of different
+// depths on a held card, so its cost can be compared across depths: the
+// answer's position and wait come from running sums, not a walk of the
+// queue. The store is a real bbolt file on tmpfs where there is one, so
+// the fsync does not drown what is measured. Each submitted job is killed
+// again (untimed) to keep the depth constant.
+func BenchmarkSubmitDeepQueue(b *testing.B) {
+	for _, depth := range []int{10, 100, 1000} {
+		b.Run(fmt.Sprintf("depth=%d", depth), func(b *testing.B) {
+			dir := b.TempDir()
+			if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
+				if d, err := os.MkdirTemp("/dev/shm", "queued-bench-"); err == nil {
+					dir = d
+					b.Cleanup(func() { os.RemoveAll(d) })
+				}
+			}
+			st, err := store.Open(dir, store.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer st.Close()
+			s, err := New(Options{Store: st, Devices: []int{0}, OutputDir: filepath.Join(dir, "output"),
+				MaxQueued: depth + 2, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Stop()
+			if _, err := s.Submit(JobSpec{Card: 0, Cmd: "exec sleep 1000", Cwd: dir}); err != nil {
+				b.Fatal(err)
+			}
+			cmds := []string{"python3 a.py", "python3 b.py", "make test"}
+			for i := range depth {
+				if _, err := s.Submit(JobSpec{Card: 0, Cmd: cmds[i%3], Cwd: dir, Repeat: 1 + i%2}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ResetTimer()
+			for b.Loop() {
+				info, err := s.Submit(JobSpec{Card: 0, Cmd: "python3 a.py", Cwd: dir})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				if info.Position != depth+1 {
+					b.Fatalf("position %d", info.Position)
+				}
+				if _, err := s.Kill(info.ID); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+			}
+		})
+	}
+}
+
+// BenchmarkSubmit64DeepQueue is issue 8's submission shape without HTTP:
+// 64 concurrent clients submit behind 900 queued jobs on a held card and
+// the benchmark reports the p50 and p99 latency of one Submit. Concurrent
+// submitters share store commits, so most answers find their job no
+// longer at the tail; the answer walks back only over the jobs submitted
+// meanwhile. The store is a real bbolt file, on tmpfs where there is one.
+func BenchmarkSubmit64DeepQueue(b *testing.B) {
+	dir := b.TempDir()
+	if d, err := os.MkdirTemp("/dev/shm", "queued-bench-"); err == nil {
+		dir = d
+		b.Cleanup(func() { os.RemoveAll(d) })
+	}
+	st, err := store.Open(dir, store.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	s, err := New(Options{Store: st, Devices: []int{0}, OutputDir: filepath.Join(dir, "output"),
+		MaxQueued: 1 << 30, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Stop()
+	if _, err := s.Submit(JobSpec{Card: 0, Cmd: "exec sleep 1000", Cwd: dir}); err != nil {
+		b.Fatal(err)
+	}
+	for i := range 900 {
+		if _, err := s.Submit(JobSpec{Card: 0, Cmd: fmt.Sprint("job ", i%7), Cwd: dir}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	const clients = 64
+	lat := make([][]time.Duration, clients)
+	per := b.N/clients + 1
+	b.ResetTimer()
+	var wg sync.WaitGroup
+	for c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range per {
+				t0 := time.Now()
+				if _, err := s.Submit(JobSpec{Card: 0, Cmd: fmt.Sprint("job ", (c+i)%7), Cwd: dir}); err != nil {
+					b.Error(err)
+					return
+				}
+				lat[c] = append(lat[c], time.Since(t0))
+			}
+		}()
+	}
+	wg.Wait()
+	b.StopTimer()
+	var all []time.Duration
+	for _, l := range lat {
+		all = append(all, l...)
+	}
+	slices.Sort(all)
+	q := func(p float64) float64 { return float64(all[int(p*float64(len(all)-1))]) / float64(time.Microsecond) }
+	b.ReportMetric(q(0.50), "p50-µs")
+	b.ReportMetric(q(0.99), "p99-µs")
 }

@@ -32,7 +32,7 @@ type card struct {
 	id         int
 	state      CardState
 	queue      []*job // queued jobs, next first; a reset is put at the head
-	repeats    int    // sum of Repeat over queue, for O(1) estimates of a new job
+	est        *estimator
 	current    *job   // taken for dispatch or running
 	resetEpoch uint64 // completed resets; see store.Card.ResetEpoch
 	reset      *job   // the pending (queued or running) reset, nil when none
@@ -42,24 +42,23 @@ type card struct {
 	rev        uint64        // changes to the card record in memory
 	savedRev   uint64        // the revision last made durable
 	wake       chan struct{} // capacity 1: something changed, look again
-	history    []time.Duration
 }
 
 func newCard(id int) *card {
-	return &card{id: id, state: Healthy, wake: make(chan struct{}, 1)}
+	return &card{id: id, state: Healthy, wake: make(chan struct{}, 1), est: newEstimator()}
 }
 
 // push appends a job to the tail of the queue.
 func (c *card) push(j *job) {
 	c.queue = append(c.queue, j)
-	c.repeats += j.rec.Repeat
+	c.est.enqueue(j.key, max(j.rec.Repeat, 1))
 }
 
 // pushFront puts a job at the head of the queue: a reset, or a job whose
 // start was undone.
 func (c *card) pushFront(j *job) {
 	c.queue = append([]*job{j}, c.queue...)
-	c.repeats += j.rec.Repeat
+	c.est.enqueue(j.key, max(j.rec.Repeat, 1))
 }
 
 // pop removes the head of the queue.
@@ -67,7 +66,7 @@ func (c *card) pop() *job {
 	j := c.queue[0]
 	c.queue[0] = nil
 	c.queue = c.queue[1:]
-	c.repeats -= j.rec.Repeat
+	c.est.dequeue(j.key, max(j.rec.Repeat, 1))
 	return j
 }
 
@@ -76,7 +75,7 @@ func (c *card) remove(j *job) bool {
 	for i, q := range c.queue {
 		if q == j {
 			c.queue = append(c.queue[:i], c.queue[i+1:]...)
-			c.repeats -= j.rec.Repeat
+			c.est.dequeue(j.key, max(j.rec.Repeat, 1))
 			return true
 		}
 	}
@@ -213,6 +212,7 @@ func (s *Scheduler) takeLocked(c *card) *job {
 	}
 	j.rec.State = store.StateRunning
 	j.rec.StartedAt = s.opt.Now()
+	j.iterStart = j.rec.StartedAt
 	j.rec.BootID = s.bootID
 	j.rec.ResetEpoch = c.resetEpoch
 	j.notify()
@@ -260,9 +260,8 @@ func (s *Scheduler) run(c *card, j *job) (done []*job, recs []store.Job) {
 			return
 		}
 		rec := finishRecord(j.rec, res, j.reason, ls, now)
-		if rec.Outcome == store.OutcomeSuccess || rec.Outcome == store.OutcomeFailure {
-			c.observe(rec.FinishedAt.Sub(rec.StartedAt), rec.Iterations)
-		}
+		c.learn(j, &rec)
+		s.met.jobEnded(&rec)
 		done, recs = []*job{j}, []store.Job{rec}
 	}()
 	log := runner.NewLog(s.outputPath(j.rec.ID), s.opt.MaxLogBytes)
@@ -307,6 +306,7 @@ func (s *Scheduler) started(j *job, p runner.Proc) {
 	s.mu.Lock()
 	j.rec.PGID, j.rec.LeaderStart = p.PID, p.Start
 	j.rec.Iterations++
+	j.iterStart = s.opt.Now()
 	s.mu.Unlock()
 	select {
 	case j.pidKick <- struct{}{}:

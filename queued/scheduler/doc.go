@@ -80,4 +80,15 @@
 // starts a job and, while a foreign process holds the card, waits
 // (re-checking every ForeignRecheck, or when woken) with the reason in
 // its status. Resets never wait for foreign holders.
+//
+// # Estimates and metrics
+//
+// Positions, waits and run times are estimated from the medians of recent
+// finished runs, per command and per card (see estimate.go); the history
+// is seeded from the store at start. Submit's answer costs the same at any
+// queue depth. Through Options.MeterProvider the scheduler reports per-card
+// queue depth, state and running age as gauges read under its lock at each
+// collection, job wait and run time histograms by outcome, resets by
+// result and persistence failures (see metrics.go); the default provider
+// records nothing.
 package scheduler

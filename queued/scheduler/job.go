@@ -23,14 +23,19 @@ const (
 // noted.
 type job struct {
 	rec     store.Job
-	durable bool // the queued record is committed; before that the job is not dispatched or visible
-	held    bool // finished, record held in memory by a persistence failure
-	ending  bool // failed with its dead card; its done record is being committed
+	key     cmdKey // its command, for the estimates
+	durable bool   // the queued record is committed; before that the job is not dispatched or visible
+	held    bool   // finished, record held in memory by a persistence failure
+	ending  bool   // failed with its dead card; its done record is being committed
 
 	// interrupt, on a reset job, asks that the card's running job be
 	// stopped once the reset is durable (the default; a request may let
 	// the running job finish instead).
 	interrupt bool
+
+	// iterStart is when the current iteration started (the job's start
+	// until its first process has started).
+	iterStart time.Time
 
 	log     *runner.Log
 	stop    chan struct{} // closed (once, via stopFor) to stop the job
@@ -43,7 +48,13 @@ type job struct {
 }
 
 func newJob(rec store.Job, durable bool) *job {
-	return &job{rec: rec, durable: durable, stop: make(chan struct{}), changed: make(chan struct{})}
+	return newKeyedJob(rec, keyOf(rec.Cmd), durable)
+}
+
+// newKeyedJob is newJob with the command's key already computed, so
+// Submit can hash a large command before it takes the lock.
+func newKeyedJob(rec store.Job, key cmdKey, durable bool) *job {
+	return &job{rec: rec, key: key, durable: durable, stop: make(chan struct{}), changed: make(chan struct{})}
 }
 
 // notify wakes everyone waiting for this job to change.
@@ -70,6 +81,9 @@ type JobInfo struct {
 	// EstimatedWait is the estimated time until the job starts (queued) or
 	// ends (running); see estimate.go.
 	EstimatedWait time.Duration
+	// EstimatedRun is the expected run time of the whole job (every
+	// repeat) while it is queued or running; 0 once done.
+	EstimatedRun time.Duration
 	// Held is set while the job's final record is kept in memory because
 	// the store is failing.
 	Held bool

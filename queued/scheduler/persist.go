@@ -17,6 +17,7 @@ type persistState struct {
 // failLocked records a failed write: dispatch stops on every card and
 // submissions are refused until the retry loop recovers.
 func (s *Scheduler) failLocked(err error) {
+	s.met.persistFailed()
 	if s.persist.err == nil {
 		s.persist.since = s.opt.Now()
 		s.persist.attempts = 0

@@ -110,6 +110,8 @@ func (s *Scheduler) finishResetLocked(c *card, j *job, r recovery, ls runner.Log
 		}
 		c.dead = nil
 		c.state = Healthy
+		c.learn(j, &rec)
+		s.met.resetEnded(c.id, true)
 		return []*job{j}, []store.Job{rec}
 	}
 	code := r.code
@@ -125,6 +127,8 @@ func (s *Scheduler) finishResetLocked(c *card, j *job, r recovery, ls runner.Log
 		c.dead.reason = "reset " + rec.ID + " failed: " + r.detail
 	}
 	c.state = Dead
+	c.learn(j, &rec)
+	s.met.resetEnded(c.id, false)
 	s.log.Error("card is dead: recovery failed; its queued jobs fail, other cards continue", "card", c.id, "reset", rec.ID, "detail", r.detail)
 	done, recs := s.drainLocked(c, now)
 	return append([]*job{j}, done...), append([]store.Job{rec}, recs...)
@@ -143,11 +147,13 @@ func (s *Scheduler) drainLocked(c *card, now time.Time) ([]*job, []store.Job) {
 			keep = append(keep, q)
 			continue
 		}
-		c.repeats -= q.rec.Repeat
+		c.est.dequeue(q.key, max(q.rec.Repeat, 1))
 		s.queued--
 		q.ending = true
 		done = append(done, q)
-		recs = append(recs, deadRecord(q.rec, c.id, now))
+		rec := deadRecord(q.rec, c.id, now)
+		s.met.jobEnded(&rec)
+		recs = append(recs, rec)
 	}
 	clear(c.queue[len(keep):])
 	c.queue = keep

@@ -11,6 +11,9 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
+
 	"github.com/ttkit/ttkit/internal/procscan"
 	"github.com/ttkit/ttkit/queued/runner"
 	"github.com/ttkit/ttkit/queued/store"
@@ -38,6 +41,9 @@ type Store interface {
 	Commit(cards []store.Card, jobs ...store.Job) error
 	// Cards reads every card record.
 	Cards() ([]store.Card, error)
+	// Recent reads up to max finished records, newest first, to seed the
+	// estimates at start.
+	Recent(max int) ([]store.Job, error)
 }
 
 // Errors the API maps to status codes with errors.Is.
@@ -104,6 +110,9 @@ type Options struct {
 	HolderMaxAge time.Duration
 	// Logger receives operational messages; default slog.Default().
 	Logger *slog.Logger
+	// MeterProvider receives the scheduler's metrics (see metrics.go);
+	// default a no-op provider, which records nothing and starts nothing.
+	MeterProvider metric.MeterProvider
 }
 
 func (o *Options) defaults() error {
@@ -154,6 +163,9 @@ func (o *Options) defaults() error {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	if o.MeterProvider == nil {
+		o.MeterProvider = noop.NewMeterProvider()
+	}
 	if o.DriverPath == "" {
 		o.DriverPath = procscan.DefaultDriverPath
 	}
@@ -182,6 +194,7 @@ type Scheduler struct {
 	warnings []string // recovery problems shown in status
 	retain   retentionState
 	holders  *holderScan
+	met      *metrics
 
 	failed   chan struct{} // poked when persistence fails, wakes the retry loop
 	quit     chan struct{} // closed by Stop after the workers are done
@@ -200,6 +213,10 @@ func New(opt Options) (*Scheduler, error) {
 	if err := os.MkdirAll(opt.OutputDir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating output directory: %w", err)
 	}
+	met, err := newMetrics(opt.MeterProvider)
+	if err != nil {
+		return nil, err
+	}
 	s := &Scheduler{
 		opt:     opt,
 		st:      opt.Store,
@@ -210,6 +227,7 @@ func New(opt Options) (*Scheduler, error) {
 		failed:  make(chan struct{}, 1),
 		quit:    make(chan struct{}),
 		holders: newHolderScan(opt.DriverPath, opt.ProcRoot),
+		met:     met,
 	}
 	for _, kv := range opt.BaseEnv {
 		if strings.HasPrefix(kv, runner.JobEnvVar+"=") || strings.HasPrefix(kv, DeviceEnvVar+"=") {
@@ -235,7 +253,16 @@ func New(opt Options) (*Scheduler, error) {
 		s.holders.close()
 		return nil, err
 	}
+	if recent, err := s.st.Recent(SeedRecords); err != nil {
+		s.log.Warn("estimates start without history: cannot read finished jobs", "err", err)
+	} else {
+		s.seed(recent)
+	}
 	if err := s.recover(); err != nil {
+		s.holders.close()
+		return nil, err
+	}
+	if err := s.met.register(s); err != nil {
 		s.holders.close()
 		return nil, err
 	}
@@ -275,6 +302,7 @@ func (s *Scheduler) Stop() {
 		s.loops.Wait()
 		s.flushHeld()
 		s.holders.close()
+		s.met.unregister()
 	})
 }
 

@@ -197,51 +197,6 @@ func TestScheduler_ResolveAndLookup(t *testing.T) {
 	}
 }
 
-func TestScheduler_Estimates(t *testing.T) {
-	t.Parallel()
-	clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	b := setup(t, func(o *Options) { o.Now = clk.Now })
-	gate, release := b.gate()
-	g := b.submit(0, gate)
-	b.waitOutput(g.ID, "started")
-	clk.Advance(10 * time.Second)
-	one := b.submit(0, "true")
-	two, err := b.s.Submit(JobSpec{Card: 0, Cmd: "true", Cwd: b.work, Repeat: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	three := b.submit(0, "true")
-	// No history: 60s per iteration; the gate has run 10s.
-	if one.Position != 1 || one.EstimatedWait != 50*time.Second {
-		t.Fatalf("one: pos %d wait %s", one.Position, one.EstimatedWait)
-	}
-	if three.Position != 3 || three.EstimatedWait != (50+60+120)*time.Second {
-		t.Fatalf("three: pos %d wait %s", three.Position, three.EstimatedWait)
-	}
-	st := b.s.Status()
-	if c := st.Cards[0]; c.Current == nil || c.Current.ID != g.ID || len(c.Queue) != 3 || c.Queue[1].ID != two.ID ||
-		c.Queue[1].EstimatedWait != 110*time.Second || c.EstimatedWait != 290*time.Second || c.Worker != "running" {
-		t.Fatalf("card 0 status: %+v", c)
-	}
-	if c := st.Cards[1]; c.Worker != "idle" || c.EstimatedWait != 0 {
-		t.Fatalf("card 1 status: %+v", c)
-	}
-	clk.Advance(70 * time.Second) // the gate overruns its estimate: wait is never negative
-	if info, _ := b.s.Job(one.ID); info.EstimatedWait != 0 {
-		t.Fatalf("overrun wait = %s", info.EstimatedWait)
-	}
-	release()
-	b.waitDone(three.ID)
-	// History now: gate 80s; the others took 0s on the frozen clock.
-	c := b.s.cards[0]
-	b.s.mu.Lock()
-	est := c.iterationEstimate()
-	b.s.mu.Unlock()
-	if est != 20*time.Second { // (80 + 0 + 0/2 + 0) / 4
-		t.Fatalf("iteration estimate = %s", est)
-	}
-}
-
 func TestScheduler_StopInterruptsRunningKeepsQueued(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)

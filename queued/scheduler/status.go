@@ -111,10 +111,9 @@ func (s *Scheduler) statusLocked() (Status, []ownJob) {
 	for _, id := range s.order {
 		c := s.cards[id]
 		cs := CardStatus{ID: id, State: c.state, Worker: s.workerStateLocked(c), ForeignWait: s.opt.WaitForeign, Paused: c.paused}
-		waits := c.waits(now)
 		var o ownJob
 		if c.current != nil {
-			info := JobInfo{Job: c.current.rec, EstimatedWait: c.remaining(&c.current.rec, now)}
+			info := JobInfo{Job: c.current.rec, EstimatedWait: c.remaining(c.current, now), EstimatedRun: c.runEstimate(c.current)}
 			cs.Current = &info
 			o = ownJob{id: c.current.rec.ID, pgid: c.current.rec.PGID}
 		}
@@ -133,10 +132,13 @@ func (s *Scheduler) statusLocked() (Status, []ownJob) {
 			cs.DeadReason, cs.DeadSince = c.dead.reason, c.dead.since
 		}
 		cs.Queue = make([]JobInfo, len(c.queue))
+		wait := c.currentRemaining(now)
 		for i, j := range c.queue {
-			cs.Queue[i] = JobInfo{Job: j.rec, Position: i + 1, EstimatedWait: waits[i]}
+			run := c.runEstimate(j)
+			cs.Queue[i] = JobInfo{Job: j.rec, Position: i + 1, EstimatedWait: wait, EstimatedRun: run}
+			wait += run
 		}
-		cs.EstimatedWait = waits[len(c.queue)]
+		cs.EstimatedWait = wait
 		st.Cards = append(st.Cards, cs)
 	}
 	return st, own

@@ -26,6 +26,7 @@ type JobSpec struct {
 // ErrStopping, ErrPersistence (also when this very insert fails),
 // ErrCardDead or ErrQueueFull.
 func (s *Scheduler) Submit(spec JobSpec) (JobInfo, error) {
+	key := keyOf(spec.Cmd)
 	s.mu.Lock()
 	c := s.cards[spec.Card]
 	switch {
@@ -52,12 +53,12 @@ func (s *Scheduler) Submit(spec JobSpec) (JobInfo, error) {
 		timeout = s.opt.DefaultTimeout
 	}
 	card := spec.Card
-	j := newJob(store.Job{
+	j := newKeyedJob(store.Job{
 		ID: store.NewID(), Seq: s.nextSeq, Kind: store.KindJob, Device: &card,
 		Cmd: spec.Cmd, Cwd: spec.Cwd, Env: spec.Env,
 		Timeout: int64((timeout + time.Second - 1) / time.Second), Repeat: max(spec.Repeat, 1),
 		ClientID: spec.ClientID, State: store.StateQueued, SubmittedAt: s.opt.Now(),
-	}, false)
+	}, key, false)
 	s.nextSeq++
 	c.push(j)
 	s.jobs[j.rec.ID] = j
@@ -84,15 +85,28 @@ func (s *Scheduler) Submit(spec JobSpec) (JobInfo, error) {
 		// failed: fail this job the same way.
 		return JobInfo{}, s.failDeadLocked(c, j)
 	}
-	info := JobInfo{Job: j.rec}
-	if j.rec.State == store.StateQueued && len(c.queue) > 0 && c.queue[len(c.queue)-1] == j {
-		// The usual case, a job still at the tail: O(1) instead of a walk
-		// of the whole queue.
-		info.Position = len(c.queue)
-		info.EstimatedWait = c.tailWait(s.opt.Now()) - c.runEstimate(&j.rec)
-		return info, nil
+	return s.fromTailLocked(c, j), nil
+}
+
+// fromTailLocked is a just-submitted job's info, found by walking back
+// from the tail: only the jobs submitted while its insert committed can
+// be behind it, so the cost does not grow with the queue's depth.
+func (s *Scheduler) fromTailLocked(c *card, j *job) JobInfo {
+	if j.rec.State != store.StateQueued {
+		return s.infoLocked(j)
 	}
-	return s.infoLocked(j), nil
+	var behind time.Duration
+	for i := len(c.queue) - 1; i >= 0; i-- {
+		q := c.queue[i]
+		if q != j {
+			behind += c.runEstimate(q)
+			continue
+		}
+		run := c.runEstimate(j)
+		return JobInfo{Job: j.rec, Position: i + 1, EstimatedRun: run,
+			EstimatedWait: c.tailWait(s.opt.Now()) - behind - run}
+	}
+	return s.infoLocked(j)
 }
 
 // Resolve turns a unique id prefix into the full id: ErrNotFound when no
@@ -227,6 +241,7 @@ func (s *Scheduler) Kill(id string) (JobInfo, error) {
 	s.queued--
 	j.stopFor(stopKill)
 	rec := finishRecord(j.rec, runner.Result{Stopped: true}, stopKill, runner.LogState{}, s.opt.Now())
+	s.met.jobEnded(&rec)
 	failing := s.persist.err != nil
 	if failing {
 		s.holdLocked(j, rec)
@@ -266,16 +281,19 @@ func (s *Scheduler) infoLocked(j *job) JobInfo {
 	now := s.opt.Now()
 	switch j.rec.State {
 	case store.StateQueued:
-		waits := c.waits(now)
+		info.EstimatedRun = c.runEstimate(j)
+		wait := c.currentRemaining(now)
 		for i, q := range c.queue {
 			if q == j {
 				info.Position = i + 1
-				info.EstimatedWait = waits[i]
+				info.EstimatedWait = wait
 				break
 			}
+			wait += c.runEstimate(q)
 		}
 	case store.StateRunning:
-		info.EstimatedWait = c.remaining(&j.rec, now)
+		info.EstimatedRun = c.runEstimate(j)
+		info.EstimatedWait = c.remaining(j, now)
 		if j.log != nil {
 			ls := j.log.State()
 			info.LogBytes, info.LogTruncated, info.DroppedLogBytes = ls.Size, ls.Truncated, ls.Dropped
@@ -292,6 +310,7 @@ func (s *Scheduler) failDeadLocked(c *card, j *job) error {
 	j.ending = true
 	refusal := c.deadErrLocked()
 	rec := deadRecord(j.rec, c.id, s.opt.Now())
+	s.met.jobEnded(&rec)
 	s.mu.Unlock()
 	err := s.st.Put(rec)
 	s.mu.Lock()

@@ -1,0 +1,215 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/ttkit/ttkit/queued/store"
+)
+
+// The scheduler's own metrics, recorded through Options.MeterProvider
+// (OpenTelemetry naming: dot-separated, lowercase, units apart from the
+// name; the Prometheus names follow from the collector's translation).
+// Every per-card metric has the attribute card (the card number).
+const (
+	// MetricDepth (gauge, {job}) is how many entries wait in the card's
+	// queue: queued jobs and a queued reset; the running one is not
+	// counted.
+	MetricDepth = "tt_device_queue.depth"
+	// MetricCardState (gauge, {state}) has one series per state value
+	// (attribute state: healthy, resetting, dead): 1 for the card's
+	// current state, 0 for the others.
+	MetricCardState = "tt_device_queue.card.state"
+	// MetricRunningAge (gauge, s) is how long the card's running job (or
+	// reset) has run; 0 when nothing runs.
+	MetricRunningAge = "tt_device_queue.job.running.age"
+	// MetricWait (histogram, s, attribute outcome) is the time each job
+	// spent queued: until it started, or until it left the queue without
+	// starting (killed, or failed with its dead card). Recorded when the
+	// job ends, so it can carry the outcome.
+	MetricWait = "tt_device_queue.job.wait.duration"
+	// MetricRun (histogram, s, attribute outcome) is each started job's
+	// run time, every repeat included, recorded when it ends.
+	MetricRun = "tt_device_queue.job.run.duration"
+	// MetricResets (counter, {reset}, attribute result: ok or failed)
+	// counts finished resets.
+	MetricResets = "tt_device_queue.card.resets"
+	// MetricPersistFailures (counter, {failure}, no card) counts failed
+	// writes to the store; each one stops dispatch on every card until
+	// the store recovers.
+	MetricPersistFailures = "tt_device_queue.persistence.failures"
+	// MetricPersistFailing (gauge, {state}, no card) is 1 while writes
+	// fail and dispatch is stopped, 0 otherwise.
+	MetricPersistFailing = "tt_device_queue.persistence.failing"
+)
+
+// MeterName is the instrumentation scope of these metrics.
+const MeterName = "github.com/ttkit/ttkit/queued/scheduler"
+
+// durationBuckets are the histogram bounds in seconds: device jobs run
+// from a fraction of a second to a day.
+var durationBuckets = []float64{0.1, 0.5, 1, 5, 10, 30, 60, 300, 600, 1800, 3600, 7200, 14400, 28800, 86400}
+
+// cardStates lists the values of MetricCardState's state attribute.
+var cardStates = []CardState{Healthy, Resetting, Dead}
+
+// metrics holds the instruments; with the default no-op provider every
+// call does nothing.
+type metrics struct {
+	meter       metric.Meter
+	wait, run   metric.Float64Histogram
+	resets      metric.Int64Counter
+	persistFail metric.Int64Counter
+	reg         metric.Registration // the gauges' callback, nil until registered
+}
+
+func newMetrics(mp metric.MeterProvider) (*metrics, error) {
+	m := &metrics{meter: mp.Meter(MeterName)}
+	var err error
+	wrap := func(name string, e error) error { return fmt.Errorf("creating metric %s: %w", name, e) }
+	if m.wait, err = m.meter.Float64Histogram(MetricWait, metric.WithUnit("s"),
+		metric.WithDescription("Time jobs spent queued, by outcome, recorded when they end."),
+		metric.WithExplicitBucketBoundaries(durationBuckets...)); err != nil {
+		return nil, wrap(MetricWait, err)
+	}
+	if m.run, err = m.meter.Float64Histogram(MetricRun, metric.WithUnit("s"),
+		metric.WithDescription("Run time of started jobs, every repeat included, by outcome."),
+		metric.WithExplicitBucketBoundaries(durationBuckets...)); err != nil {
+		return nil, wrap(MetricRun, err)
+	}
+	if m.resets, err = m.meter.Int64Counter(MetricResets, metric.WithUnit("{reset}"),
+		metric.WithDescription("Finished card resets, by result (ok or failed).")); err != nil {
+		return nil, wrap(MetricResets, err)
+	}
+	if m.persistFail, err = m.meter.Int64Counter(MetricPersistFailures, metric.WithUnit("{failure}"),
+		metric.WithDescription("Failed writes to the store; each stops dispatch until the store recovers.")); err != nil {
+		return nil, wrap(MetricPersistFailures, err)
+	}
+	return m, nil
+}
+
+// register adds the gauges, read from snapshots of s under its lock at
+// each collection.
+func (m *metrics) register(s *Scheduler) error {
+	depth, err := m.meter.Int64ObservableGauge(MetricDepth, metric.WithUnit("{job}"),
+		metric.WithDescription("Entries waiting in the card's queue (jobs and a queued reset)."))
+	if err != nil {
+		return fmt.Errorf("creating metric %s: %w", MetricDepth, err)
+	}
+	state, err := m.meter.Int64ObservableGauge(MetricCardState, metric.WithUnit("{state}"),
+		metric.WithDescription("1 for the card's current state (healthy, resetting, dead), 0 for the others."))
+	if err != nil {
+		return fmt.Errorf("creating metric %s: %w", MetricCardState, err)
+	}
+	age, err := m.meter.Float64ObservableGauge(MetricRunningAge, metric.WithUnit("s"),
+		metric.WithDescription("How long the card's running job or reset has run; 0 when idle."))
+	if err != nil {
+		return fmt.Errorf("creating metric %s: %w", MetricRunningAge, err)
+	}
+	failing, err := m.meter.Int64ObservableGauge(MetricPersistFailing, metric.WithUnit("{state}"),
+		metric.WithDescription("1 while writes to the store fail and dispatch is stopped."))
+	if err != nil {
+		return fmt.Errorf("creating metric %s: %w", MetricPersistFailing, err)
+	}
+	cardAttrs := map[int]metric.MeasurementOption{}
+	stateAttrs := map[int][]metric.MeasurementOption{}
+	for _, id := range s.order {
+		cardAttrs[id] = metric.WithAttributeSet(attribute.NewSet(attribute.Int("card", id)))
+		for _, st := range cardStates {
+			stateAttrs[id] = append(stateAttrs[id],
+				metric.WithAttributeSet(attribute.NewSet(attribute.Int("card", id), attribute.String("state", string(st)))))
+		}
+	}
+	m.reg, err = m.meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		cards, failed := s.snapshot()
+		for _, c := range cards {
+			o.ObserveInt64(depth, int64(c.depth), cardAttrs[c.id])
+			o.ObserveFloat64(age, c.age.Seconds(), cardAttrs[c.id])
+			for i, st := range cardStates {
+				var v int64
+				if c.state == st {
+					v = 1
+				}
+				o.ObserveInt64(state, v, stateAttrs[c.id][i])
+			}
+		}
+		var f int64
+		if failed {
+			f = 1
+		}
+		o.ObserveInt64(failing, f)
+		return nil
+	}, depth, state, age, failing)
+	if err != nil {
+		return fmt.Errorf("registering the gauges' callback: %w", err)
+	}
+	return nil
+}
+
+// unregister stops the gauges' callback; a second call is a no-op.
+func (m *metrics) unregister() {
+	if m.reg != nil {
+		_ = m.reg.Unregister() // fails only for a registration already gone
+		m.reg = nil
+	}
+}
+
+// jobEnded records a done job's wait and run time. Resets have their own
+// counter and are not recorded here.
+func (m *metrics) jobEnded(rec *store.Job) {
+	if rec.Kind == store.KindReset || rec.FinishedAt.IsZero() {
+		return
+	}
+	attrs := metric.WithAttributeSet(attribute.NewSet(
+		attribute.Int("card", rec.Card()), attribute.String("outcome", string(rec.Outcome))))
+	ctx := context.Background()
+	if rec.StartedAt.IsZero() {
+		m.wait.Record(ctx, max(rec.FinishedAt.Sub(rec.SubmittedAt).Seconds(), 0), attrs)
+		return
+	}
+	m.wait.Record(ctx, max(rec.StartedAt.Sub(rec.SubmittedAt).Seconds(), 0), attrs)
+	m.run.Record(ctx, max(rec.FinishedAt.Sub(rec.StartedAt).Seconds(), 0), attrs)
+}
+
+// resetEnded counts a finished reset by result.
+func (m *metrics) resetEnded(card int, ok bool) {
+	result := ResultFailed
+	if ok {
+		result = ResultOK
+	}
+	m.resets.Add(context.Background(), 1, metric.WithAttributeSet(attribute.NewSet(
+		attribute.Int("card", card), attribute.String("result", result))))
+}
+
+// persistFailed counts a failed write.
+func (m *metrics) persistFailed() { m.persistFail.Add(context.Background(), 1) }
+
+// cardSnapshot is what the gauges read of one card.
+type cardSnapshot struct {
+	id    int
+	depth int
+	state CardState
+	age   time.Duration
+}
+
+// snapshot reads every card's gauges, and whether writes are failing,
+// under the lock.
+func (s *Scheduler) snapshot() ([]cardSnapshot, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.opt.Now()
+	out := make([]cardSnapshot, 0, len(s.order))
+	for _, id := range s.order {
+		c := s.cards[id]
+		cs := cardSnapshot{id: id, depth: len(c.queue), state: c.state}
+		if c.current != nil && !c.current.rec.StartedAt.IsZero() {
+			cs.age = max(now.Sub(c.current.rec.StartedAt), 0)
+		}
+		out = append(out, cs)
+	}
+	return out, s.persist.err != nil
+}
