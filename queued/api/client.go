@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -22,17 +23,60 @@ type Client struct {
 	http  *http.Client
 }
 
+// Connection settings of the client's transport.
+const (
+	// maxIdlePerHost keeps a connection for each of this many concurrent
+	// callers sharing one Client (a bench or a script with many waits)
+	// instead of net/http's default 2, which makes the rest dial again
+	// for every request.
+	maxIdlePerHost = 64
+	// idleTimeout drops an unused connection before the daemon's own
+	// 2-minute idle timeout can close it under a request.
+	idleTimeout = 90 * time.Second
+	// dialTimeout bounds connecting; the daemon is normally on loopback,
+	// where a connection is made at once or refused.
+	dialTimeout = 5 * time.Second
+	// responseHeaderTimeout bounds the wait for an answer to start. A
+	// long-poll answers within MaxWait once it has a handler, and the
+	// daemon gives up finding a handler after 30 seconds, twice at most;
+	// beyond that the daemon is stuck. Callers bound whole calls with
+	// their context.
+	responseHeaderTimeout = MaxWait + 2*time.Minute
+)
+
 // NewClient returns a client for the daemon at baseURL (such as
 // DefaultURL) with the token from its state directory (see ReadToken).
+// One Client is safe for concurrent use and keeps a connection for each
+// of up to 64 concurrent callers. It connects to baseURL directly, never
+// through a proxy from the environment, so the token goes nowhere else,
+// and it follows no redirect: the daemon never sends one, and a request
+// sent on elsewhere could run twice.
 func NewClient(baseURL, token string) *Client {
-	return &Client{base: strings.TrimRight(baseURL, "/"), token: token, http: &http.Client{}}
+	tr := &http.Transport{
+		Proxy:                 nil,
+		DialContext:           (&net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:          maxIdlePerHost,
+		MaxIdleConnsPerHost:   maxIdlePerHost,
+		IdleConnTimeout:       idleTimeout,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ResponseHeaderTimeout: responseHeaderTimeout,
+		// The daemon never compresses; output bytes must arrive as sent.
+		DisableCompression: true,
+	}
+	hc := &http.Client{
+		Transport: tr,
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		},
+	}
+	return &Client{base: strings.TrimRight(baseURL, "/"), token: token, http: hc}
 }
 
 // Close releases the client's idle connections.
 func (c *Client) Close() { c.http.CloseIdleConnections() }
 
-// Error is an answer with a 4xx or 5xx status; Message is the daemon's
-// own words. Classify with errors.As and StatusCode.
+// Error is an answer with a 3xx, 4xx or 5xx status; Message is the
+// daemon's own words. Classify with errors.As and StatusCode.
 type Error struct {
 	StatusCode int
 	Message    string
@@ -69,8 +113,8 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) (*h
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", method, path, err)
 	}
-	if resp.StatusCode >= 400 {
-		defer resp.Body.Close()
+	if resp.StatusCode >= 300 {
+		defer drainClose(resp.Body)
 		var e ErrorResponse
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		if json.Unmarshal(b, &e) != nil || e.Error == "" {
@@ -81,11 +125,21 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) (*h
 	if out == nil {
 		return resp, nil
 	}
-	defer resp.Body.Close()
+	defer drainClose(resp.Body)
 	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
 		return nil, fmt.Errorf("%s %s: decoding answer: %w", method, path, err)
 	}
 	return resp, nil
+}
+
+// drainClose reads what is left of an answer (the decoder stops at the
+// end of the JSON value, before a chunked body's last chunk) and closes
+// it, so the connection goes back to the idle pool instead of being
+// closed. It reads at most 64 KiB: a longer rest is not worth keeping the
+// connection for.
+func drainClose(body io.ReadCloser) {
+	io.Copy(io.Discard, io.LimitReader(body, 64<<10))
+	body.Close()
 }
 
 // Queue submits a job.
@@ -170,7 +224,7 @@ func (c *Client) Logs(ctx context.Context, id string, q LogsQuery) (LogChunk, er
 	if err != nil {
 		return LogChunk{}, err
 	}
-	defer resp.Body.Close()
+	defer drainClose(resp.Body)
 	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxLogChunk+1))
 	if err != nil {
 		return LogChunk{}, fmt.Errorf("reading output: %w", err)
