@@ -41,7 +41,8 @@ type attack struct {
 	want string
 	// plain marks an answer that net/http gives before queued's handler
 	// sees the request (431 for huge headers, 501 for a transfer coding
-	// it does not know): not JSON, but still nothing done.
+	// it does not know, 400 for two Host or Content-Length headers): not
+	// JSON, but still nothing done.
 	plain bool
 }
 
@@ -178,6 +179,7 @@ func (tg *target) attacks() []attack {
 		{name: "Content-Encoding on /reset", path: "/reset", header: []string{"Content-Encoding: deflate"}, body: []byte(`{}`), status: 415, want: "Content-Encoding"},
 		{name: "Content-Encoding on a GET", method: "GET", path: "/status", header: []string{"Content-Encoding: gzip"}, body: []byte{}, status: 415, want: "Content-Encoding"},
 		{name: "gzip transfer coding", header: []string{"Transfer-Encoding: gzip"}, body: gz.Bytes(), status: 501, plain: true},
+		{name: "coded body behind Expect 100-continue", header: []string{"Expect: 100-continue", "Content-Encoding: gzip"}, body: gz.Bytes(), status: 415, want: `"gzip"`},
 		{name: "invalid UTF-8 in cmd", body: []byte("{\"cmd\":\"touch \xff\xfe\",\"cwd\":\"/\"}"), status: 400, want: "UTF-8"},
 		{name: "UTF-8 BOM", body: append([]byte("\xef\xbb\xbf"), tg.validBody("bom", nil)...), status: 400, want: "body"},
 		{name: "empty body", body: []byte{}, status: 400, want: "body"},
@@ -286,6 +288,9 @@ func (tg *target) attacks() []attack {
 		{name: "OPTIONS *", method: "OPTIONS", path: "*", body: []byte{}, status: 404, want: "no endpoint"},
 		{name: "CONNECT", method: "CONNECT", path: tg.host, body: []byte{}, status: 404, want: "no endpoint"},
 		{name: "request line over 64 KiB", path: "/" + strings.Repeat("a", 70<<10), status: 431, plain: true},
+		{name: "header over 64 KiB", header: []string{"X-Pad: " + strings.Repeat("p", 70<<10)}, status: 431, plain: true},
+		{name: "two Host headers", header: []string{"Host: evil.example"}, status: 400, plain: true},
+		{name: "two Content-Length headers", header: []string{"Content-Length: 2"}, status: 400, plain: true},
 		{name: "long id", method: "GET", path: "/job/" + strings.Repeat("a", 8<<10), body: []byte{}, status: 400, want: "not a job id"},
 		// Ids.
 		{name: "id too short", method: "GET", path: "/job/abcde", body: []byte{}, status: 400, want: "too short"},
