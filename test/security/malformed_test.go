@@ -392,13 +392,17 @@ func (tg *target) send(a attack) (int, http.Header, []byte, error) {
 	}
 	h.WriteString("Connection: close\r\n\r\n")
 	// The body goes out while the answer is read: a refusal may come
-	// before the server has read it all.
+	// before the server has read it all. A plain body goes in the same
+	// write as the headers, so a small request reaches the server whole
+	// and its first read takes all of it: net/http closes at once after
+	// some refusals (400 on framing, 501), and a close with request bytes
+	// still unread sends a reset that can destroy the answer in flight.
 	go func() {
-		if _, err := conn.Write(h.Bytes()); err != nil {
+		if !a.chunked {
+			conn.Write(append(h.Bytes(), a.body...))
 			return
 		}
-		if !a.chunked {
-			conn.Write(a.body)
+		if _, err := conn.Write(h.Bytes()); err != nil {
 			return
 		}
 		for rest := a.body; len(rest) > 0; {
