@@ -4,7 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
-	"github.com/ttkit/ttkit/queued/api"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ttkit/ttkit/queued/api"
 	"github.com/ttkit/ttkit/queued/scheduler"
 	"github.com/ttkit/ttkit/queued/store"
 )
@@ -532,4 +533,41 @@ func TestAPI_PersistenceFailureInjected(t *testing.T) {
 		t.Fatalf("after recovery %+v", j)
 	}
 	d.result(d.queue("1", "true").JobID)
+}
+
+// TestAPI_DeclaredBodyTooLarge sends only the headers of a request whose
+// Content-Length is over the limit: the 413 must come back at once, before
+// the daemon waits for a body that may never come, and nothing is queued.
+func TestAPI_DeclaredBodyTooLarge(t *testing.T) {
+	t.Parallel()
+	d := start(t, options{api: func(c *Config) { c.MaxRequestBytes = 4096 }})
+	addr := strings.TrimPrefix(d.url, "http://")
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.SetDeadline(time.Now().Add(10 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(c, "POST /queue HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n",
+		addr, d.token)
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("no answer before the body was sent: %v", err)
+	}
+	defer resp.Body.Close()
+	msg, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(msg), "100000 bytes declared") {
+		t.Fatalf("%d %s", resp.StatusCode, msg)
+	}
+	st, err := d.client.Status(d.ctx())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, card := range st.Cards {
+		if card.Current != nil || len(card.Pending) != 0 {
+			t.Fatalf("card %s has work after a refused request: %+v", card.DeviceID, card)
+		}
+	}
 }

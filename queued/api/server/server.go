@@ -162,6 +162,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusUnsupportedMediaType, "POST bodies must be JSON with Content-Type: application/json")
 			return
 		}
+		// A declared length over the limit is refused before a byte of the
+		// body is read; a body that lies about its length, or is chunked,
+		// is cut off by MaxBytesReader as it is read.
+		if r.ContentLength > s.cfg.MaxRequestBytes {
+			w.Header().Set("Connection", "close")
+			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("%v: %d bytes declared, the limit is %d bytes (TT_DEVICE_MAX_REQUEST_BYTES)",
+				errBodyTooLarge, r.ContentLength, s.cfg.MaxRequestBytes))
+			return
+		}
 		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxRequestBytes)
 	}
 	sl := &slot{s: s}

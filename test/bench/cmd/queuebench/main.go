@@ -28,8 +28,6 @@ import (
 	"strings"
 	"time"
 
-	"net/http"
-
 	"github.com/ttkit/ttkit/test/stress/queuedproc"
 )
 
@@ -54,10 +52,6 @@ func main() {
 	if *short {
 		c.jobs, c.runs, c.dispatchSamples = 200, 1, 20
 	}
-	// The clients share http.DefaultTransport: keep a connection per
-	// client, as separate CLI processes would each have one.
-	http.DefaultTransport.(*http.Transport).MaxIdleConnsPerHost = 2 * c.clients
-
 	code, err := run(c)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "queuebench:", err)
