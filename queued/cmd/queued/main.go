@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -25,6 +26,7 @@ import (
 	"github.com/ttkit/ttkit/queued/config"
 	"github.com/ttkit/ttkit/queued/scheduler"
 	"github.com/ttkit/ttkit/queued/store"
+	"github.com/ttkit/ttkit/queued/telemetry"
 )
 
 // cli holds the flags. Pointer fields are nil unless given, so a flag
@@ -59,7 +61,7 @@ func main() {
 	var c cli
 	kong.Parse(&c,
 		kong.Name("queued"),
-		kong.Description("The tt-device-queue daemon: one FIFO job queue per Tenstorrent card, served over HTTP on loopback.\n\n"+envHelp()),
+		kong.Description("The tt-device-queue daemon: one FIFO job queue per Tenstorrent card, served over HTTP on loopback.\n\n"+envHelp()+metricsHelp),
 		kong.UsageOnError(),
 	)
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
@@ -77,6 +79,47 @@ func envHelp() string {
 		fmt.Fprintf(&b, "  %s\n      %s Default: %s.\n", s.Env, s.Help, s.Default)
 	}
 	return b.String()
+}
+
+// metricsHelp says how to export the daemon's own metrics.
+const metricsHelp = `
+Metrics (OpenTelemetry, over OTLP/HTTP; off unless an endpoint is set):
+
+  OTEL_EXPORTER_OTLP_ENDPOINT
+      Base URL of an OTLP/HTTP receiver, such as otelcol-tt's: http://127.0.0.1:4318.
+  OTEL_EXPORTER_OTLP_METRICS_ENDPOINT
+      Full URL for metrics alone, used as given (ending in /v1/metrics).
+  OTEL_METRIC_EXPORT_INTERVAL
+      Milliseconds between exports. Default: 60000.
+  OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES
+      Override service.name (queued) and add resource attributes.
+`
+
+// buildVersion is the module version, else the VCS revision, for the
+// service.version of the daemon's metrics.
+func buildVersion() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	if v := bi.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	var rev, dirty string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = "-dirty"
+			}
+		}
+	}
+	if rev == "" {
+		return "devel"
+	}
+	return rev[:min(len(rev), 12)] + dirty
 }
 
 // configure merges environment and flags.
@@ -216,6 +259,24 @@ func run(c cli, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	metrics, err := telemetry.Setup(context.Background(), buildVersion(), log)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		// After the scheduler's Stop (deferred later, so run earlier): the
+		// jobs it interrupted are in the last export.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := metrics.Shutdown(ctx); err != nil {
+			log.Warn("last metrics export", "err", err)
+		}
+	}()
+	if metrics.Enabled() {
+		log.Info("exporting metrics over OTLP/HTTP", "endpoint", metrics.Endpoint)
+	} else {
+		log.Info("metrics are not exported; set OTEL_EXPORTER_OTLP_ENDPOINT (otelcol-tt: http://127.0.0.1:4318) to send them")
+	}
 	st, err := store.Open(cfg.StateDir, store.Options{})
 	if err != nil {
 		return err
@@ -230,6 +291,7 @@ func run(c cli, log *slog.Logger) error {
 		DefaultTimeout: cfg.DefaultTimeout, MaxQueued: cfg.MaxQueued, MaxLogBytes: cfg.MaxLogBytes,
 		KillGrace: cfg.KillGrace, RetentionDays: cfg.RetentionDays, MaxCompleted: cfg.MaxCompleted, Logger: log,
 		Controls: controls(cfg, log), DriverPath: cfg.DriverPath, WaitForeign: cfg.WaitForeign,
+		MeterProvider: metrics,
 	})
 	if err != nil {
 		return err

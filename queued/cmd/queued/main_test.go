@@ -44,11 +44,12 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// env is the test's environment without any TT_ variable, plus extra.
+// env is the test's environment without any TT_ or OTEL_ variable, plus
+// extra.
 func env(extra ...string) []string {
 	var out []string
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "TT_") {
+		if !strings.HasPrefix(kv, "TT_") && !strings.HasPrefix(kv, "OTEL_") {
 			out = append(out, kv)
 		}
 	}
