@@ -115,6 +115,15 @@ func (m *metrics) register(s *Scheduler) error {
 	if err != nil {
 		return fmt.Errorf("creating metric %s: %w", MetricPersistFailing, err)
 	}
+	// Counters start at 0 so the series exist before the first event, and
+	// increase() in PromQL sees that first event too.
+	ctx := context.Background()
+	m.persistFail.Add(ctx, 0)
+	for _, id := range s.order {
+		for _, result := range []string{ResultOK, ResultFailed} {
+			m.resets.Add(ctx, 0, metric.WithAttributeSet(attribute.NewSet(attribute.Int("card", id), attribute.String("result", result))))
+		}
+	}
 	cardAttrs := map[int]metric.MeasurementOption{}
 	stateAttrs := map[int][]metric.MeasurementOption{}
 	for _, id := range s.order {

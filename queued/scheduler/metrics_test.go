@@ -60,9 +60,6 @@ func (r readings) gauge(t *testing.T, name string, kv ...attribute.KeyValue) flo
 func (r readings) counter(t *testing.T, name string, kv ...attribute.KeyValue) int64 {
 	t.Helper()
 	want := attribute.NewSet(kv...)
-	if r[name] == nil {
-		return 0 // nothing counted yet
-	}
 	s, ok := r[name].(metricdata.Sum[int64])
 	if !ok {
 		t.Fatalf("%s is %T", name, r[name])
@@ -75,6 +72,7 @@ func (r readings) counter(t *testing.T, name string, kv ...attribute.KeyValue) i
 			return p.Value
 		}
 	}
+	t.Fatalf("%s has no point %v (counters start at 0)", name, want.Encoded(attribute.DefaultEncoder()))
 	return 0
 }
 

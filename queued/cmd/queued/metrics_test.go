@@ -119,12 +119,13 @@ func TestQueued_MetricsReachAnOTLPReceiver(t *testing.T) {
 		depth1, found1 := s.Gauge(scheduler.MetricDepth, otlptest.Attrs{"card": "1"})
 		age, _ := s.Gauge(scheduler.MetricRunningAge, card0())
 		failing, foundFailing := s.Gauge(scheduler.MetricPersistFailing, otlptest.Attrs{})
-		_, anyFailure := s.Sum(scheduler.MetricPersistFailures, otlptest.Attrs{})
-		return check(resetOK == 1 && resetFailed == 1, "reset counts") &&
+		failures, foundFailures := s.Sum(scheduler.MetricPersistFailures, otlptest.Attrs{})
+		resetFailed0, _ := s.Sum(scheduler.MetricResets, card0("result", "failed"))
+		return check(resetOK == 1 && resetFailed == 1 && resetFailed0 == 0, "reset counts") &&
 			check(dead == 1 && healthy == 1 && resetting == 0, "card states") &&
 			check(depth0 == 2 && found1 && depth1 == 0, "queue depths") &&
 			check(age > 0, "running age") &&
-			check(foundFailing && failing == 0 && !anyFailure, "persistence")
+			check(foundFailing && failing == 0 && foundFailures && failures == 0, "persistence")
 	})
 	if err != nil {
 		t.Fatalf("%v; last unmet: %s", err, why)
