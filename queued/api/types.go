@@ -54,6 +54,9 @@ type QueueResponse struct {
 	// Position is 1 for the next job to start on the card.
 	Position         int     `json:"position"`
 	EstimatedWaitSec float64 `json:"estimated_wait_sec"`
+	// EstimatedRunSec is how long the whole job (every repeat) is
+	// expected to run, learned from the card's history.
+	EstimatedRunSec float64 `json:"estimated_run_sec"`
 }
 
 // KillRequest is the body of POST /kill.
@@ -154,6 +157,10 @@ type Job struct {
 	EstimatedWaitSec float64 `json:"estimated_wait_sec,omitempty"`
 	// EstimatedRemainingSec is set while running.
 	EstimatedRemainingSec float64 `json:"estimated_remaining_sec,omitempty"`
+	// EstimatedRunSec, set while queued or running, is how long the whole
+	// job (every repeat) is expected to run, learned from the card's
+	// history.
+	EstimatedRunSec float64 `json:"estimated_run_sec,omitempty"`
 
 	SubmittedAt time.Time  `json:"submitted_at"`
 	StartedAt   *time.Time `json:"started_at,omitempty"`
@@ -194,10 +201,13 @@ type JobSummary struct {
 	Position int `json:"position,omitempty"`
 	// EstimatedWaitSec is the expected wait (queued) or remaining run
 	// time (running).
-	EstimatedWaitSec float64    `json:"estimated_wait_sec"`
-	SubmittedAt      time.Time  `json:"submitted_at"`
-	StartedAt        *time.Time `json:"started_at,omitempty"`
-	PID              int        `json:"pid,omitempty"`
+	EstimatedWaitSec float64 `json:"estimated_wait_sec"`
+	// EstimatedRunSec is how long the whole job (every repeat) is
+	// expected to run.
+	EstimatedRunSec float64    `json:"estimated_run_sec"`
+	SubmittedAt     time.Time  `json:"submitted_at"`
+	StartedAt       *time.Time `json:"started_at,omitempty"`
+	PID             int        `json:"pid,omitempty"`
 }
 
 // Status answers GET /status.

@@ -40,7 +40,7 @@ func jobFields(j api.Job, now time.Time) fields {
 	f.add("card", "%s", j.DeviceID)
 	switch j.State {
 	case "queued":
-		f.add("state", "queued: position %d, estimated wait %s", j.Position, fmtSeconds(j.EstimatedWaitSec))
+		f.add("state", "queued: position %d, estimated wait %s, then about %s to run", j.Position, fmtSeconds(j.EstimatedWaitSec), fmtSeconds(j.EstimatedRunSec))
 	case "running":
 		s := "running"
 		if j.StartedAt != nil {

@@ -571,3 +571,46 @@ func TestAPI_DeclaredBodyTooLarge(t *testing.T) {
 		}
 	}
 }
+
+// TestAPI_EstimatesOnTheWire checks that the scheduler's estimates reach
+// every answer that carries them: with no history a job is expected to
+// take scheduler.DefaultRunEstimate per repeat, and once the command has
+// run, its own (short) history takes over.
+func TestAPI_EstimatesOnTheWire(t *testing.T) {
+	t.Parallel()
+	d := start(t, options{})
+	def := scheduler.DefaultRunEstimate.Seconds()
+	gate, release := d.gate()
+	g := d.queue("0", gate)
+	d.waitOutput(g.JobID, "started")
+	q, err := d.client.Queue(d.ctx(), api.QueueRequest{Cmd: "true", Cwd: d.work, Repeat: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The gate has run a little, so the wait is just under one default run.
+	if q.Position != 1 || q.EstimatedRunSec != 2*def || q.EstimatedWaitSec <= 0 || q.EstimatedWaitSec > def {
+		t.Fatalf("queue response %+v", q)
+	}
+	if j, err := d.client.Job(d.ctx(), q.JobID); err != nil || j.EstimatedRunSec != 2*def || j.EstimatedWaitSec > q.EstimatedWaitSec {
+		t.Fatalf("queued job %+v, %v", j, err)
+	}
+	st, err := d.client.Status(d.ctx())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c0 := st.Cards[0]
+	if c0.Current == nil || c0.Current.EstimatedRunSec != def || len(c0.Pending) != 1 || c0.Pending[0].EstimatedRunSec != 2*def {
+		t.Fatalf("card 0 %+v", c0)
+	}
+	release()
+	d.result(q.JobID)
+	again, err := d.client.Queue(d.ctx(), api.QueueRequest{Cmd: "true", Cwd: d.work, Repeat: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// `true` takes milliseconds: its history now rules, not the default.
+	if again.EstimatedRunSec <= 0 || again.EstimatedRunSec >= def/2 {
+		t.Fatalf("estimate after history %+v", again)
+	}
+	d.result(again.JobID)
+}

@@ -35,8 +35,10 @@ func jobView(info scheduler.JobInfo) api.Job {
 	switch info.State {
 	case store.StateQueued:
 		j.EstimatedWaitSec = info.EstimatedWait.Seconds()
+		j.EstimatedRunSec = info.EstimatedRun.Seconds()
 	case store.StateRunning:
 		j.EstimatedRemainingSec = info.EstimatedWait.Seconds()
+		j.EstimatedRunSec = info.EstimatedRun.Seconds()
 		j.PID = info.PGID
 	}
 	return j
@@ -45,7 +47,7 @@ func jobView(info scheduler.JobInfo) api.Job {
 func summaryView(info scheduler.JobInfo) api.JobSummary {
 	return api.JobSummary{
 		ID: info.ID, Kind: string(info.Kind), Cmd: cut(info.Cmd, 200), ClientID: info.ClientID, Repeat: info.Repeat,
-		Position: info.Position, EstimatedWaitSec: info.EstimatedWait.Seconds(),
+		Position: info.Position, EstimatedWaitSec: info.EstimatedWait.Seconds(), EstimatedRunSec: info.EstimatedRun.Seconds(),
 		SubmittedAt: info.SubmittedAt.UTC(), StartedAt: timePtr(info.StartedAt), PID: info.PGID,
 	}
 }

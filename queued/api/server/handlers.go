@@ -37,7 +37,7 @@ func (s *Server) handleQueue(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Location", "/job/"+info.ID)
 	writeJSON(w, http.StatusCreated, api.QueueResponse{
 		JobID: info.ID, DeviceID: strconv.Itoa(info.Card()), State: string(info.State),
-		Position: info.Position, EstimatedWaitSec: info.EstimatedWait.Seconds(),
+		Position: info.Position, EstimatedWaitSec: info.EstimatedWait.Seconds(), EstimatedRunSec: info.EstimatedRun.Seconds(),
 	})
 }
 
