@@ -42,7 +42,8 @@ type Config struct {
 	// MaxRequestBytes bounds a request body (413 beyond).
 	MaxRequestBytes int64
 	// Workers bounds the handlers working at once; a long-poll gives its
-	// slot back while it waits.
+	// slot back while it waits, and a submission while its commit is
+	// made durable.
 	Workers int
 	// ExtraHosts are Host names accepted besides the loopback names; the
 	// daemon adds its listen address when told to bind a non-loopback one.
