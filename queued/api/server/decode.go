@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -77,98 +76,56 @@ func readObject(r *http.Request, known ...string) (map[string]json.RawMessage, e
 // lets the last of two equal keys win silently, so {"cmd":"ls","cmd":"rm"}
 // would run whichever a reader of the body did not expect. Keys are
 // compared after unescaping: "c\u006dd" is cmd. A body that is not one
-// JSON object is refused before any field is judged.
+// JSON object is refused before any field is judged: json.Valid judges it
+// first, and the walk (see scanner) then only finds the tokens.
 func decodeObject(body []byte, known []string) (map[string]json.RawMessage, error) {
-	notObject := fieldErr("body", "want one JSON object")
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber() // numbers stay text: 1e400 is valid JSON, not a float64 overflow
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return nil, notObject
+	if !json.Valid(body) {
+		return nil, invalidBody(body)
 	}
+	s := &scanner{b: body}
+	if s.peek() != '{' {
+		return nil, fieldErr("body", "want one JSON object")
+	}
+	s.i++
 	fields := make(map[string]json.RawMessage, len(known))
-	var refused error // the first bad field; reported once the body is known to be JSON
-	for dec.More() {
-		tok, err := dec.Token()
-		name, isKey := tok.(string)
-		if err != nil || !isKey {
-			return nil, notObject
+	for first := true; s.more(first); first = false {
+		k := s.key()
+		raw := s.value()
+		name, ok := knownName(known, k)
+		if !ok {
+			return nil, fieldErr(string(k), "unknown field (known: %s)", strings.Join(known, ", "))
 		}
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return nil, notObject
+		if _, twice := fields[name]; twice {
+			return nil, fieldErr(name, "given more than once")
 		}
-		if refused != nil {
-			continue
-		}
-		if !contains(known, name) {
-			refused = fieldErr(name, "unknown field (known: %s)", strings.Join(known, ", "))
-		} else if _, twice := fields[name]; twice {
-			refused = fieldErr(name, "given more than once")
-		} else if key, twice := repeatedKey(raw); twice {
-			refused = fieldErr(name, "key %s given more than once", strconv.Quote(cut(key, 64)))
+		if key, twice := scanRepeatedKey(raw); twice {
+			return nil, fieldErr(name, "key %s given more than once", strconv.Quote(cut(key, 64)))
 		}
 		fields[name] = raw
-	}
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('}') {
-		return nil, notObject
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, fieldErr("body", "unexpected data after the JSON object")
-	}
-	if refused != nil {
-		return nil, refused
 	}
 	return fields, nil
 }
 
-// repeatedKey returns the first key that appears twice in one object
-// anywhere inside raw, a value the decoder has already read whole (so it
-// is valid JSON no deeper than encoding/json's nesting limit).
-func repeatedKey(raw json.RawMessage) (string, bool) {
-	if t := jsonType(raw); t != "an object" && t != "an array" {
-		return "", false
+// invalidBody words the refusal of a body json.Valid refused: one JSON
+// object followed by anything is "unexpected data", everything else is
+// not one JSON object.
+func invalidBody(body []byte) error {
+	var first json.RawMessage
+	if err := json.NewDecoder(bytes.NewReader(body)).Decode(&first); err == nil && len(first) > 0 && first[0] == '{' {
+		return fieldErr("body", "unexpected data after the JSON object")
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	key, twice, _ := nextRepeatedKey(dec)
-	return key, twice
+	return fieldErr("body", "want one JSON object")
 }
 
-// nextRepeatedKey reads one value from dec, looking for a key repeated in
-// one of its objects; it stops at the first.
-func nextRepeatedKey(dec *json.Decoder) (key string, twice bool, err error) {
-	tok, err := dec.Token()
-	if err != nil {
-		return "", false, err
-	}
-	switch tok {
-	case json.Delim('{'):
-		seen := map[string]bool{}
-		for dec.More() {
-			tok, err := dec.Token()
-			if err != nil {
-				return "", false, err
-			}
-			k, _ := tok.(string)
-			if seen[k] {
-				return k, true, nil
-			}
-			seen[k] = true
-			if key, twice, err := nextRepeatedKey(dec); twice || err != nil {
-				return key, twice, err
-			}
+// knownName returns the entry of known equal to k, so a field's name is
+// not allocated for every request.
+func knownName(known []string, k []byte) (string, bool) {
+	for _, v := range known {
+		if v == string(k) {
+			return v, true
 		}
-	case json.Delim('['):
-		for dec.More() {
-			if key, twice, err := nextRepeatedKey(dec); twice || err != nil {
-				return key, twice, err
-			}
-		}
-	default:
-		return "", false, nil
 	}
-	_, err = dec.Token() // the closing delimiter
-	return "", false, err
+	return "", false
 }
 
 func contains(list []string, s string) bool {
@@ -208,8 +165,8 @@ func stringField(fields map[string]json.RawMessage, name string) (string, bool, 
 	if !ok || isNull(raw) {
 		return "", false, nil
 	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
+	s, err := stringValue(raw)
+	if err != nil {
 		return "", false, fieldErr(name, "want a string, got %s", jsonType(raw))
 	}
 	return s, true, nil
@@ -232,7 +189,17 @@ func intField(fields map[string]json.RawMessage, name string) (int64, bool, erro
 	return n, true, nil
 }
 
-var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+// isEnvName reports whether k is a shell variable name: letters, digits
+// and _, not starting with a digit.
+func isEnvName(k string) bool {
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if c != '_' && (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') && (i == 0 || c < '0' || c > '9') {
+			return false
+		}
+	}
+	return k != ""
+}
 
 // reservedEnv are set by the queue itself.
 var reservedEnv = []string{runner.JobEnvVar, scheduler.DeviceEnvVar}
@@ -282,8 +249,8 @@ func (s *Server) decodeQueue(r *http.Request) (scheduler.JobSpec, error) {
 	}
 
 	if raw, ok := fields["env"]; ok && !isNull(raw) {
-		var env map[string]string
-		if err := json.Unmarshal(raw, &env); err != nil {
+		env, ok := stringMap(raw)
+		if !ok {
 			if jsonType(raw) == "an object" {
 				return spec, fieldErr("env", "want string values")
 			}
@@ -296,7 +263,7 @@ func (s *Server) decodeQueue(r *http.Request) (scheduler.JobSpec, error) {
 		sort.Strings(names)
 		for _, k := range names {
 			switch v := env[k]; {
-			case !envName.MatchString(k):
+			case !isEnvName(k):
 				return spec, fieldErr("env", "%q is not a variable name (letters, digits, _; not starting with a digit)", k)
 			case contains(reservedEnv, k):
 				return spec, fieldErr("env", "%s is set by the queue", k)
