@@ -2,14 +2,11 @@ package security
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"go.uber.org/goleak"
 
 	"github.com/ttkit/ttkit/queued/api"
 	"github.com/ttkit/ttkit/queued/store"
@@ -19,28 +16,7 @@ import (
 // queuedBin is the daemon under test, built once by TestMain.
 var queuedBin string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "queued-security-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	queuedBin, err = queuedproc.Build(dir)
-	if err != nil {
-		os.RemoveAll(dir)
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(queuedproc.RunTests(m, &queuedBin)) }
 
 // Jobs stored before the daemon starts: two whose ids share the prefix
 // "abcdef" (so that prefix is ambiguous) and one more, all finished.

@@ -3,14 +3,10 @@
 package stress
 
 import (
-	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
-
-	"go.uber.org/goleak"
 
 	"github.com/ttkit/ttkit/test/stress/queuedproc"
 )
@@ -18,31 +14,7 @@ import (
 // queuedBin is the daemon under test, built once by TestMain.
 var queuedBin string
 
-func TestMain(m *testing.M) {
-	// 64 clients in one process share http.DefaultTransport; let it keep
-	// a connection per client, as 64 separate CLI processes would have.
-	http.DefaultTransport.(*http.Transport).MaxIdleConnsPerHost = 128
-	dir, err := os.MkdirTemp("", "queued-stress-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	queuedBin, err = queuedproc.Build(dir)
-	if err != nil {
-		os.RemoveAll(dir)
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(queuedproc.RunTests(m, &queuedBin)) }
 
 // start runs a daemon on a fresh state directory and stops it at the end
 // of the test; the daemon's log is printed when the test fails.
