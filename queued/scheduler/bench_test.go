@@ -114,6 +114,34 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// heldCard starts a scheduler with card 0 held by a long job, on a real
+// bbolt store on tmpfs where there is one, so the fsync does not drown
+// what the submission benchmarks measure. It returns the scheduler and
+// the directory jobs run in; both are cleaned up with b.
+func heldCard(b *testing.B, maxQueued int) (*Scheduler, string) {
+	b.Helper()
+	dir := b.TempDir()
+	if d, err := os.MkdirTemp("/dev/shm", "queued-bench-"); err == nil {
+		dir = d
+		b.Cleanup(func() { os.RemoveAll(d) })
+	}
+	st, err := store.Open(dir, store.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	s, err := New(Options{Store: st, Devices: []int{0}, OutputDir: filepath.Join(dir, "output"),
+		MaxQueued: maxQueued, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(s.Stop)
+	if _, err := s.Submit(JobSpec{Card: 0, Cmd: "exec sleep 1000", Cwd: dir}); err != nil {
+		b.Fatal(err)
+	}
+	return s, dir
+}
+
 // BenchmarkSubmitDeepQueue measures one Submit behind queues of different
 // depths on a held card, so its cost can be compared across depths: the
 // answer's position and wait come from running sums, not a walk of the
@@ -123,27 +151,7 @@ func cpuTime() time.Duration {
 func BenchmarkSubmitDeepQueue(b *testing.B) {
 	for _, depth := range []int{10, 100, 1000} {
 		b.Run(fmt.Sprintf("depth=%d", depth), func(b *testing.B) {
-			dir := b.TempDir()
-			if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
-				if d, err := os.MkdirTemp("/dev/shm", "queued-bench-"); err == nil {
-					dir = d
-					b.Cleanup(func() { os.RemoveAll(d) })
-				}
-			}
-			st, err := store.Open(dir, store.Options{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer st.Close()
-			s, err := New(Options{Store: st, Devices: []int{0}, OutputDir: filepath.Join(dir, "output"),
-				MaxQueued: depth + 2, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer s.Stop()
-			if _, err := s.Submit(JobSpec{Card: 0, Cmd: "exec sleep 1000", Cwd: dir}); err != nil {
-				b.Fatal(err)
-			}
+			s, dir := heldCard(b, depth+2)
 			cmds := []string{"python3 a.py", "python3 b.py", "make test"}
 			for i := range depth {
 				if _, err := s.Submit(JobSpec{Card: 0, Cmd: cmds[i%3], Cwd: dir, Repeat: 1 + i%2}); err != nil {
@@ -176,25 +184,7 @@ func BenchmarkSubmitDeepQueue(b *testing.B) {
 // longer at the tail; the answer walks back only over the jobs submitted
 // meanwhile. The store is a real bbolt file, on tmpfs where there is one.
 func BenchmarkSubmit64DeepQueue(b *testing.B) {
-	dir := b.TempDir()
-	if d, err := os.MkdirTemp("/dev/shm", "queued-bench-"); err == nil {
-		dir = d
-		b.Cleanup(func() { os.RemoveAll(d) })
-	}
-	st, err := store.Open(dir, store.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
-	s, err := New(Options{Store: st, Devices: []int{0}, OutputDir: filepath.Join(dir, "output"),
-		MaxQueued: 1 << 30, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Stop()
-	if _, err := s.Submit(JobSpec{Card: 0, Cmd: "exec sleep 1000", Cwd: dir}); err != nil {
-		b.Fatal(err)
-	}
+	s, dir := heldCard(b, 1<<30)
 	for i := range 900 {
 		if _, err := s.Submit(JobSpec{Card: 0, Cmd: fmt.Sprint("job ", i%7), Cwd: dir}); err != nil {
 			b.Fatal(err)

@@ -51,14 +51,14 @@ func newCard(id int) *card {
 // push appends a job to the tail of the queue.
 func (c *card) push(j *job) {
 	c.queue = append(c.queue, j)
-	c.est.enqueue(j.key, max(j.rec.Repeat, 1))
+	c.est.enqueue(j.key, j.repeats())
 }
 
 // pushFront puts a job at the head of the queue: a reset, or a job whose
 // start was undone.
 func (c *card) pushFront(j *job) {
 	c.queue = append([]*job{j}, c.queue...)
-	c.est.enqueue(j.key, max(j.rec.Repeat, 1))
+	c.est.enqueue(j.key, j.repeats())
 }
 
 // pop removes the head of the queue.
@@ -66,7 +66,7 @@ func (c *card) pop() *job {
 	j := c.queue[0]
 	c.queue[0] = nil
 	c.queue = c.queue[1:]
-	c.est.dequeue(j.key, max(j.rec.Repeat, 1))
+	c.est.dequeue(j.key, j.repeats())
 	return j
 }
 
@@ -75,7 +75,7 @@ func (c *card) remove(j *job) bool {
 	for i, q := range c.queue {
 		if q == j {
 			c.queue = append(c.queue[:i], c.queue[i+1:]...)
-			c.est.dequeue(j.key, max(j.rec.Repeat, 1))
+			c.est.dequeue(j.key, j.repeats())
 			return true
 		}
 	}
@@ -260,7 +260,7 @@ func (s *Scheduler) run(c *card, j *job) (done []*job, recs []store.Job) {
 			return
 		}
 		rec := finishRecord(j.rec, res, j.reason, ls, now)
-		c.learn(j, &rec)
+		c.learn(j.key, &rec)
 		s.met.jobEnded(&rec)
 		done, recs = []*job{j}, []store.Job{rec}
 	}()

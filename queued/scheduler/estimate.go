@@ -216,16 +216,16 @@ func learnable(rec *store.Job) (time.Duration, bool) {
 	return 0, false
 }
 
-// learn records a done job's run, if it teaches anything.
-func (c *card) learn(j *job, rec *store.Job) {
+// learn records a done run of command k, if it teaches anything.
+func (c *card) learn(k cmdKey, rec *store.Job) {
 	if d, ok := learnable(rec); ok {
-		c.est.observe(j.key, d, rec.Kind != store.KindReset)
+		c.est.observe(k, d, rec.Kind != store.KindReset)
 	}
 }
 
 // runEstimate is the expected run time of a whole job.
 func (c *card) runEstimate(j *job) time.Duration {
-	return c.est.iteration(j.key) * time.Duration(max(j.rec.Repeat, 1))
+	return c.est.iteration(j.key) * time.Duration(j.repeats())
 }
 
 // remaining is the expected time until a running job ends.
@@ -258,12 +258,8 @@ func (c *card) tailWait(now time.Time) time.Duration {
 func (s *Scheduler) seed(recs []store.Job) {
 	for i := len(recs) - 1; i >= 0; i-- {
 		rec := &recs[i]
-		c := s.cards[rec.Card()]
-		if c == nil {
-			continue
-		}
-		if d, ok := learnable(rec); ok {
-			c.est.observe(keyOf(rec.Cmd), d, rec.Kind != store.KindReset)
+		if c := s.cards[rec.Card()]; c != nil {
+			c.learn(keyOf(rec.Cmd), rec)
 		}
 	}
 }

@@ -73,37 +73,40 @@ func faultScenario(t *testing.T, n int) (writes int, fired string) {
 		}
 		return strings.Count(string(data), "x")
 	}
-	var acked []string
-	submit := func(i int, spec JobSpec) JobInfo {
-		t.Helper()
-		spec.Cmd = fmt.Sprintf("echo x >> %s; %s", marker(i), spec.Cmd)
-		spec.Cwd = b.work
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			info, err := b.s.Submit(spec)
-			if err == nil {
-				acked = append(acked, info.ID)
-				return info
-			}
-			if !errors.Is(err, ErrPersistence) || time.Now().After(deadline) {
-				t.Fatalf("submit %d: %v", i, err)
-			}
-			time.Sleep(2 * time.Millisecond) // a client's retry after 503
-		}
-	}
-	kill := func(id string) {
+	// retry calls op until the store takes it, as a client retries after
+	// a 503; any other error ends the test.
+	retry := func(what string, op func() error) {
 		t.Helper()
 		deadline := time.Now().Add(30 * time.Second)
 		for {
-			_, err := b.s.Kill(id)
+			err := op()
 			if err == nil {
 				return
 			}
 			if !errors.Is(err, ErrPersistence) || time.Now().After(deadline) {
-				t.Fatalf("kill %s: %v", id[:6], err)
+				t.Fatalf("%s: %v", what, err)
 			}
 			time.Sleep(2 * time.Millisecond)
 		}
+	}
+	var acked []string
+	submit := func(i int, spec JobSpec) (info JobInfo) {
+		t.Helper()
+		spec.Cmd = fmt.Sprintf("echo x >> %s; %s", marker(i), spec.Cmd)
+		spec.Cwd = b.work
+		retry(fmt.Sprintf("submit %d", i), func() (err error) {
+			info, err = b.s.Submit(spec)
+			return err
+		})
+		acked = append(acked, info.ID)
+		return info
+	}
+	kill := func(id string) {
+		t.Helper()
+		retry("kill "+id[:6], func() error {
+			_, err := b.s.Kill(id)
+			return err
+		})
 	}
 
 	type want struct {

@@ -57,6 +57,10 @@ func newKeyedJob(rec store.Job, key cmdKey, durable bool) *job {
 	return &job{rec: rec, key: key, durable: durable, stop: make(chan struct{}), changed: make(chan struct{})}
 }
 
+// repeats is how many iterations the job runs; a record stored before
+// Repeat was always set says 0, which means 1.
+func (j *job) repeats() int { return max(j.rec.Repeat, 1) }
+
 // notify wakes everyone waiting for this job to change.
 func (j *job) notify() {
 	close(j.changed)

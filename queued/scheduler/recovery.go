@@ -110,7 +110,7 @@ func (s *Scheduler) finishResetLocked(c *card, j *job, r recovery, ls runner.Log
 		}
 		c.dead = nil
 		c.state = Healthy
-		c.learn(j, &rec)
+		c.learn(j.key, &rec)
 		s.met.resetEnded(c.id, true)
 		return []*job{j}, []store.Job{rec}
 	}
@@ -127,7 +127,7 @@ func (s *Scheduler) finishResetLocked(c *card, j *job, r recovery, ls runner.Log
 		c.dead.reason = "reset " + rec.ID + " failed: " + r.detail
 	}
 	c.state = Dead
-	c.learn(j, &rec)
+	c.learn(j.key, &rec)
 	s.met.resetEnded(c.id, false)
 	s.log.Error("card is dead: recovery failed; its queued jobs fail, other cards continue", "card", c.id, "reset", rec.ID, "detail", r.detail)
 	done, recs := s.drainLocked(c, now)
@@ -147,7 +147,7 @@ func (s *Scheduler) drainLocked(c *card, now time.Time) ([]*job, []store.Job) {
 			keep = append(keep, q)
 			continue
 		}
-		c.est.dequeue(q.key, max(q.rec.Repeat, 1))
+		c.est.dequeue(q.key, q.repeats())
 		s.queued--
 		q.ending = true
 		done = append(done, q)

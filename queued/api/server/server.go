@@ -168,7 +168,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// is cut off by MaxBytesReader as it is read.
 		if r.ContentLength > s.cfg.MaxRequestBytes {
 			w.Header().Set("Connection", "close")
-			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("%v: %d bytes declared, the limit is %d bytes (TT_DEVICE_MAX_REQUEST_BYTES)",
+			s.fail(w, r, fmt.Errorf("%w: %d bytes declared, the limit is %d bytes (TT_DEVICE_MAX_REQUEST_BYTES)",
 				errBodyTooLarge, r.ContentLength, s.cfg.MaxRequestBytes))
 			return
 		}
