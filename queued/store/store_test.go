@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -212,6 +213,41 @@ func TestPrune_ByAgeAndCount(t *testing.T) {
 	}
 	if _, err := s.Job(all[10].ID); err != nil {
 		t.Fatalf("queued job pruned: %v", err)
+	}
+}
+
+// TestOpen_GrowsOnceAndSparse: a new store takes its file size in one
+// step, so a thousand submissions never wait for the file to grow, and
+// the pages it has not written take no disk space.
+func TestOpen_GrowsOnceAndSparse(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir)
+	path := filepath.Join(dir, FileName)
+	size := func() (apparent, used int64) {
+		t.Helper()
+		var st syscall.Stat_t
+		if err := syscall.Stat(path, &st); err != nil {
+			t.Fatal(err)
+		}
+		return st.Size, st.Blocks * 512
+	}
+	first, _ := size()
+	if first != initialMmapSize {
+		t.Fatalf("new store file is %d bytes, want %d", first, initialMmapSize)
+	}
+	jobs := make([]Job, 1000)
+	for i := range jobs {
+		jobs[i] = job(uint64(i+1), StateQueued)
+	}
+	if err := s.Put(jobs...); err != nil {
+		t.Fatal(err)
+	}
+	apparent, used := size()
+	if apparent != first {
+		t.Errorf("file grew from %d to %d bytes within 1000 jobs", first, apparent)
+	}
+	if used > initialMmapSize/4 {
+		t.Errorf("file uses %d bytes of disk for 1000 jobs; the unwritten part should be a hole", used)
 	}
 }
 
