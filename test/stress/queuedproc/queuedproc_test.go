@@ -56,3 +56,29 @@ func TestGate(t *testing.T) {
 		t.Fatalf("gate job: %v", err)
 	}
 }
+
+func TestReadHostCPU(t *testing.T) {
+	a, err := ReadHostCPU()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Burn a little CPU so the counters move.
+	for deadline := time.Now().Add(30 * time.Millisecond); time.Now().Before(deadline); {
+	}
+	b, err := ReadHostCPU()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.total < a.total || b.steal < a.steal {
+		t.Fatalf("counters went back: %+v then %+v", a, b)
+	}
+	if s := b.StealSince(a); s < 0 || s > 1 {
+		t.Errorf("steal share %v outside [0, 1]", s)
+	}
+	if s := a.StealSince(a); s != 0 {
+		t.Errorf("steal over no time = %v, want 0", s)
+	}
+	if s := (HostCPU{total: 200, steal: 50}).StealSince(HostCPU{total: 100, steal: 25}); s != 0.25 {
+		t.Errorf("steal of 25 in 100 = %v, want 0.25", s)
+	}
+}

@@ -20,6 +20,9 @@ type drainResult struct {
 	cpu, cpuSubmit time.Duration
 	childCPU       time.Duration
 	peakRSS        int64
+	// stealSubmit and stealDrain are the shares of the machine's CPU the
+	// hypervisor gave elsewhere during the storm and the drain.
+	stealSubmit, stealDrain float64
 }
 
 // startQueued runs a daemon with its own state directory under c.work.
@@ -60,11 +63,11 @@ func ourDrain(c config, run int) (drainResult, error) {
 	if err != nil {
 		return r, err
 	}
-	t0 := time.Now()
+	t0, steal := time.Now(), queuedproc.StartSteal()
 	subs, err := queuedproc.Storm(ctx, d, c.clients, c.jobs, func(int) api.QueueRequest {
 		return api.QueueRequest{Cmd: "/bin/true", Cwd: work}
 	})
-	r.submit = time.Since(t0)
+	r.submit, r.stealSubmit = time.Since(t0), steal.Stop()
 	if err != nil {
 		return r, err
 	}
@@ -80,14 +83,14 @@ func ourDrain(c config, run int) (drainResult, error) {
 	if err != nil {
 		return r, err
 	}
-	t1 := time.Now()
+	t1, steal := time.Now(), queuedproc.StartSteal()
 	if err := gate.Open(ctx); err != nil {
 		return r, err
 	}
 	if _, err := cl.WaitResult(ctx, last); err != nil {
 		return r, err
 	}
-	r.drain = time.Since(t1)
+	r.drain, r.stealDrain = time.Since(t1), steal.Stop()
 	u2, err := d.Usage()
 	if err != nil {
 		return r, err
@@ -114,10 +117,18 @@ func ourDrain(c config, run int) (drainResult, error) {
 
 type dispatchResult struct {
 	median, p90, floor, recorded time.Duration
+	steal                        float64
 }
 
+// dispatchProbe is the job the dispatch figure times: its first command
+// writes the wall clock as bash sees it once the process has started
+// ($EPOCHREALTIME, microseconds, no second process), so the figure is
+// submission to process start plus bash's own start-up, nothing the job
+// does later.
+func dispatchProbe(out string) string { return "echo $EPOCHREALTIME > " + out }
+
 // ourDispatch submits jobs one at a time to an idle card; each writes the
-// wall clock at its first instruction. The floor is the same program
+// wall clock at its first command. The floor is the same program
 // spawned from Go.
 func ourDispatch(c config) (dispatchResult, error) {
 	var r dispatchResult
@@ -131,10 +142,11 @@ func ourDispatch(c config) (dispatchResult, error) {
 	cl := d.Client()
 	defer cl.Close()
 	var lat, floor, recorded []time.Duration
+	steal := queuedproc.StartSteal()
 	for i := range c.dispatchSamples + 1 {
 		out := filepath.Join(work, "t"+strconv.Itoa(i))
 		t0 := time.Now()
-		resp, err := cl.Queue(ctx, api.QueueRequest{Cmd: "date +%s%N > " + out, Cwd: work, DeviceID: "1"})
+		resp, err := cl.Queue(ctx, api.QueueRequest{Cmd: dispatchProbe(out), Cwd: work, DeviceID: "1"})
 		if err != nil {
 			return r, err
 		}
@@ -142,7 +154,7 @@ func ourDispatch(c config) (dispatchResult, error) {
 		if err != nil {
 			return r, err
 		}
-		started, err := readNanos(out)
+		started, err := readClock(out)
 		if err != nil {
 			return r, err
 		}
@@ -155,10 +167,10 @@ func ourDispatch(c config) (dispatchResult, error) {
 		}
 
 		t0 = time.Now()
-		if err := exec.Command("bash", "-c", "date +%s%N > "+out).Run(); err != nil {
+		if err := exec.Command("bash", "-c", dispatchProbe(out)).Run(); err != nil {
 			return r, err
 		}
-		started, err = readNanos(out)
+		started, err = readClock(out)
 		if err != nil {
 			return r, err
 		}
@@ -166,19 +178,25 @@ func ourDispatch(c config) (dispatchResult, error) {
 	}
 	r.median, r.p90 = queuedproc.Percentile(lat, 50), queuedproc.Percentile(lat, 90)
 	r.floor, r.recorded = queuedproc.Percentile(floor, 50), queuedproc.Percentile(recorded, 50)
+	r.steal = steal.Stop()
 	return r, nil
 }
 
-func readNanos(path string) (time.Time, error) {
+// readClock reads the "seconds.microseconds" a dispatch probe wrote.
+func readClock(path string) (time.Time, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return time.Time{}, err
 	}
-	n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("reading %s: %w", path, err)
+	text := strings.TrimSpace(string(b))
+	// bash writes the locale's decimal point.
+	sec, frac, ok := strings.Cut(strings.Replace(text, ",", ".", 1), ".")
+	s, err1 := strconv.ParseInt(sec, 10, 64)
+	us, err2 := strconv.ParseInt(frac, 10, 64)
+	if !ok || len(frac) != 6 || err1 != nil || err2 != nil {
+		return time.Time{}, fmt.Errorf("reading %s: %q is not bash's $EPOCHREALTIME (is the job shell bash 5?)", path, text)
 	}
-	return time.Unix(0, n), nil
+	return time.Unix(s, us*1000), nil
 }
 
 type memResult struct {
@@ -238,6 +256,7 @@ type curvePoint struct {
 	rate     float64
 	p50, p99 time.Duration
 	cpu      time.Duration // server CPU per submission
+	steal    float64
 }
 
 // ourSubmitCurve submits c.jobs jobs behind a gate at several client
@@ -271,11 +290,12 @@ func ourSubmitCurve(c config) ([]curvePoint, error) {
 			if err != nil {
 				return p, err
 			}
-			t0 := time.Now()
+			t0, steal := time.Now(), queuedproc.StartSteal()
 			subs, err := queuedproc.Storm(ctx, d, clients, c.jobs, func(int) api.QueueRequest {
 				return api.QueueRequest{Cmd: "/bin/true", Cwd: work}
 			})
 			el := time.Since(t0)
+			p.steal = steal.Stop()
 			if err != nil {
 				return p, err
 			}
