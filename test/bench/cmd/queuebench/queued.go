@@ -36,29 +36,61 @@ func startQueued(c config, name string, env ...string) (*queuedproc.Daemon, stri
 	return d, filepath.Join(dir, "work"), err
 }
 
+// gated is a fresh daemon whose card 0 is held by a running gate job, the
+// starting point of every storm.
+type gated struct {
+	d    *queuedproc.Daemon
+	cl   *api.Client
+	work string
+	gate *queuedproc.Gate
+}
+
+// startGated starts a daemon (see startQueued) and waits until the gate
+// job runs on card 0. Close stops the daemon.
+func startGated(ctx context.Context, c config, name string, env ...string) (*gated, error) {
+	d, work, err := startQueued(c, name, env...)
+	if err != nil {
+		return nil, err
+	}
+	g := &gated{d: d, cl: d.Client(), work: work}
+	if err := g.holdCard(ctx); err != nil {
+		g.Close()
+		return nil, err
+	}
+	return g, nil
+}
+
+func (g *gated) holdCard(ctx context.Context) error {
+	gate, err := queuedproc.NewGate(filepath.Join(g.work, "gate"))
+	if err != nil {
+		return err
+	}
+	g.gate = gate
+	j, err := g.cl.Queue(ctx, api.QueueRequest{Cmd: gate.Cmd, Cwd: g.work, Timeout: 600})
+	if err != nil {
+		return err
+	}
+	_, err = queuedproc.WaitRunning(ctx, g.cl, j.JobID)
+	return err
+}
+
+// Close releases the client and stops the daemon.
+func (g *gated) Close() {
+	g.cl.Close()
+	g.d.Stop(30 * time.Second)
+}
+
 // ourDrain runs the shape once on a fresh daemon.
 func ourDrain(c config, run int) (drainResult, error) {
 	var r drainResult
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	d, work, err := startQueued(c, "queued-drain-"+strconv.Itoa(run))
+	g, err := startGated(ctx, c, "queued-drain-"+strconv.Itoa(run))
 	if err != nil {
 		return r, err
 	}
-	defer d.Stop(30 * time.Second)
-	cl := d.Client()
-	defer cl.Close()
-	gate, err := queuedproc.NewGate(filepath.Join(work, "gate"))
-	if err != nil {
-		return r, err
-	}
-	g, err := cl.Queue(ctx, api.QueueRequest{Cmd: gate.Cmd, Cwd: work, Timeout: 600})
-	if err != nil {
-		return r, err
-	}
-	if _, err := queuedproc.WaitRunning(ctx, cl, g.JobID); err != nil {
-		return r, err
-	}
+	defer g.Close()
+	d, cl, work := g.d, g.cl, g.work
 	u0, err := d.Usage()
 	if err != nil {
 		return r, err
@@ -84,7 +116,7 @@ func ourDrain(c config, run int) (drainResult, error) {
 		return r, err
 	}
 	t1, steal := time.Now(), queuedproc.StartSteal()
-	if err := gate.Open(ctx); err != nil {
+	if err := g.gate.Open(ctx); err != nil {
 		return r, err
 	}
 	if _, err := cl.WaitResult(ctx, last); err != nil {
@@ -213,9 +245,9 @@ func ourMemory(c config) (memResult, error) {
 	if err != nil {
 		return r, err
 	}
-	defer d.Stop(30 * time.Second)
-	cl := d.Client()
-	defer cl.Close()
+	g := &gated{d: d, cl: d.Client(), work: work}
+	defer g.Close()
+	cl := g.cl
 	if _, err := cl.Status(ctx); err != nil {
 		return r, err
 	}
@@ -224,15 +256,7 @@ func ourMemory(c config) (memResult, error) {
 		return r, err
 	}
 	r.idle = u.RSS
-	gate, err := queuedproc.NewGate(filepath.Join(work, "gate"))
-	if err != nil {
-		return r, err
-	}
-	g, err := cl.Queue(ctx, api.QueueRequest{Cmd: gate.Cmd, Cwd: work, Timeout: 600})
-	if err != nil {
-		return r, err
-	}
-	if _, err := queuedproc.WaitRunning(ctx, cl, g.JobID); err != nil {
+	if err := g.holdCard(ctx); err != nil {
 		return r, err
 	}
 	if _, err := queuedproc.Storm(ctx, d, c.clients, c.memJobs, func(i int) api.QueueRequest {
@@ -268,24 +292,12 @@ func ourSubmitCurve(c config) ([]curvePoint, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		p, err := func() (curvePoint, error) {
 			p := curvePoint{clients: clients}
-			d, work, err := startQueued(c, "queued-curve-"+strconv.Itoa(clients))
+			g, err := startGated(ctx, c, "queued-curve-"+strconv.Itoa(clients))
 			if err != nil {
 				return p, err
 			}
-			defer d.Stop(30 * time.Second)
-			cl := d.Client()
-			defer cl.Close()
-			gate, err := queuedproc.NewGate(filepath.Join(work, "gate"))
-			if err != nil {
-				return p, err
-			}
-			g, err := cl.Queue(ctx, api.QueueRequest{Cmd: gate.Cmd, Cwd: work, Timeout: 600})
-			if err != nil {
-				return p, err
-			}
-			if _, err := queuedproc.WaitRunning(ctx, cl, g.JobID); err != nil {
-				return p, err
-			}
+			defer g.Close()
+			d, work := g.d, g.work
 			u0, err := d.Usage()
 			if err != nil {
 				return p, err
