@@ -105,8 +105,9 @@ func (p *Process) Stop() {
 	}
 }
 
-// WaitCommandLine waits until /proc/<pid>/cmdline reads as CommandLine: a
-// launcher such as taskset execs its command only after Start returns.
+// WaitCommandLine waits until /proc/<pid>/cmdline reads as CommandLine:
+// Start returns before the child's execve is through, and a launcher such
+// as taskset execs its command later still.
 func (p *Process) WaitCommandLine(tb testing.TB, within time.Duration) {
 	tb.Helper()
 	path := filepath.Join("/proc", strconv.Itoa(p.PID()), "cmdline")
@@ -195,6 +196,11 @@ func Workloads(tb testing.TB, dir string) []*Process {
 	// taskset execs its command, so the process's own argv is sleep's.
 	sleeper := Start(tb, dir, nil, "taskset", "-c", "0", "sleep", "600")
 	sleeper.FriendlyName, sleeper.CommandLine = "sleep", "sleep 600"
-	sleeper.WaitCommandLine(tb, 10*time.Second)
-	return []*Process{train, pytest, sleeper}
+	// Start returns once the process is forked; until its execve is
+	// through, /proc shows an empty or a launcher's command line.
+	work := []*Process{train, pytest, sleeper}
+	for _, p := range work {
+		p.WaitCommandLine(tb, 10*time.Second)
+	}
+	return work
 }

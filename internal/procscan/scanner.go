@@ -131,7 +131,11 @@ func (s *Scanner) SelfPID() int { return s.self }
 // held across an exit fails with ESRCH, so PID reuse is caught even if the
 // new process's start time happened to match. An identity that fell back to
 // the PID (stat unreadable too) stays as it is while stat stays unreadable;
-// once a start time can be read, the PID is treated as a new process.
+// once a start time can be read, the PID is treated as a new process. An
+// identity taken from comm is read again every scan: an empty cmdline is
+// also what a process shows in the middle of execve (its start time does
+// not change, its name and arguments are about to), and caching that would
+// name it after its comm for as long as it lives.
 //
 // Cache entries whose PID is no longer listed are dropped after a complete
 // scan. After an incomplete scan they are kept, unless their process can be
@@ -164,7 +168,7 @@ func (s *Scanner) Scan() Result {
 	}
 
 	for _, e := range s.listed {
-		if !e.resolved || !s.sameProcess(e) {
+		if !e.resolved || e.id.Source == SourceComm || !s.sameProcess(e) {
 			s.resolve(e)
 		}
 	}

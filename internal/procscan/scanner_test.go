@@ -286,6 +286,37 @@ func TestScan_ZombieFallsBackToComm(t *testing.T) {
 	}
 }
 
+// TestScan_CommIdentityIsReadAgain: a process caught in the middle of
+// execve has an empty cmdline and its new comm, with the start time it
+// keeps; the next scan must name it from its arguments, not from a cached
+// comm.
+func TestScan_CommIdentityIsReadAgain(t *testing.T) {
+	t.Parallel()
+	driver, proc := t.TempDir(), t.TempDir()
+	const pid = 4000002
+	writeFile(t, driver, "0/pids", pidLines(pid))
+	writeFile(t, proc, "4000002/stat", fakeStat(pid, "python3", 777))
+	writeFile(t, proc, "4000002/comm", "python3\n")
+	writeFile(t, proc, "4000002/cmdline", "")
+	s := New(Options{DriverPath: driver, ProcPath: proc, SelfPID: 1})
+	t.Cleanup(func() { _ = s.Close() })
+
+	first := s.Scan()
+	if len(first.Processes) != 1 || first.Processes[0].Identity.Source != SourceComm {
+		t.Fatalf("mid-exec scan = %+v, want one identity from comm", first.Processes)
+	}
+	writeFile(t, proc, "4000002/cmdline", "python3\x00train.py\x00")
+	id := s.Scan().Processes[0].Identity
+	if id.Source != SourceCmdline || id.CommandLine != "python3 train.py" || id.FriendlyName != "train.py" || id.StartTime != 777 {
+		t.Errorf("after exec: %+v, want python3 train.py from cmdline, start time 777", id)
+	}
+	// Once named from its cmdline, the identity is cached again.
+	writeFile(t, proc, "4000002/cmdline", "other\x00")
+	if id := s.Scan().Processes[0].Identity; id.CommandLine != "python3 train.py" {
+		t.Errorf("cached identity re-read: %+v", id)
+	}
+}
+
 func bytesLastParen(b []byte) int {
 	for i := len(b) - 1; i >= 0; i-- {
 		if b[i] == ')' {
