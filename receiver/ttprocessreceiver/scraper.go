@@ -28,13 +28,19 @@ const privateNamespaceRemedy = "the collector runs in a private PID namespace an
 // series is one live tt_process series. Its labels are fixed when the
 // process is first seen: a Prometheus label set is immutable, and the seed
 // requires the friendly name and command line to describe the same read.
+// The one exception is a series named from comm (see fromComm).
 type series struct {
 	pid          int
 	startTime    uint64
 	pidLabel     string
 	friendlyName string
 	commandLine  string
-	seen         uint64 // the scan generation that last listed this PID
+	// fromComm is set when the process had no command line when first
+	// seen. A holder of a device is past its execve, so that was a scan
+	// racing the exec (or a zombie): once a command line can be read, the
+	// series is ended and started again under the real name.
+	fromComm bool
+	seen     uint64 // the scan generation that last listed this PID
 }
 
 // ttScraper turns procscan results into tt_process gauges. It remembers the
@@ -128,10 +134,12 @@ func (s *ttScraper) scrape(context.Context) (pmetric.Metrics, error) {
 	for i := range res.Processes {
 		p := &res.Processes[i]
 		cur, ok := s.series[p.PID]
-		if ok && cur.startTime != p.Identity.StartTime {
-			// The PID was reused by another process: the old series ends,
-			// unless the new process has the very same labels, in which
-			// case Prometheus sees one series that simply goes on.
+		renamed := ok && cur.fromComm && p.Identity.Source == procscan.SourceCmdline
+		if ok && (cur.startTime != p.Identity.StartTime || renamed) {
+			// The PID was reused by another process, or the process named
+			// from comm has its command line now: the old series ends,
+			// unless the new one has the very same labels, in which case
+			// Prometheus sees one series that simply goes on.
 			next := newSeries(p)
 			if next.friendlyName != cur.friendlyName || next.commandLine != cur.commandLine {
 				s.retire(cur)
@@ -215,6 +223,7 @@ func newSeries(p *procscan.Process) *series {
 		pidLabel:     strconv.Itoa(p.PID),
 		friendlyName: p.Identity.FriendlyName,
 		commandLine:  p.Identity.CommandLine,
+		fromComm:     p.Identity.Source == procscan.SourceComm,
 	}
 }
 

@@ -188,6 +188,40 @@ func TestScrape_LabelsCapturedOnceAndRepublished(t *testing.T) {
 	assert.Greater(t, second.Timestamp(), first.Timestamp(), "every cycle re-publishes with a fresh timestamp")
 }
 
+// TestScrape_SeriesNamedMidExecIsRenamed: a scan that races a holder's
+// execve finds no command line and names it from comm; when the command
+// line appears (same start time), that series ends and one under the real
+// name starts. A series named from its command line never changes (see
+// TestScrape_LabelsCapturedOnceAndRepublished).
+func TestScrape_SeriesNamedMidExecIsRenamed(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	b.host.process(4242, 9001, "python3") // no arguments yet
+	b.host.pids(0, 4242)
+	b.start(t)
+	first := processPoints(t, b.scrape(t))["4242"]
+	require.Equal(t, "python3", attr(first, "command_line"))
+
+	b.host.process(4242, 9001, "python3", "python3", "train.py")
+	dps := points(b.scrape(t), "tt_process")
+	require.Len(t, dps, 2)
+	var old, fresh pmetric.NumberDataPoint
+	for _, dp := range dps {
+		if stale(dp) {
+			old = dp
+		} else {
+			fresh = dp
+		}
+	}
+	assert.Equal(t, "python3", attr(old, "command_line"), "the comm-named series ends")
+	assert.Equal(t, "train.py", attr(fresh, "friendly_name"))
+	assert.Equal(t, "python3 train.py", attr(fresh, "command_line"))
+
+	got := processPoints(t, b.scrape(t))
+	require.Len(t, got, 1)
+	assert.Equal(t, "python3 train.py", attr(got["4242"], "command_line"))
+}
+
 func TestScrape_GoneProcessEmitsOneStalenessPoint(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
