@@ -120,14 +120,14 @@ func run(c config) (int, error) {
 		return 0, fmt.Errorf("submission curve: %w", err)
 	}
 
-	// Each run's storm gives its own p99; the figure is their median, so
-	// one run that met a stall on a shared machine does not decide it
-	// alone, and the range shows the spread.
-	var p99s []time.Duration
+	// Each run's storm gives its own p50 and p99; the figures are their
+	// medians, so one run that met a stall on a shared machine does not
+	// decide them alone, and the range shows the spread.
+	var p50s, p99s []time.Duration
 	for _, r := range ours {
-		p99s = append(p99s, r.p99)
+		p50s, p99s = append(p50s, r.p50), append(p99s, r.p99)
 	}
-	p99 := median(p99s)
+	p50, p99 := median(p50s), median(p99s)
 	sort.Slice(ours, func(i, j int) bool { return ours[i].drain < ours[j].drain })
 	o := ours[len(ours)/2]
 	fl := median(floor)
@@ -148,8 +148,8 @@ func run(c config) (int, error) {
 	fmt.Println()
 	fmt.Printf("queued, same run: %d jobs submitted by %d clients in %v (%.0f/s), host CPU steal %s; drain steal %s\n",
 		c.jobs, c.clients, o.submit.Round(time.Millisecond), float64(c.jobs)/o.submit.Seconds(), pct(o.stealSubmit), pct(o.stealDrain))
-	fmt.Printf("queued submit latency with %d clients: p50 %v; p99 %v (median of %d runs, %s)\n",
-		c.clients, ms(o.p50), ms(p99), len(ours), runsRange(ours))
+	fmt.Printf("queued submit latency with %d clients: p50 %v, p99 %v (%s; %s)\n",
+		c.clients, ms(p50), ms(p99), medianOf(len(ours)), runsRange(ours))
 	fmt.Printf("queued, same run: server CPU %v (submission %v, drain %v); jobs' own CPU %v; peak RSS %s\n",
 		o.cpu, o.cpuSubmit, o.cpu-o.cpuSubmit, o.childCPU, queuedproc.MiB(o.peakRSS))
 	fmt.Printf("queued dispatch on an idle card, submit to the job's first command (median of %d): %v (p90 %v); the same spawn from Go: %v; the job's own record, submitted to started: %v; steal %s\n",
@@ -223,6 +223,13 @@ func maxSteal(ours []drainResult, disp dispatchResult) float64 {
 }
 
 func pct(f float64) string { return fmt.Sprintf("%.0f%%", 100*f) }
+
+func medianOf(runs int) string {
+	if runs == 1 {
+		return "one run"
+	}
+	return fmt.Sprintf("median of %d runs", runs)
+}
 
 // runsRange is the spread of the runs' p99 and steal during their storms.
 func runsRange(rs []drainResult) string {
