@@ -7,12 +7,14 @@
 // (private NQDIR) behind a gate job of their own, and, as the floor, are
 // spawned one after another from Go with no queue at all. It also
 // measures queued's submission latency, its dispatch latency on an idle
-// card (submit to the job's first instruction, against the same spawn
+// card (submit to the job's first command, against the same spawn
 // from Go), its server CPU time and peak RSS, its memory idle and with
 // 1000 jobs queued, and submission rate and latency with 1, 16 and 64
-// clients always waiting.
+// clients always waiting. Next to each figure it prints the share of CPU
+// the hypervisor gave to other guests meanwhile (steal), since on a
+// shared virtual machine that, more than the code, can decide a latency.
 //
-//	go run ./test/bench/cmd/queuebench            # 900 jobs, best of 3
+//	go run ./test/bench/cmd/queuebench            # 900 jobs, median of 3 runs
 //	QUICK=1 go run ./test/bench/cmd/queuebench    # 200 jobs, one run (CI)
 //
 // It builds queued from this module (or runs $QUEUED_BIN). A peer that is
