@@ -118,6 +118,22 @@ func attr(dp pmetric.NumberDataPoint, key string) string {
 
 func stale(dp pmetric.NumberDataPoint) bool { return dp.Flags().NoRecordedValue() }
 
+// replaced splits a scrape in which one series was replaced by another
+// into the ended series' staleness point and the new series' point.
+func replaced(t *testing.T, md pmetric.Metrics) (old, fresh pmetric.NumberDataPoint) {
+	t.Helper()
+	dps := points(md, "tt_process")
+	require.Len(t, dps, 2)
+	for _, dp := range dps {
+		if stale(dp) {
+			old = dp
+		} else {
+			fresh = dp
+		}
+	}
+	return old, fresh
+}
+
 func compareGolden(t *testing.T, name string, actual pmetric.Metrics) {
 	t.Helper()
 	path := filepath.Join("testdata", "expected", name+".yaml")
@@ -203,16 +219,7 @@ func TestScrape_SeriesNamedMidExecIsRenamed(t *testing.T) {
 	require.Equal(t, "python3", attr(first, "command_line"))
 
 	b.host.process(4242, 9001, "python3", "python3", "train.py")
-	dps := points(b.scrape(t), "tt_process")
-	require.Len(t, dps, 2)
-	var old, fresh pmetric.NumberDataPoint
-	for _, dp := range dps {
-		if stale(dp) {
-			old = dp
-		} else {
-			fresh = dp
-		}
-	}
+	old, fresh := replaced(t, b.scrape(t))
 	assert.Equal(t, "python3", attr(old, "command_line"), "the comm-named series ends")
 	assert.Equal(t, "train.py", attr(fresh, "friendly_name"))
 	assert.Equal(t, "python3 train.py", attr(fresh, "command_line"))
@@ -256,16 +263,7 @@ func TestScrape_PIDReuseStartsANewSeries(t *testing.T) {
 
 	// Another process now has PID 4242: a different start time.
 	b.host.process(4242, 12345, "python3", "python3", "eval.py")
-	dps := points(b.scrape(t), "tt_process")
-	require.Len(t, dps, 2)
-	var old, fresh pmetric.NumberDataPoint
-	for _, dp := range dps {
-		if stale(dp) {
-			old = dp
-		} else {
-			fresh = dp
-		}
-	}
+	old, fresh := replaced(t, b.scrape(t))
 	assert.Equal(t, "train.py", attr(old, "friendly_name"))
 	assert.Equal(t, "eval.py", attr(fresh, "friendly_name"))
 	assert.Equal(t, "python3 eval.py", attr(fresh, "command_line"))
