@@ -12,6 +12,8 @@ import (
 	"os/exec"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // drainTimeout bounds how long output is still read after an iteration's
@@ -20,12 +22,13 @@ import (
 const drainTimeout = 2 * time.Second
 
 // Shell returns the interpreter prefix for a program: bash -c, or sh -c
-// where bash is missing.
+// where bash is missing. The "--" ends the shell's options, so a program
+// that begins with "-" (such as "-x" or "--version") runs as the program.
 func Shell() []string {
 	if p, err := exec.LookPath("bash"); err == nil {
-		return []string{p, "-c"}
+		return []string{p, "-c", "--"}
 	}
-	return []string{"/bin/sh", "-c"}
+	return []string{"/bin/sh", "-c", "--"}
 }
 
 // Spec describes one program to run.
@@ -65,13 +68,17 @@ type Proc struct {
 // Result is how a run ended.
 type Result struct {
 	// ExitCode is the last iteration's exit status; a signal N is -N; -9
-	// after a timeout; -1 when the program could not be started.
+	// after a timeout; -1 when the program could not be started, or when
+	// the stop came between two iterations (no process was running).
 	ExitCode int
-	// Iterations counts iterations started.
+	// Iterations counts iterations whose process started; a program that
+	// could not be started is no iteration.
 	Iterations int
 	// TimedOut is set when the last iteration hit its timeout.
 	TimedOut bool
-	// Stopped is set when the stop channel closed during the run.
+	// Stopped is set when the stop channel closed during the run; a
+	// stopped run's ExitCode is never 0 (-1 when its last iteration exited
+	// 0 as the stop came).
 	Stopped bool
 	// Err says why the program could not be started, if it could not.
 	Err error
@@ -80,19 +87,23 @@ type Result struct {
 // Run runs spec to the end, writing output to out (which it does not
 // close). Closing stop sends SIGINT to the current iteration's process
 // group, SIGKILL after KillGrace, and starts no further iteration; if stop
-// is already closed nothing starts.
+// is already closed nothing starts. A stop noticed between two iterations
+// ends the run with exit code -1: the previous iteration's status is not
+// the run's.
 func Run(spec Spec, out *Log, stop <-chan struct{}) Result {
 	n := max(spec.Repeat, 1)
 	var res Result
 	for i := 0; i < n; i++ {
 		select {
 		case <-stop:
-			res.Stopped = true
+			res.Stopped, res.ExitCode, res.TimedOut = true, -1, false
 			return res
 		default:
 		}
-		res.Iterations++
-		it := runOnce(&spec, out, stop)
+		it, started := runOnce(&spec, out, stop)
+		if started {
+			res.Iterations++
+		}
 		res.ExitCode, res.TimedOut, res.Stopped, res.Err = it.ExitCode, it.TimedOut, it.Stopped, it.Err
 		if it.ExitCode != 0 || it.Stopped || it.Err != nil {
 			return res
@@ -101,13 +112,24 @@ func Run(spec Spec, out *Log, stop <-chan struct{}) Result {
 	return res
 }
 
-func runOnce(spec *Spec, out *Log, stop <-chan struct{}) Result {
+// running is a started iteration: its command, the read end of its output
+// pipe and the goroutine draining it.
+type running struct {
+	cmd    *exec.Cmd
+	pr     *os.File
+	proc   Proc
+	copied chan struct{}
+}
+
+// start starts one iteration in its own process group, draining its output
+// into out.
+func start(spec *Spec, out *Log) (*running, error) {
 	if len(spec.Shell) == 0 {
-		return Result{ExitCode: -1, Err: errors.New("no shell configured")}
+		return nil, errors.New("no shell configured")
 	}
 	pr, pw, err := os.Pipe()
 	if err != nil {
-		return Result{ExitCode: -1, Err: fmt.Errorf("creating output pipe: %w", err)}
+		return nil, fmt.Errorf("creating output pipe: %w", err)
 	}
 	args := append(append([]string(nil), spec.Shell[1:]...), spec.Cmd)
 	cmd := exec.Command(spec.Shell[0], args...)
@@ -122,16 +144,15 @@ func runOnce(spec *Spec, out *Log, stop <-chan struct{}) Result {
 		if _, serr := os.Stat(spec.Dir); serr != nil && spec.Dir != "" {
 			err = fmt.Errorf("working directory: %w", serr)
 		}
-		return Result{ExitCode: -1, Err: fmt.Errorf("starting %s: %w", spec.Shell[0], err)}
+		return nil, fmt.Errorf("starting %s: %w", spec.Shell[0], err)
 	}
-	pgid := cmd.Process.Pid
+	pid := cmd.Process.Pid
 	// Read the start time before anything can reap the child: until then
 	// the PID is still its own.
-	start, _ := StartTime("/proc", pgid)
-
-	copied := make(chan struct{})
+	st, _ := StartTime("/proc", pid)
+	r := &running{cmd: cmd, pr: pr, proc: Proc{PID: pid, Start: st}, copied: make(chan struct{})}
 	go func() {
-		defer close(copied)
+		defer close(r.copied)
 		buf := make([]byte, 32<<10)
 		for {
 			n, err := pr.Read(buf)
@@ -143,27 +164,62 @@ func runOnce(spec *Spec, out *Log, stop <-chan struct{}) Result {
 			}
 		}
 	}()
-	waited := make(chan *os.ProcessState, 1)
-	go func() {
-		cmd.Wait() // the state is all we need; its error only repeats it
-		waited <- cmd.ProcessState
-	}()
+	return r, nil
+}
 
-	if spec.OnStart != nil {
-		spec.OnStart(Proc{PID: pgid, Start: start})
+// finish reaps the leader and drains what is left of the output.
+func (r *running) finish() *os.ProcessState {
+	r.cmd.Wait() // the state is all we need; its error only repeats it
+	r.pr.SetReadDeadline(time.Now().Add(drainTimeout))
+	<-r.copied
+	r.pr.Close()
+	return r.cmd.ProcessState
+}
+
+// waitExited blocks until the process pid (a child of ours) has exited,
+// WITHOUT reaping it: until it is reaped its PID, and so its process group
+// id, cannot be taken by another process, which makes a signal to the
+// group safe.
+func waitExited(pid int) error {
+	for {
+		var info unix.Siginfo
+		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, syscall.EINTR) {
+			return fmt.Errorf("waiting for pid %d: %w", pid, err)
+		}
 	}
+}
 
-	var res Result
+// runOnce runs one iteration; started is false when its process could not
+// be started. Every signal to the process group is sent while the leader
+// is not yet reaped (see waitExited), so none can reach a group that
+// reused its id.
+func runOnce(spec *Spec, out *Log, stop <-chan struct{}) (res Result, started bool) {
+	r, err := start(spec, out)
+	if err != nil {
+		return Result{ExitCode: -1, Err: err}, false
+	}
+	pgid := r.proc.PID
+	if spec.OnStart != nil {
+		spec.OnStart(r.proc)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- waitExited(pgid) }()
+
 	var timeout, grace <-chan time.Time
 	if spec.Timeout > 0 {
 		t := time.NewTimer(spec.Timeout)
 		defer t.Stop()
 		timeout = t.C
 	}
-	var state *os.ProcessState
-	for state == nil {
+	var waitErr error
+	for done := false; !done; {
 		select {
-		case state = <-waited:
+		case waitErr = <-exited:
+			done = true
 		case <-timeout:
 			res.TimedOut = true
 			syscall.Kill(-pgid, syscall.SIGKILL)
@@ -179,17 +235,23 @@ func runOnce(spec *Spec, out *Log, stop <-chan struct{}) Result {
 		}
 	}
 	// Nothing of an iteration outlives its leader: kill what is left of the
-	// group, so no stray process holds the card or the output pipe.
-	syscall.Kill(-pgid, syscall.SIGKILL)
-	pr.SetReadDeadline(time.Now().Add(drainTimeout))
-	<-copied
-	pr.Close()
+	// group, so no stray process holds the card or the output pipe. The
+	// leader is a zombie until finish reaps it, so the id is still ours.
+	if waitErr == nil {
+		syscall.Kill(-pgid, syscall.SIGKILL)
+	}
+	state := r.finish()
 
 	res.ExitCode = exitCode(state)
-	if res.TimedOut {
+	switch {
+	case res.TimedOut:
 		res.ExitCode = -int(syscall.SIGKILL)
+	case res.Stopped && res.ExitCode == 0:
+		// It exited by itself as the stop came: a stopped run never reads
+		// as success.
+		res.ExitCode = -1
 	}
-	return res
+	return res, true
 }
 
 func exitCode(s *os.ProcessState) int {
