@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
 )
 
@@ -76,7 +78,44 @@ func (l *Log) Path() string { return l.path }
 // TruncationMarker is appended to the file once, when output first reaches
 // the cap, so whoever reads the log sees that the rest is missing.
 func TruncationMarker(limit int64) string {
-	return fmt.Sprintf("\n[tt-device-queue: output reached the %d-byte limit; the rest was dropped]\n", limit)
+	return markerPrefix + strconv.FormatInt(limit, 10) + markerSuffix
+}
+
+// markerPrefix and markerSuffix frame every TruncationMarker.
+const (
+	markerPrefix = "\n[tt-device-queue: output reached the "
+	markerSuffix = "-byte limit; the rest was dropped]\n"
+)
+
+// InspectLog reports an output file's size and whether it ends with a
+// truncation marker, for a job whose Log is gone (one found interrupted at
+// start). A missing file is empty.
+func InspectLog(path string) (size int64, truncated bool, err error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("opening %s: %w", path, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, false, fmt.Errorf("reading %s: %w", path, err)
+	}
+	size = fi.Size()
+	tail := make([]byte, min(size, 128))
+	if _, err := f.ReadAt(tail, size-int64(len(tail))); err != nil {
+		return size, false, fmt.Errorf("reading %s: %w", path, err)
+	}
+	t := string(tail)
+	if rest, ok := strings.CutSuffix(t, markerSuffix); ok {
+		if i := strings.LastIndex(rest, markerPrefix); i >= 0 {
+			_, err := strconv.ParseUint(rest[i+len(markerPrefix):], 10, 63)
+			truncated = err == nil
+		}
+	}
+	return size, truncated, nil
 }
 
 // Write keeps what fits under the cap and drops the rest. It always

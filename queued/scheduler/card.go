@@ -3,6 +3,7 @@ package scheduler
 import (
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -54,10 +55,32 @@ func (c *card) push(j *job) {
 	c.est.enqueue(j.key, j.repeats())
 }
 
-// pushFront puts a job at the head of the queue: a reset, or a job whose
-// start was undone.
+// pushFront puts a job at the head of the queue: a reset.
 func (c *card) pushFront(j *job) {
 	c.queue = append([]*job{j}, c.queue...)
+	c.est.enqueue(j.key, j.repeats())
+}
+
+// putBack returns a job that was taken but never started to the head of
+// the queue, behind a pending reset: the reset that stopped it, or one
+// that arrived meanwhile, runs first.
+func (c *card) putBack(j *job) {
+	i := 0
+	if len(c.queue) > 0 && c.queue[0].rec.Kind == store.KindReset && j.rec.Kind != store.KindReset {
+		i = 1
+	}
+	c.queue = slices.Insert(c.queue, i, j)
+	c.est.enqueue(j.key, j.repeats())
+}
+
+// reinsert returns a queued job to its FIFO place (by sequence number,
+// behind a pending reset), after a kill that could not be recorded.
+func (c *card) reinsert(j *job) {
+	i := 0
+	for i < len(c.queue) && (c.queue[i].rec.Kind == store.KindReset || c.queue[i].rec.Seq < j.rec.Seq) {
+		i++
+	}
+	c.queue = slices.Insert(c.queue, i, j)
 	c.est.enqueue(j.key, j.repeats())
 }
 
@@ -157,12 +180,14 @@ func (s *Scheduler) work(c *card) {
 				s.holdLocked(j, doneRecs[i])
 			}
 			if next != nil {
-				s.undoStartLocked(c, next)
+				s.unstartLocked(c, next)
 			}
 		} else {
 			s.savedLocked(cards, revs)
 			for i, j := range done {
-				s.settleLocked(j, doneRecs[i])
+				if doneRecs[i].State == store.StateDone {
+					s.settleLocked(j, doneRecs[i])
+				}
 			}
 		}
 		done, doneRecs = nil, nil
@@ -219,21 +244,40 @@ func (s *Scheduler) takeLocked(c *card) *job {
 	return j
 }
 
-// undoStartLocked puts a job whose running record failed to commit back at
-// the head of its queue; it never started.
+// undoStartLocked puts a job whose running record failed to commit, or
+// that was stopped before its process started, back at the head of its
+// queue (behind a pending reset) in memory: it never started. Its record
+// reads queued again.
 func (s *Scheduler) undoStartLocked(c *card, j *job) {
 	j.rec.State = store.StateQueued
 	j.rec.StartedAt = time.Time{}
+	j.rec.Iterations, j.rec.PGID, j.rec.LeaderStart, j.rec.ResetEpoch = 0, 0, 0, 0
 	if j.rec.Kind == store.KindReset {
 		c.state = c.idleState()
 		j.rec.BootID = s.bootID
 	} else {
 		j.rec.BootID = ""
 	}
+	j.stop, j.reason, j.log = make(chan struct{}), stopNone, nil
 	c.current = nil
-	c.pushFront(j)
+	c.putBack(j)
 	s.queued++
 	j.notify()
+}
+
+// unstartLocked handles a job whose running record failed to commit: it
+// goes back to its queue, unless a kill was acknowledged meanwhile, in
+// which case it ends killed before it started (held until the store
+// recovers).
+func (s *Scheduler) unstartLocked(c *card, j *job) {
+	if !j.killed {
+		s.undoStartLocked(c, j)
+		return
+	}
+	c.current = nil
+	rec := finishRecord(j.rec, runner.Result{Stopped: true, ExitCode: -1}, stopKill, runner.LogState{}, s.opt.Now())
+	s.met.jobEnded(&rec)
+	s.holdLocked(j, rec)
 }
 
 // run runs a job whose running record is durable and returns its done
@@ -259,7 +303,15 @@ func (s *Scheduler) run(c *card, j *job) (done []*job, recs []store.Job) {
 			done, recs = s.finishResetLocked(c, j, out, ls, now)
 			return
 		}
-		rec := finishRecord(j.rec, res, j.reason, ls, now)
+		if res.Iterations == 0 && res.Stopped && !j.killed && (j.reason == stopService || j.reason == stopReset) {
+			// Stopped between its start commit and its process: it never
+			// ran, so it is queued again (durably, with the next commit)
+			// rather than interrupted.
+			s.undoStartLocked(c, j)
+			done, recs = []*job{j}, []store.Job{j.rec}
+			return
+		}
+		rec := finishRecord(j.rec, res, j.endReason(), ls, now)
 		c.learn(j.key, &rec)
 		s.met.jobEnded(&rec)
 		done, recs = []*job{j}, []store.Job{rec}

@@ -34,13 +34,16 @@ func (f *faultStore) set(fault func([]store.Job) error) {
 	f.mu.Unlock()
 }
 
+// check runs the fault outside the lock, so a fault may block one write
+// while others go on.
 func (f *faultStore) check(jobs []store.Job) error {
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.fault == nil {
+	fault := f.fault
+	f.mu.Unlock()
+	if fault == nil {
 		return nil
 	}
-	return f.fault(jobs)
+	return fault(jobs)
 }
 
 func (f *faultStore) Put(jobs ...store.Job) error {

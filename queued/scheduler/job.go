@@ -37,9 +37,12 @@ type job struct {
 	// until its first process has started).
 	iterStart time.Time
 
-	log     *runner.Log
-	stop    chan struct{} // closed (once, via stopFor) to stop the job
-	reason  stopReason
+	log    *runner.Log
+	stop   chan struct{} // closed (once, via stopFor) to stop the job
+	reason stopReason
+	// killed is set by a kill request even when another stop came first:
+	// a job whose kill was acknowledged ends killed, never queued again.
+	killed  bool
 	changed chan struct{} // closed and replaced at every transition
 
 	ran     chan struct{} // closed when the runner returns; ends the process-record writer
@@ -67,13 +70,25 @@ func (j *job) notify() {
 	j.changed = make(chan struct{})
 }
 
-// stopFor closes the stop channel once, remembering the first reason.
+// stopFor closes the stop channel once, remembering the first reason. A
+// kill is remembered whatever came first.
 func (j *job) stopFor(r stopReason) {
+	if r == stopKill {
+		j.killed = true
+	}
 	if j.reason != stopNone {
 		return
 	}
 	j.reason = r
 	close(j.stop)
+}
+
+// endReason is the stop reason its record shows: a kill request wins.
+func (j *job) endReason() stopReason {
+	if j.killed {
+		return stopKill
+	}
+	return j.reason
 }
 
 // JobInfo is a job record as the API shows it, with its place in the queue.
@@ -93,11 +108,17 @@ type JobInfo struct {
 	Held bool
 }
 
-// finishRecord turns a runner result into the job's done record.
+// finishRecord turns a runner result into the job's done record. A job
+// whose process never started keeps no start time. A killed job never
+// records exit 0 or its own status: -N when a signal N ended it, else -1.
 func finishRecord(rec store.Job, res runner.Result, reason stopReason, ls runner.LogState, now time.Time) store.Job {
 	rec.State = store.StateDone
 	rec.FinishedAt = now
 	rec.Iterations = res.Iterations
+	if res.Iterations == 0 {
+		rec.StartedAt = time.Time{}
+		rec.PGID, rec.LeaderStart = 0, 0
+	}
 	code := res.ExitCode
 	switch {
 	case res.Stopped && reason == stopService:
@@ -110,8 +131,14 @@ func finishRecord(rec store.Job, res runner.Result, reason stopReason, ls runner
 		rec.Error = fmt.Sprintf("interrupted by a reset of card %d", rec.Card())
 	case res.Stopped && reason == stopKill:
 		rec.Outcome, rec.Error = store.OutcomeKilled, "killed by request"
-		if res.Iterations == 0 {
+		switch {
+		case res.Iterations == 0:
 			code, rec.Error = -1, "killed by request before it started"
+		case code > 0:
+			rec.Error = fmt.Sprintf("killed by request; it exited with status %d after SIGINT", code)
+			code = -1
+		case code == 0:
+			code = -1
 		}
 	case res.Err != nil:
 		code, rec.Outcome, rec.Error = -1, store.OutcomeFailure, res.Err.Error()

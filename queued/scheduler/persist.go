@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"slices"
 	"time"
 
 	"github.com/ttkit/ttkit/queued/store"
@@ -31,12 +32,22 @@ func (s *Scheduler) failLocked(err error) {
 }
 
 // holdLocked keeps a finished job's final record in memory until the store
-// takes writes again; the job is shown as done meanwhile.
+// takes writes again; the job is shown as done meanwhile. A record that is
+// not final (a job put back in its queue because it never started) is
+// kept for writing the same way, but the job stays active.
 func (s *Scheduler) holdLocked(j *job, rec store.Job) {
+	if rec.State != store.StateDone {
+		if !slices.Contains(s.persist.held, j) {
+			s.persist.held = append(s.persist.held, j)
+		}
+		return
+	}
 	j.rec = rec
 	if !j.held {
 		j.held = true
-		s.persist.held = append(s.persist.held, j)
+		if !slices.Contains(s.persist.held, j) {
+			s.persist.held = append(s.persist.held, j)
+		}
 	}
 	j.notify()
 }
@@ -129,10 +140,12 @@ func (s *Scheduler) flushHeld() bool {
 	defer s.mu.Unlock()
 	s.savedLocked(cards, revs)
 	written := map[*job]bool{}
-	for _, j := range held {
+	for i, j := range held {
 		written[j] = true
-		j.held = false
-		delete(s.jobs, j.rec.ID)
+		if recs[i].State == store.StateDone {
+			j.held = false
+			delete(s.jobs, j.rec.ID)
+		}
 	}
 	rest := s.persist.held[:0]
 	for _, j := range s.persist.held {

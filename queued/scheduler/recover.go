@@ -72,6 +72,11 @@ func (s *Scheduler) recover() error {
 			code := -1
 			rec.State, rec.FinishedAt, rec.ExitCode = store.StateDone, now, &code
 			rec.Outcome, rec.Error = store.OutcomeInterrupted, "interrupted by service restart"
+			size, truncated, err := runner.InspectLog(s.outputPath(rec.ID))
+			rec.LogBytes, rec.LogTruncated = size, truncated
+			if err != nil {
+				rec.LogError = err.Error()
+			}
 		case c == nil:
 			code := -1
 			rec.State, rec.FinishedAt, rec.ExitCode = store.StateDone, now, &code

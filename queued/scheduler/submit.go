@@ -203,10 +203,13 @@ func (s *Scheduler) Watch(id string) (Watch, error) {
 }
 
 // Kill stops a job: a queued one (a queued reset too) is removed from its
-// queue and recorded as killed (exit -1) at once; a running one gets
-// SIGINT, then SIGKILL after the grace period, and is recorded when it
-// ends. ErrFinished when it is already done; ErrResetRunning for a running
-// reset.
+// queue and recorded as killed (exit -1) before the answer; a running one
+// gets SIGINT, then SIGKILL after the grace period, and is recorded when it
+// ends. Exactly one of several concurrent kills of a queued job takes
+// effect; the others wait for its record and get ErrFinished, as for any
+// finished job. While writes fail, a queued job cannot be killed
+// (ErrPersistence): it stays queued, and nothing starts meanwhile anyway.
+// ErrResetRunning for a running reset.
 func (s *Scheduler) Kill(id string) (JobInfo, error) {
 	s.mu.Lock()
 	j := s.jobs[id]
@@ -218,8 +221,16 @@ func (s *Scheduler) Kill(id string) (JobInfo, error) {
 		}
 		return info, fmt.Errorf("job %s: %w", id, ErrFinished)
 	}
+	for j.ending && j.rec.State != store.StateDone {
+		// Another kill (or a dead card) is recording its end: answer with
+		// that record.
+		ch := j.changed
+		s.mu.Unlock()
+		<-ch
+		s.mu.Lock()
+	}
 	switch {
-	case j.rec.State == store.StateDone || j.ending:
+	case j.rec.State == store.StateDone:
 		info := s.infoLocked(j)
 		s.mu.Unlock()
 		return info, fmt.Errorf("job %s: %w", id, ErrFinished)
@@ -232,33 +243,38 @@ func (s *Scheduler) Kill(id string) (JobInfo, error) {
 		info := s.infoLocked(j)
 		s.mu.Unlock()
 		return info, nil
+	case s.persist.err != nil:
+		err := s.persist.err
+		s.mu.Unlock()
+		return JobInfo{}, fmt.Errorf("job %s stays queued: %w: %w", id, ErrPersistence, err)
 	}
 	c := s.cards[j.rec.Card()]
 	c.remove(j)
 	if c.reset == j {
-		c.reset = nil
+		c.reset = nil // a reset request now schedules a new one
 	}
 	s.queued--
-	j.stopFor(stopKill)
+	j.ending = true
 	rec := finishRecord(j.rec, runner.Result{Stopped: true}, stopKill, runner.LogState{}, s.opt.Now())
-	s.met.jobEnded(&rec)
-	failing := s.persist.err != nil
-	if failing {
-		s.holdLocked(j, rec)
-		info := s.infoLocked(j)
-		s.mu.Unlock()
-		return info, nil
-	}
 	s.mu.Unlock()
 	err := s.st.Put(rec)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	j.ending = false
 	if err != nil {
+		// Not recorded, so not killed: back to its place in the queue.
 		s.failLocked(err)
-		s.holdLocked(j, rec)
-	} else {
-		s.settleLocked(j, rec)
+		c.reinsert(j)
+		if j.rec.Kind == store.KindReset && c.reset == nil {
+			c.reset = j
+		}
+		s.queued++
+		j.notify()
+		return JobInfo{}, fmt.Errorf("job %s stays queued: %w: %w", id, ErrPersistence, err)
 	}
+	j.stopFor(stopKill)
+	s.met.jobEnded(&rec)
+	s.settleLocked(j, rec)
 	c.wakeup()
 	return s.infoLocked(j), nil
 }
