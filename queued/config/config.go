@@ -54,8 +54,14 @@ type Config struct {
 	RetentionDays int
 	// MaxCompleted is how many finished jobs are kept at most.
 	MaxCompleted int
-	// KillGrace is the time between SIGINT and SIGKILL when a job is stopped.
+	// KillGrace is the time between SIGINT and SIGKILL when a job is
+	// stopped; 0 sends SIGKILL right after SIGINT.
 	KillGrace time.Duration
+	// StopTimeout is how long the service manager waits after SIGTERM
+	// before it kills queued (systemd's TimeoutStopSec); queued warns at
+	// start when the kill grace leaves too little of it to record how the
+	// jobs ended.
+	StopTimeout time.Duration
 
 	// ResetCmd, HealthCheckCmd and DeepResetCmd are the control commands a
 	// reset runs, as shell programs with {device} substituted (a reset
@@ -145,7 +151,8 @@ var Settings = []Setting{
 	{"TT_DEVICE_MAX_COMPLETED_JOBS", "10000", "Finished jobs kept at most; older ones are deleted first."},
 	{"TT_DEVICE_LOG_DIR", "${XDG_STATE_HOME:-~/.local/state}/tt-device-queue/logs-v2", "State directory: store, token, job output."},
 	{"TT_DEVICE_PORT", "5741", "Loopback port the daemon listens on and the CLI connects to."},
-	{"TT_DEVICE_KILL_GRACE", "10", "Seconds between SIGINT and SIGKILL when a job is killed, a reset interrupts it or the service stops."},
+	{"TT_DEVICE_KILL_GRACE", "10", "Seconds between SIGINT and SIGKILL when a job is killed, a reset interrupts it or the service stops; 0 sends SIGKILL at once."},
+	{"TT_DEVICE_STOP_TIMEOUT", "45", "Seconds the service manager waits after SIGTERM (the unit's TimeoutStopSec); queued warns when the kill grace does not fit in it."},
 	{"TT_DEVICE_RESET_CMD", DefaultResetCmd, "Shell command that resets one card; {device} is the card number, appended when absent."},
 	{"TT_DEVICE_HEALTH_CHECK_CMD", "~/tenstorrent/.venv/bin/python3 <prefix>/share/tt-device-queue/" + HealthCheckScriptName + " {device}", "Shell command that must exit 0 when one card works after a reset; {device} is the card number."},
 	{"TT_DEVICE_DEEP_RESET_CMD", "none", "Shell command tried once when reset or health check fails, followed by the health check; {device} as for the reset."},
@@ -171,6 +178,7 @@ func Default() Config {
 		RetentionDays:   30,
 		MaxCompleted:    10000,
 		KillGrace:       10 * time.Second,
+		StopTimeout:     45 * time.Second,
 
 		ResetCmd:           DefaultResetCmd,
 		ResetTimeout:       300 * time.Second,
@@ -259,6 +267,7 @@ func FromEnv(lookup Lookup) (Config, error) {
 		{"TT_DEVICE_DEFAULT_TIMEOUT", &c.DefaultTimeout, 1},
 		{"TT_DEVICE_MAX_TIMEOUT", &c.MaxTimeout, 1},
 		{"TT_DEVICE_KILL_GRACE", &c.KillGrace, 0},
+		{"TT_DEVICE_STOP_TIMEOUT", &c.StopTimeout, 1},
 		{"TT_DEVICE_RESET_TIMEOUT", &c.ResetTimeout, 1},
 		{"TT_DEVICE_HEALTH_CHECK_TIMEOUT", &c.HealthCheckTimeout, 1},
 		{"TT_DEVICE_DEEP_RESET_TIMEOUT", &c.DeepResetTimeout, 1},

@@ -268,6 +268,29 @@ func tuneGC() {
 	}
 }
 
+// stopMargin is the time a stop needs after the kill grace: the jobs'
+// last records, the store's close and the HTTP server's last answers.
+const stopMargin = 5 * time.Second
+
+// httpDrain bounds how long the HTTP server may still finish answers once
+// the scheduler has stopped; a request that is still being sent then (a
+// half-sent body) is cut off.
+const httpDrain = time.Second
+
+// killGrace maps the configured grace to the scheduler's option: 0 means
+// SIGKILL at once, which the scheduler spells as a negative grace (its
+// zero value means the default).
+func killGrace(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
+}
+
+// run starts queued and serves until SIGTERM or SIGINT. Everything that can
+// fail (settings, telemetry, store, token, listener, address file) is done
+// before the scheduler recovers the queues and starts its workers, so a
+// start that fails changes no job.
 func run(c cli, log *slog.Logger) error {
 	cfg, err := configure(c)
 	if err != nil {
@@ -276,6 +299,10 @@ func run(c cli, log *slog.Logger) error {
 	addr, extraHosts, err := listenAddr(c, cfg)
 	if err != nil {
 		return err
+	}
+	if cfg.KillGrace+stopMargin > cfg.StopTimeout {
+		log.Warn("the kill grace does not fit in the service manager's stop timeout: a stop may be cut off before it records how the running jobs ended; raise TimeoutStopSec and TT_DEVICE_STOP_TIMEOUT or lower TT_DEVICE_KILL_GRACE",
+			"kill_grace", cfg.KillGrace, "stop_timeout", cfg.StopTimeout, "needed", cfg.KillGrace+stopMargin)
 	}
 	metrics, err := telemetry.Setup(context.Background(), buildVersion(), log)
 	if err != nil {
@@ -304,10 +331,21 @@ func run(c cli, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", addr, err)
+	}
+	defer ln.Close()
+	url := "http://" + ln.Addr().String()
+	if err := api.WriteAddress(cfg.StateDir, url); err != nil {
+		return err
+	}
+	defer os.Remove(filepath.Join(cfg.StateDir, api.AddressFile))
+
 	sched, err := scheduler.New(scheduler.Options{
 		Store: st, Devices: cfg.Devices, OutputDir: filepath.Join(cfg.StateDir, "output"),
 		DefaultTimeout: cfg.DefaultTimeout, MaxQueued: cfg.MaxQueued, MaxLogBytes: cfg.MaxLogBytes,
-		KillGrace: cfg.KillGrace, RetentionDays: cfg.RetentionDays, MaxCompleted: cfg.MaxCompleted, Logger: log,
+		KillGrace: killGrace(cfg.KillGrace), RetentionDays: cfg.RetentionDays, MaxCompleted: cfg.MaxCompleted, Logger: log,
 		Controls: controls(cfg, log), DriverPath: cfg.DriverPath, WaitForeign: cfg.WaitForeign,
 		MeterProvider: metrics,
 	})
@@ -318,15 +356,6 @@ func run(c cli, log *slog.Logger) error {
 	srv, err := server.NewServer(server.Config{Scheduler: sched, Token: token, MaxTimeout: cfg.MaxTimeout,
 		MaxRequestBytes: cfg.MaxRequestBytes, Workers: cfg.HTTPWorkers, ExtraHosts: extraHosts, Logger: log})
 	if err != nil {
-		return err
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("listening on %s: %w", addr, err)
-	}
-	url := "http://" + ln.Addr().String()
-	if err := api.WriteAddress(cfg.StateDir, url); err != nil {
-		ln.Close()
 		return err
 	}
 	hs := srv.NewHTTPServer()
@@ -340,18 +369,24 @@ func run(c cli, log *slog.Logger) error {
 	defer signal.Stop(sigs)
 	select {
 	case sig := <-sigs:
-		log.Info("stopping: no new requests; running jobs end as interrupted, queued jobs stay queued", "signal", sig.String())
+		log.Info("stopping: dispatch stopped, running jobs get SIGINT now (SIGKILL after the kill grace) and end as interrupted, queued jobs stay queued; new submissions are refused",
+			"signal", sig.String(), "kill_grace", cfg.KillGrace)
 	case err := <-served:
 		return fmt.Errorf("serving: %w", err)
 	}
+	// The scheduler stops first, at once, whatever the HTTP server is
+	// waiting for; meanwhile the server goes on answering (submissions get
+	// 503), so the answers in flight, and those about the stopping jobs,
+	// are given.
+	began := time.Now()
+	sched.Stop()
 	srv.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), httpDrain)
 	defer cancel()
 	if err := hs.Shutdown(ctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		log.Warn("HTTP shutdown", "err", err)
+		hs.Close()
+		log.Info("HTTP shutdown: cut off the requests still open", "err", err)
 	}
-	sched.Stop()
-	os.Remove(filepath.Join(cfg.StateDir, api.AddressFile))
-	log.Info("stopped")
+	log.Info("stopped", "took", time.Since(began).Round(time.Millisecond))
 	return nil
 }

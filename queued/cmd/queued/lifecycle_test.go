@@ -1,0 +1,209 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ttkit/ttkit/queued/api"
+)
+
+// waitFile polls until the file at path contains want, or fails after d.
+func waitFile(t *testing.T, path, want string, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		b, _ := os.ReadFile(path)
+		if strings.Contains(string(b), want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never held %q within %s: %q", path, want, d, b)
+		}
+		time.Sleep(10 * time.Millisecond) // polling a file the job writes
+	}
+}
+
+// TestQueued_FailedStartChangesNoJob: a start that fails (its port is
+// taken) must not touch the queue: the jobs queued before stay queued and
+// run, in order, once a start succeeds.
+func TestQueued_FailedStartChangesNoJob(t *testing.T) {
+	t.Parallel()
+	state, work := t.TempDir(), t.TempDir()
+	d := startDaemon(t, state)
+	gate := d.queue("0", work, "echo started; sleep 1000")
+	var queued []string
+	for i := range 3 {
+		queued = append(queued, d.queue("0", work, fmt.Sprintf("echo %d >> order", i)))
+	}
+	d.waitOutput(gate, "started")
+	d.cmd.Process.Signal(syscall.SIGTERM)
+	<-d.exited
+
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	cmd := d.cmd.Path
+	fail := startFailing(t, cmd, state, taken.Addr().String())
+	if !strings.Contains(fail, "listening on") {
+		t.Fatalf("the start on a taken port failed with %q; want a listen error", fail)
+	}
+	taken.Close()
+
+	d2 := startDaemon(t, state)
+	for i, id := range queued {
+		r, err := d2.client.WaitResult(ctx(t), id)
+		if err != nil || *r.ExitCode != 0 || r.Outcome != "success" {
+			t.Fatalf("queued job %d after a failed start: %+v, %v", i, r, err)
+		}
+	}
+	if out, _ := os.ReadFile(filepath.Join(work, "order")); string(out) != "0\n1\n2\n" {
+		t.Fatalf("order %q", out)
+	}
+}
+
+// startFailing runs queued on addr, which must fail, and returns its
+// output.
+func startFailing(t *testing.T, path, state, addr string) string {
+	t.Helper()
+	d := &daemon{t: t, state: state, stderr: &syncBuffer{}, exited: make(chan struct{})}
+	c := newCmd(path, "--listen", addr)
+	c.Env = env("TT_DEVICE_IDS=0,1", "TT_DEVICE_LOG_DIR="+state, "TT_DEVICE_KILL_GRACE=2")
+	c.Stderr = d.stderr
+	if err := c.Run(); err == nil {
+		t.Fatalf("queued started on a taken port:\n%s", d.stderr.String())
+	}
+	return d.stderr.String()
+}
+
+// TestQueued_StopIsImmediate: on SIGTERM the running job gets SIGINT at
+// once and nothing else starts, even with an idle connection and a
+// half-sent request open; a submission during the stop is refused with 503
+// and the reason; the daemon exits within the kill grace plus the time to
+// record the jobs.
+func TestQueued_StopIsImmediate(t *testing.T) {
+	t.Parallel()
+	state, work := t.TempDir(), t.TempDir()
+	d := startDaemon(t, state)
+	marks := filepath.Join(work, "marks")
+	running := d.queue("0", work, "trap 'echo INT >> marks; sleep 1; exit 7' INT; echo started; sleep 1000")
+	queued := d.queue("0", work, "echo q >> marks")
+	d.waitOutput(running, "started")
+
+	url, _ := api.ReadAddress(state)
+	host := strings.TrimPrefix(url, "http://")
+	idle, err := net.Dial("tcp", host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	half, err := net.Dial("tcp", host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer half.Close()
+	tok, _ := api.ReadToken(state)
+	fmt.Fprintf(half, "POST /queue HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"cmd\":", host, tok)
+
+	sent := time.Now()
+	d.cmd.Process.Signal(syscall.SIGTERM)
+	waitFile(t, marks, "INT", 3*time.Second)
+
+	// The trap takes a second to exit: the daemon still answers, and
+	// refuses new work with the reason.
+	_, err = d.client.Queue(ctx(t), api.QueueRequest{Cmd: "echo late >> marks", Cwd: work, DeviceID: "1"})
+	var ae *api.Error
+	if !errors.As(err, &ae) || ae.StatusCode != 503 || !strings.Contains(ae.Message, "stopping") {
+		t.Fatalf("a submission during the stop: %v; want 503 naming the stop", err)
+	}
+	select {
+	case <-d.exited:
+	case <-time.After(8 * time.Second):
+		t.Fatalf("queued still running %s after SIGTERM (kill grace 2s)", time.Since(sent))
+	}
+	if code := d.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Fatalf("exit code %d\n%s", code, d.stderr.String())
+	}
+	if b, _ := os.ReadFile(marks); string(b) != "INT\n" {
+		t.Fatalf("marks %q: only the running job's SIGINT handler should have run", b)
+	}
+
+	d2 := startDaemon(t, state)
+	r, err := d2.client.Job(ctx(t), running)
+	if err != nil || r.Outcome != "interrupted" || r.Error != "interrupted by service stop" {
+		t.Fatalf("running job after the stop: %+v, %v", r, err)
+	}
+	if r, err := d2.client.WaitResult(ctx(t), queued); err != nil || *r.ExitCode != 0 {
+		t.Fatalf("queued job after restart: %+v, %v", r, err)
+	}
+}
+
+// TestQueued_KillGraceZero: TT_DEVICE_KILL_GRACE=0 sends SIGKILL at once,
+// even to a job that ignores SIGINT.
+func TestQueued_KillGraceZero(t *testing.T) {
+	t.Parallel()
+	state, work := t.TempDir(), t.TempDir()
+	d := startDaemonWith(t, state, bin, "TT_DEVICE_KILL_GRACE=0")
+	id := d.queue("0", work, "trap '' INT; echo started; sleep 1000")
+	d.waitOutput(id, "started")
+	if _, err := d.client.Kill(ctx(t), id); err != nil {
+		t.Fatal(err)
+	}
+	c, cancel := contextWithTimeout(5 * time.Second)
+	defer cancel()
+	r, err := d.client.WaitResult(c, id)
+	if err != nil || *r.ExitCode != -9 || r.Outcome != "killed" {
+		t.Fatalf("kill with a grace of 0: %+v, %v; want SIGKILL (-9) at once", r, err)
+	}
+}
+
+func newCmd(path string, args ...string) *exec.Cmd { return exec.Command(path, args...) }
+
+func contextWithTimeout(d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), d)
+}
+
+// TestQueued_ShippedUnitFitsTheKillGrace: the user unit's stop timeout is
+// the one queued is told about, and the default grace fits in it.
+func TestQueued_ShippedUnitFitsTheKillGrace(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile("../../../deploy/systemd/queued.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stopSec, told string
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "TimeoutStopSec="); ok {
+			stopSec = strings.TrimSuffix(v, "s")
+		}
+		if v, ok := strings.CutPrefix(line, "Environment=TT_DEVICE_STOP_TIMEOUT="); ok {
+			told = v
+		}
+	}
+	if stopSec == "" || stopSec != told {
+		t.Fatalf("TimeoutStopSec=%q but TT_DEVICE_STOP_TIMEOUT=%q; they must agree", stopSec, told)
+	}
+	if got, want := stopSec, "45"; got != want {
+		t.Fatalf("TimeoutStopSec %s; the default grace (10 s) plus %s needs %s", got, stopMargin, want)
+	}
+}
+
+// TestQueued_WarnsWhenTheGraceDoesNotFit: a grace longer than the stop
+// timeout allows is named at start.
+func TestQueued_WarnsWhenTheGraceDoesNotFit(t *testing.T) {
+	t.Parallel()
+	d := startDaemonWith(t, t.TempDir(), bin, "TT_DEVICE_KILL_GRACE=50")
+	if !strings.Contains(d.stderr.String(), "does not fit in the service manager's stop timeout") {
+		t.Fatalf("no warning for a 50 s grace in a 45 s stop timeout:\n%s", d.stderr.String())
+	}
+}
