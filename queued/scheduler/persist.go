@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"encoding/json"
 	"slices"
 	"time"
 
@@ -91,9 +92,14 @@ func (s *Scheduler) tryRecover() bool {
 		s.mu.Lock()
 		s.persist.err = err
 		s.mu.Unlock()
+		s.spillHeld()
 		return false
 	}
 	if !s.flushHeld() {
+		s.spillHeld()
+		return false
+	}
+	if !s.clearSpill() {
 		return false
 	}
 	s.mu.Lock()
@@ -155,4 +161,82 @@ func (s *Scheduler) flushHeld() bool {
 	}
 	s.persist.held = rest
 	return true
+}
+
+// heldLocked snapshots what a failing store has not taken: the held job
+// records and the card records changed since their last write.
+func (s *Scheduler) heldLocked() ([]store.Card, []store.Job) {
+	cards, _ := s.dirtyCardsLocked()
+	jobs := make([]store.Job, len(s.persist.held))
+	for i, j := range s.persist.held {
+		jobs[i] = j.rec
+	}
+	return cards, jobs
+}
+
+// spillHeld keeps the held records in the store's reserve (store.SpillFile),
+// so a stop or a crash before the store recovers does not undo what was
+// answered from them; the next start writes them in. It reports success.
+func (s *Scheduler) spillHeld() bool {
+	s.spillMu.Lock()
+	defer s.spillMu.Unlock()
+	s.mu.Lock()
+	cards, jobs := s.heldLocked()
+	s.mu.Unlock()
+	if len(cards) == 0 && len(jobs) == 0 {
+		return true
+	}
+	if err := s.st.Spill(cards, jobs...); err != nil {
+		s.log.Error("cannot keep the held records in the spill reserve", "err", err)
+		return false
+	}
+	if !s.spilled {
+		s.log.Warn("held records kept in the spill reserve until the store takes writes", "jobs", len(jobs), "cards", len(cards))
+	}
+	s.spilled = true
+	return true
+}
+
+// clearSpill empties the reserve once its records are in the store, before
+// dispatch resumes: nothing newer can reach the store while it is not
+// empty. It reports success.
+func (s *Scheduler) clearSpill() bool {
+	s.spillMu.Lock()
+	defer s.spillMu.Unlock()
+	if !s.spilled {
+		return true
+	}
+	if err := s.st.Spill(nil); err != nil {
+		s.mu.Lock()
+		s.persist.err = err
+		s.mu.Unlock()
+		return false
+	}
+	s.spilled = false
+	return true
+}
+
+// settleAtStop makes a last attempt to write the held records; when the
+// store still fails it spills them, and when even that fails it logs each
+// record in full, the last place an operator can find what was answered.
+func (s *Scheduler) settleAtStop() {
+	if s.flushHeld() {
+		s.clearSpill()
+		return
+	}
+	if s.spillHeld() {
+		s.log.Warn("stopped with records the store could not take; the next start writes them in from the spill reserve")
+		return
+	}
+	s.mu.Lock()
+	cards, jobs := s.heldLocked()
+	s.mu.Unlock()
+	for _, c := range cards {
+		b, _ := json.Marshal(c)
+		s.log.Error("card record not written; it is lost at restart", "record", string(b))
+	}
+	for _, j := range jobs {
+		b, _ := json.Marshal(j)
+		s.log.Error("job record not written; it is lost at restart", "record", string(b))
+	}
 }

@@ -44,6 +44,10 @@ type Store interface {
 	// Recent reads up to max finished records, newest first, to seed the
 	// estimates at start.
 	Recent(max int) ([]store.Job, error)
+	// Spill durably keeps, in reserved space, the card and job records the
+	// store cannot take now, replacing what it kept; with no records it
+	// clears it. The next store Open writes them in.
+	Spill(cards []store.Card, jobs ...store.Job) error
 }
 
 // Errors the API maps to status codes with errors.Is.
@@ -196,6 +200,9 @@ type Scheduler struct {
 	holders  *holderScan
 	met      *metrics
 
+	spillMu sync.Mutex // orders spill writes; taken before mu
+	spilled bool       // the spill reserve holds records; guarded by spillMu
+
 	failed   chan struct{} // poked when persistence fails, wakes the retry loop
 	quit     chan struct{} // closed by Stop after the workers are done
 	workers  sync.WaitGroup
@@ -283,8 +290,8 @@ const DeviceEnvVar = "TT_QUEUE_DEVICE"
 // after the grace period) as interrupted by the service stop, leaves
 // queued jobs queued, puts a running reset back in the queue (it is
 // retried at the next start on this boot), makes a last attempt to write
-// held records and returns when every goroutine has ended. A second Stop
-// is a no-op.
+// held records (spilling them, see settleAtStop, when it fails) and
+// returns when every goroutine has ended. A second Stop is a no-op.
 func (s *Scheduler) Stop() {
 	s.stopOnce.Do(func() {
 		s.mu.Lock()
@@ -300,7 +307,7 @@ func (s *Scheduler) Stop() {
 		s.workers.Wait()
 		close(s.quit)
 		s.loops.Wait()
-		s.flushHeld()
+		s.settleAtStop()
 		s.holders.close()
 		s.met.unregister()
 	})

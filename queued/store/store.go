@@ -18,6 +18,10 @@
 //	└── cards/
 //	    └── <card>    -> JSON Card                (card: ASCII decimal card number)
 //
+// Beside queue.db, held.spill is a reserve of SpillBytes that keeps, while
+// writes to queue.db fail, the records the daemon could not write but has
+// already answered with; the next Open writes them in (see SpillFile).
+//
 // Records are keyed by sequence rather than id so that the two records a
 // busy card writes per job (one job's end, the next one's start) sit side
 // by side in one leaf page: the commit on the card's critical path touches
@@ -118,6 +122,8 @@ type Store struct {
 	// closed is set under mu before reqs is closed.
 	closed   bool
 	loopDone chan struct{}
+	spillMu  sync.Mutex // guards spill's writes
+	spill    *spill
 	commits  atomic.Uint64
 	writes   atomic.Uint64
 }
@@ -150,6 +156,10 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	s := &Store{db: db, dir: dir, reqs: make(chan *request, 1024), loopDone: make(chan struct{})}
 	go s.loop()
+	if err := s.openSpill(); err != nil {
+		s.Close()
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -199,6 +209,12 @@ func (s *Store) Close() error {
 	close(s.reqs)
 	s.mu.Unlock()
 	<-s.loopDone
+	s.spillMu.Lock()
+	if s.spill != nil {
+		s.spill.f.Close()
+		s.spill = nil
+	}
+	s.spillMu.Unlock()
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("closing store: %w", err)
 	}

@@ -337,7 +337,7 @@ func errorMessage(err error) string {
 	case errors.Is(err, scheduler.ErrQueueFull):
 		return "queue full: " + err.Error() + " (TT_DEVICE_MAX_QUEUED_JOBS); try again when some have run"
 	case errors.Is(err, scheduler.ErrPersistence):
-		return "not accepting jobs: the store cannot be written (" + err.Error() + "); see /status"
+		return "refused, nothing changed: the store cannot be written (" + err.Error() + "); see /status"
 	case errors.Is(err, scheduler.ErrStopping):
 		return "not accepting jobs: queued is stopping"
 	}
