@@ -292,6 +292,11 @@ func killGrace(d time.Duration) time.Duration {
 // before the scheduler recovers the queues and starts its workers, so a
 // start that fails changes no job.
 func run(c cli, log *slog.Logger) error {
+	// From the first moment: a SIGTERM during the start (say, right after
+	// the address file appears) must stop queued gracefully, not kill it.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	defer signal.Stop(sigs)
 	cfg, err := configure(c)
 	if err != nil {
 		return err
@@ -364,9 +369,6 @@ func run(c cli, log *slog.Logger) error {
 	log.Info("queued listening", "url", url, "cards", cfg.Devices, "state_dir", cfg.StateDir, "pid", os.Getpid(),
 		"wait_foreign", cfg.WaitForeign)
 
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
-	defer signal.Stop(sigs)
 	select {
 	case sig := <-sigs:
 		log.Info("stopping: dispatch stopped, running jobs get SIGINT now (SIGKILL after the kill grace) and end as interrupted, queued jobs stay queued; new submissions are refused",
