@@ -18,7 +18,7 @@ import (
 type QueuePythonCmd struct {
 	Submission
 	Wait        bool     `help:"Wait like run: show the position, stream the output and exit with the script's status."`
-	WaitTimeout Duration `placeholder:"DURATION" help:"With --wait, stop waiting after this long and exit 124; the job goes on."`
+	WaitTimeout Duration `placeholder:"DURATION" help:"With --wait, stop waiting after this long (seconds, or such as 10m) and exit 124; the job goes on. 0 (the default) waits without limit."`
 	Script      string   `arg:"" placeholder:"SCRIPT" help:"The script file, or - to read it from stdin."`
 	Args        []string `arg:"" optional:"" placeholder:"ARG" help:"Arguments for the script."`
 }

@@ -15,7 +15,7 @@ import (
 type ResultCmd struct {
 	ID          string   `arg:"" placeholder:"JOB_ID" help:"Job id, or a unique prefix of at least 6 characters."`
 	NoWait      bool     `help:"Answer at once; exit 124 if the job has not ended."`
-	WaitTimeout Duration `placeholder:"DURATION" help:"Stop waiting after this long (seconds, or such as 10m) and exit 124; the job goes on."`
+	WaitTimeout Duration `placeholder:"DURATION" help:"Stop waiting after this long (seconds, or such as 10m) and exit 124; the job goes on. 0 (the default) waits without limit."`
 	MaxBytes    int64    `name:"max-bytes" env:"TT_DEVICE_RESULT_BYTES" default:"1048576" placeholder:"BYTES" help:"Print at most this many bytes of output, the last ones."`
 }
 

@@ -7,7 +7,7 @@ import "time"
 // produced, and the job's exit status.
 type RunCmd struct {
 	Submission
-	WaitTimeout Duration `placeholder:"DURATION" help:"Stop waiting after this long (seconds, or such as 10m) and exit 124; the job goes on."`
+	WaitTimeout Duration `placeholder:"DURATION" help:"Stop waiting after this long (seconds, or such as 10m) and exit 124; the job goes on. 0 (the default) waits without limit."`
 	Program     string   `arg:"" placeholder:"PROGRAM" help:"The shell program, as one quoted argument after --, such as -- 'python3 script.py'."`
 }
 
