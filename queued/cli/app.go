@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -46,10 +47,13 @@ func (a *App) close() {
 	}
 }
 
-// connect returns the client for the daemon: its URL from --host/--port
-// (or their variables), else from the address file the daemon writes in
-// its state directory, else api.DefaultURL; its token from the state
-// directory (TT_DEVICE_LOG_DIR, as the daemon resolves it).
+// connect returns the client for the daemon. Without --host or --port
+// (or their variables) it is the Unix socket in the state directory
+// (TT_DEVICE_LOG_DIR, as the daemon resolves it), which only the owner can
+// listen on or connect to, and no token is sent. With them it is that TCP
+// address, and the token from the state directory is sent only after the
+// server there has proven it holds the same token (api.VerifyServer): a
+// stranger listening on the port while queued is down learns nothing.
 func (a *App) connect() (*api.Client, error) {
 	if a.client != nil {
 		return a.client, nil
@@ -59,6 +63,12 @@ func (a *App) connect() (*api.Client, error) {
 		return nil, usageErr("%w", err)
 	}
 	a.stateDir = dir
+	if strings.TrimSpace(a.Host) == "" && a.Port == 0 {
+		sock := filepath.Join(dir, api.SocketFile)
+		a.url = "unix://" + sock
+		a.client = api.NewUnixClient(sock)
+		return a.client, nil
+	}
 	if a.url, err = a.baseURL(); err != nil {
 		return nil, err
 	}
@@ -68,6 +78,13 @@ func (a *App) connect() (*api.Client, error) {
 	}
 	if err != nil {
 		return nil, &Error{Code: ExitUsage, Err: err}
+	}
+	if err := api.VerifyServer(a.ctx, a.url, token); err != nil {
+		if errors.Is(err, api.ErrUnproven) {
+			return nil, &Error{Code: ExitRefused, Err: fmt.Errorf("not sending the token to %s: %w.\nIs something other than your queued listening there? (Without --host and --port, tt-device-queue talks to queued over %s.)",
+				a.url, err, filepath.Join(dir, api.SocketFile))}
+		}
+		return nil, a.explain(a.ctx, err)
 	}
 	a.client = api.NewClient(a.url, token)
 	return a.client, nil
@@ -80,9 +97,6 @@ func (a *App) baseURL() (string, error) {
 		return "", usageErr("--port %d: want a TCP port, 1-65535", port)
 	}
 	if host == "" && port == 0 {
-		if u, err := api.ReadAddress(a.stateDir); err == nil && u != "" {
-			return u, nil
-		}
 		return api.DefaultURL, nil
 	}
 	if host == "" {

@@ -29,8 +29,8 @@ const Name = "tt-device-queue"
 // Globals are the options that come before the subcommand. The
 // environment variables set their defaults.
 type Globals struct {
-	Host     string `env:"TT_DEVICE_URL" placeholder:"HOST|URL" help:"Daemon host, or its whole URL such as http://127.0.0.1:5741 (default: the address queued recorded in its state directory, else 127.0.0.1)."`
-	Port     int    `env:"TT_DEVICE_PORT" placeholder:"PORT" help:"Daemon port (default 5741)."`
+	Host     string `env:"TT_DEVICE_URL" placeholder:"HOST|URL" help:"Daemon host, or its whole URL such as http://127.0.0.1:5741; the token is sent only once the server there proves it is your queued (default: queued's socket in its state directory, no TCP)."`
+	Port     int    `env:"TT_DEVICE_PORT" placeholder:"PORT" help:"Daemon TCP port on --host (default 5741 once --host is given)."`
 	ClientID string `name:"client-id" env:"TT_QUEUE_CLIENT_ID" placeholder:"NAME" help:"Name recorded on submitted jobs, for diagnostics only; it never changes their order."`
 	JSON     bool   `name:"json" help:"Print machine-readable JSON only."`
 }

@@ -48,7 +48,9 @@ func TestExitCodes_DaemonNotRunning(t *testing.T) {
 	d.env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + d.home, "TT_DEVICE_LOG_DIR=" + d.state}
 	hint := "systemctl --user start queued"
 
-	d.run("status").want(t, 2, nil, []string{"no token in " + d.state, hint})
+	sock := "unix://" + filepath.Join(d.state, api.SocketFile)
+	d.run("status").want(t, 2, nil, []string{"cannot reach queued at " + sock, "no such file", hint})
+	d.run("--port", "5741", "status").want(t, 2, nil, []string{"no token in " + d.state, hint})
 
 	if _, err := api.EnsureToken(d.state); err != nil {
 		t.Fatal(err)
@@ -64,17 +66,23 @@ func TestExitCodes_DaemonNotRunning(t *testing.T) {
 	d.run("--port", strconv.Itoa(port), "status").want(t, 2, nil, []string{"cannot reach queued at " + url, "connection refused", hint, "or run `queued`"})
 	d.runWith([]string{"TT_DEVICE_URL=" + url}, "", "run", "--", "true").want(t, 2, nil, []string{"cannot reach queued at " + url})
 	d.runWith([]string{"TT_DEVICE_PORT=" + strconv.Itoa(port)}, "", "job", "abcdef").want(t, 2, nil, []string{"cannot reach queued at " + url})
-	// A stale address file from a daemon that died is followed, and fails
-	// the same way.
+	// A stale address file from a daemon that died is not followed; a
+	// stale socket it left refuses the connection.
 	if err := api.WriteAddress(d.state, url); err != nil {
 		t.Fatal(err)
 	}
-	d.run("kill", "abcdef").want(t, 2, nil, []string{"cannot reach queued at " + url, hint})
+	stale, err := net.Listen("unix", filepath.Join(d.state, api.SocketFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale.(*net.UnixListener).SetUnlinkOnClose(false)
+	stale.Close()
+	d.run("kill", "abcdef").want(t, 2, nil, []string{"cannot reach queued at " + sock, "connection refused", hint})
 	d.run("--host", "ftp://x", "status").want(t, 2, nil, []string{"want a host name or a URL"})
 	// A directory where the token should be cannot be read.
 	other := t.TempDir()
 	if err := os.Mkdir(filepath.Join(other, api.TokenFile), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	d.runWith([]string{"TT_DEVICE_LOG_DIR=" + other}, "", "status").want(t, 2, nil, []string{"token"})
+	d.runWith([]string{"TT_DEVICE_LOG_DIR=" + other}, "", "--port", "5741", "status").want(t, 2, nil, []string{"token"})
 }

@@ -62,6 +62,8 @@ type daemon struct {
 	// env is the CLI's environment: the daemon's state directory (so it
 	// finds the token and the address file) and a private HOME.
 	env []string
+	// exited closes when the daemon has exited.
+	exited chan struct{}
 }
 
 // startDaemon starts queued; extra is added to its environment.
@@ -84,14 +86,15 @@ func startDaemon(t *testing.T, extra ...string) *daemon {
 		t.Fatal(err)
 	}
 	exited := make(chan error, 1)
-	go func() { exited <- d.cmd.Wait() }()
+	d.exited = make(chan struct{})
+	go func() { err := d.cmd.Wait(); close(d.exited); exited <- err }()
 	t.Cleanup(func() {
 		d.cmd.Process.Signal(syscall.SIGTERM)
 		select {
-		case <-exited:
+		case <-d.exited:
 		case <-time.After(20 * time.Second):
 			d.cmd.Process.Kill()
-			<-exited
+			<-d.exited
 			t.Errorf("queued did not stop on SIGTERM; its log:\n%s", d.log)
 		}
 	})

@@ -45,6 +45,12 @@ type Config struct {
 	// slot back while it waits, and a submission while its commit is
 	// made durable.
 	Workers int
+	// ListenAddr is the TCP address the daemon listens on, which GET
+	// /proof binds its answer to (see api.VerifyServer).
+	ListenAddr string
+	// AllowPeer decides who may use the queue over a Unix socket, from the
+	// caller's kernel credentials; default SameUser.
+	AllowPeer func(Peer) error
 	// ExtraHosts are Host names accepted besides the loopback names; the
 	// daemon adds its listen address when told to bind a non-loopback one.
 	ExtraHosts []string
@@ -83,6 +89,9 @@ func NewServer(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.AllowPeer == nil {
+		cfg.AllowPeer = SameUser
+	}
 	s := &Server{cfg: cfg, sched: cfg.Scheduler, log: cfg.Logger,
 		slots: make(chan struct{}, cfg.Workers), closing: make(chan struct{})}
 	m := http.NewServeMux()
@@ -117,6 +126,7 @@ func (s *Server) NewHTTPServer() *http.Server {
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
+		ConnContext:       ConnContext,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 		// "OPTIONS *" would otherwise get net/http's own empty 200
 		// before any check; ServeHTTP refuses it like any unknown path.
@@ -124,7 +134,8 @@ func (s *Server) NewHTTPServer() *http.Server {
 	}
 }
 
-// ServeHTTP checks, in order, Host, Origin, the token, that the path is
+// ServeHTTP checks, in order, Host, Origin, the token (over TCP; the
+// caller's credentials on a Unix socket), that the path is
 // canonical, that the body is not content-encoded and (for POST) the
 // content type, all before the request may take a handler slot, so a
 // refused request costs nothing and causes nothing.
@@ -143,9 +154,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusForbidden, "cross-site requests are refused")
 		return
 	}
-	if !tokenMatches(r.Header.Get("Authorization"), s.cfg.Token) {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="queued"`)
-		writeError(w, http.StatusUnauthorized, "missing or wrong bearer token; the token is in the file \"token\" in queued's state directory")
+	if r.URL.Path == api.ProofPath {
+		s.handleProof(w, r)
+		return
+	}
+	if !s.authorize(w, r) {
 		return
 	}
 	if p := r.URL.EscapedPath(); !canonicalPath(p) {

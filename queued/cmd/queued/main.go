@@ -288,7 +288,7 @@ func killGrace(d time.Duration) time.Duration {
 }
 
 // run starts queued and serves until SIGTERM or SIGINT. Everything that can
-// fail (settings, telemetry, store, token, listener, address file) is done
+// fail (settings, telemetry, store, token, listeners, address file) is done
 // before the scheduler recovers the queues and starts its workers, so a
 // start that fails changes no job.
 func run(c cli, log *slog.Logger) error {
@@ -341,6 +341,15 @@ func run(c cli, log *slog.Logger) error {
 		return fmt.Errorf("listening on %s: %w", addr, err)
 	}
 	defer ln.Close()
+	// The CLI's way in: a socket in the 0700 state directory, where no
+	// other user can listen in queued's place while it is down.
+	sock := filepath.Join(cfg.StateDir, api.SocketFile)
+	uln, err := server.ListenUnix(sock, 0o600, -1)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(sock)
+	defer uln.Close()
 	url := "http://" + ln.Addr().String()
 	if err := api.WriteAddress(cfg.StateDir, url); err != nil {
 		return err
@@ -358,15 +367,16 @@ func run(c cli, log *slog.Logger) error {
 		return err
 	}
 	defer sched.Stop()
-	srv, err := server.NewServer(server.Config{Scheduler: sched, Token: token, MaxTimeout: cfg.MaxTimeout,
+	srv, err := server.NewServer(server.Config{Scheduler: sched, Token: token, ListenAddr: ln.Addr().String(), MaxTimeout: cfg.MaxTimeout,
 		MaxRequestBytes: cfg.MaxRequestBytes, Workers: cfg.HTTPWorkers, ExtraHosts: extraHosts, Logger: log})
 	if err != nil {
 		return err
 	}
 	hs := srv.NewHTTPServer()
-	served := make(chan error, 1)
+	served := make(chan error, 2)
 	go func() { served <- hs.Serve(ln) }()
-	log.Info("queued listening", "url", url, "cards", cfg.Devices, "state_dir", cfg.StateDir, "pid", os.Getpid(),
+	go func() { served <- hs.Serve(uln) }()
+	log.Info("queued listening", "url", url, "socket", sock, "cards", cfg.Devices, "state_dir", cfg.StateDir, "pid", os.Getpid(),
 		"wait_foreign", cfg.WaitForeign)
 
 	select {
