@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -88,6 +89,21 @@ func (a *App) connect() (*api.Client, error) {
 	}
 	a.client = api.NewClient(a.url, token)
 	return a.client, nil
+}
+
+// clientID is --client-id (TT_QUEUE_CLIENT_ID), else the user name, so
+// jobs carry an owner and list --mine works without setting anything.
+func (a *App) clientID() string {
+	if id := strings.TrimSpace(a.ClientID); id != "" {
+		return id
+	}
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	if name := os.Getenv("USER"); name != "" {
+		return name
+	}
+	return "uid-" + strconv.Itoa(os.Getuid())
 }
 
 // baseURL resolves the daemon's address.

@@ -31,7 +31,7 @@ const Name = "tt-device-queue"
 type Globals struct {
 	Host     string `env:"TT_DEVICE_URL" placeholder:"HOST|URL" help:"Daemon host, or its whole URL such as http://127.0.0.1:5741; the token is sent only once the server there proves it is your queued (default: queued's socket in its state directory, no TCP)."`
 	Port     int    `env:"TT_DEVICE_PORT" placeholder:"PORT" help:"Daemon TCP port on --host (default 5741 once --host is given)."`
-	ClientID string `name:"client-id" env:"TT_QUEUE_CLIENT_ID" placeholder:"NAME" help:"Name recorded on submitted jobs, for diagnostics only; it never changes their order."`
+	ClientID string `name:"client-id" env:"TT_QUEUE_CLIENT_ID" placeholder:"NAME" help:"Name recorded on submitted jobs (default: your user name); list --mine selects by it. It never changes their order."`
 	JSON     bool   `name:"json" help:"Print machine-readable JSON only."`
 }
 
@@ -46,6 +46,7 @@ type CLI struct {
 	Logs        LogsCmd        `cmd:"" help:"Print a job's output, or follow it as it is produced."`
 	QueuePython QueuePythonCmd `cmd:"" name:"queue-python" help:"Submit a Python script (a file, or - for stdin)."`
 	Status      StatusCmd      `cmd:"" help:"Show every card: state, current job, queue, estimated wait, resets and foreign holders."`
+	List        ListCmd        `cmd:"" help:"List jobs: running and queued ones card by card, then finished ones, newest first."`
 	Kill        KillCmd        `cmd:"" help:"Stop a job: a queued one at once, a running one with SIGINT and then SIGKILL."`
 	Reset       ResetCmd       `cmd:"" help:"Schedule a card reset: one card, the card of a job, or every card."`
 	Completion  CompletionCmd  `cmd:"" help:"Print a shell completion script."`

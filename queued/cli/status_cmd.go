@@ -37,8 +37,7 @@ type cell struct{ text, colour string }
 // cmdWidth bounds the command shown in the CURRENT column.
 const cmdWidth = 32
 
-// writeStatus renders the table. Columns are padded on the plain text and
-// coloured afterwards, so escape codes never break the alignment.
+// writeStatus renders the table (see writeTable) and the notes under it.
 func writeStatus(w io.Writer, st api.Status, now time.Time, colour bool) {
 	header := []string{"CARD", "STATE", "WORKER", "CURRENT", "RUNTIME", "QUEUED", "EST. WAIT", "LAST RESET", "FOREIGN"}
 	rows := [][]cell{}
@@ -81,34 +80,7 @@ func writeStatus(w io.Writer, st api.Status, now time.Time, colour bool) {
 		rows = append(rows, row)
 		notes = append(notes, cardNotes(c, now)...)
 	}
-	widths := make([]int, len(header))
-	for i, h := range header {
-		widths[i] = len(h)
-	}
-	for _, r := range rows {
-		for i, c := range r {
-			widths[i] = max(widths[i], len(c.text))
-		}
-	}
-	line := func(cells []cell) {
-		var b strings.Builder
-		for i, c := range cells {
-			text := c.text
-			if i < len(cells)-1 {
-				text += strings.Repeat(" ", widths[i]-len(c.text)+2)
-			}
-			b.WriteString(paint(colour, c.colour, text))
-		}
-		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
-	}
-	hcells := make([]cell, len(header))
-	for i, h := range header {
-		hcells[i] = cell{h, bold}
-	}
-	line(hcells)
-	for _, r := range rows {
-		line(r)
-	}
+	writeTable(w, header, rows, colour)
 	if len(notes) > 0 {
 		fmt.Fprintln(w)
 		for _, n := range notes {
@@ -136,6 +108,40 @@ func writeStatus(w io.Writer, st api.Status, now time.Time, colour bool) {
 	}
 	for _, msg := range st.Warnings {
 		warn("%s", msg)
+	}
+}
+
+// writeTable prints a bold header and the rows in aligned columns. Columns
+// are padded on the plain text and coloured afterwards, so escape codes
+// never break the alignment.
+func writeTable(w io.Writer, header []string, rows [][]cell, colour bool) {
+	widths := make([]int, len(header))
+	for i, h := range header {
+		widths[i] = len(h)
+	}
+	for _, r := range rows {
+		for i, c := range r {
+			widths[i] = max(widths[i], len(c.text))
+		}
+	}
+	line := func(cells []cell) {
+		var b strings.Builder
+		for i, c := range cells {
+			text := c.text
+			if i < len(cells)-1 {
+				text += strings.Repeat(" ", widths[i]-len(c.text)+2)
+			}
+			b.WriteString(paint(colour, c.colour, text))
+		}
+		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
+	}
+	hcells := make([]cell, len(header))
+	for i, h := range header {
+		hcells[i] = cell{h, bold}
+	}
+	line(hcells)
+	for _, r := range rows {
+		line(r)
 	}
 }
 

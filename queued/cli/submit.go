@@ -52,7 +52,7 @@ func (s *Submission) request(a *App, cmd string) (api.QueueRequest, error) {
 	}
 	return api.QueueRequest{
 		Cmd: cmd, Cwd: cwd, DeviceID: strconv.Itoa(s.Device), Env: env,
-		Timeout: s.Timeout, Repeat: s.Repeat, ClientID: a.ClientID,
+		Timeout: s.Timeout, Repeat: s.Repeat, ClientID: a.clientID(),
 	}, nil
 }
 

@@ -44,6 +44,9 @@ type Store interface {
 	// Recent reads up to max finished records, newest first, to seed the
 	// estimates at start.
 	Recent(max int) ([]store.Job, error)
+	// RecentMatching reads up to max finished records that keep accepts,
+	// newest first, looking at no more than scan of them.
+	RecentMatching(max, scan int, keep func(*store.Job) bool) ([]store.Job, error)
 	// Spill durably keeps, in reserved space, the card and job records the
 	// store cannot take now, replacing what it kept; with no records it
 	// clears it. The next store Open writes them in.

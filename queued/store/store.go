@@ -462,20 +462,32 @@ func (s *Store) Finished() ([]string, error) {
 // by a backward walk of the finished index: the scheduler seeds its
 // run-time estimates with them at start, so they survive a restart.
 func (s *Store) Recent(max int) ([]Job, error) {
+	return s.RecentMatching(max, 0, nil)
+}
+
+// RecentMatching returns up to max finished jobs for which keep holds
+// (every one when keep is nil), newest first, looking at no more than scan
+// records (0: no bound), so a filter that matches little cannot make one
+// request walk the whole history.
+func (s *Store) RecentMatching(max, scan int, keep func(*Job) bool) ([]Job, error) {
 	var jobs []Job
 	err := s.db.View(func(tx *bolt.Tx) error {
 		b := tx.Bucket(BucketJobs)
 		c := tx.Bucket(BucketFinished).Cursor()
-		for k, _ := c.Last(); k != nil && len(jobs) < max; k, _ = c.Prev() {
+		seen := 0
+		for k, _ := c.Last(); k != nil && len(jobs) < max && (scan <= 0 || seen < scan); k, _ = c.Prev() {
 			v := b.Get(k[8:])
 			if v == nil {
 				continue // an index entry whose record is gone; Prune removes both
 			}
+			seen++
 			var j Job
 			if err := decodeJob(v, &j); err != nil {
 				return fmt.Errorf("job at sequence %d: %w", binary.BigEndian.Uint64(k[8:]), err)
 			}
-			jobs = append(jobs, j)
+			if keep == nil || keep(&j) {
+				jobs = append(jobs, j)
+			}
 		}
 		return nil
 	})

@@ -99,6 +99,7 @@ func NewServer(cfg Config) (*Server, error) {
 	m.HandleFunc("/kill", s.only(http.MethodPost, s.handleKill))
 	m.HandleFunc("/status", s.only(http.MethodGet, s.handleStatus))
 	m.HandleFunc("/job/{id}", s.only(http.MethodGet, s.handleJob))
+	m.HandleFunc("/jobs", s.only(http.MethodGet, s.handleList))
 	m.HandleFunc("/logs/{id}", s.only(http.MethodGet, s.handleLogs))
 	m.HandleFunc("/result/{id}", s.only(http.MethodGet, s.handleResult))
 	m.HandleFunc("/reset", s.only(http.MethodPost, s.handleReset))

@@ -1,0 +1,50 @@
+package api
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strconv"
+)
+
+// MaxListLimit is the most jobs GET /jobs answers with at once.
+const MaxListLimit = 1000
+
+// ListQuery selects jobs for GET /jobs. Zero fields select everything;
+// Limit 0 means 50.
+type ListQuery struct {
+	DeviceID string // a card number
+	State    string // queued, running or done
+	ClientID string
+	Limit    int
+}
+
+// JobList answers GET /jobs: the active jobs first (card by card, the
+// running one, then the queue in order), then finished ones, newest first.
+type JobList struct {
+	Jobs []Job `json:"jobs"`
+}
+
+// List asks for the jobs q selects.
+func (c *Client) List(ctx context.Context, q ListQuery) ([]Job, error) {
+	v := url.Values{}
+	if q.DeviceID != "" {
+		v.Set("device_id", q.DeviceID)
+	}
+	if q.State != "" {
+		v.Set("state", q.State)
+	}
+	if q.ClientID != "" {
+		v.Set("client_id", q.ClientID)
+	}
+	if q.Limit > 0 {
+		v.Set("limit", strconv.Itoa(q.Limit))
+	}
+	path := "/jobs"
+	if len(v) > 0 {
+		path += "?" + v.Encode()
+	}
+	var out JobList
+	_, err := c.do(ctx, http.MethodGet, path, nil, &out)
+	return out.Jobs, err
+}
