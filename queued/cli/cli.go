@@ -47,7 +47,9 @@ type CLI struct {
 	QueuePython QueuePythonCmd `cmd:"" name:"queue-python" help:"Submit a Python script (a file, or - for stdin)."`
 	Status      StatusCmd      `cmd:"" help:"Show every card: state, current job, queue, estimated wait, resets and foreign holders."`
 	List        ListCmd        `cmd:"" help:"List jobs: running and queued ones card by card, then finished ones, newest first."`
-	Kill        KillCmd        `cmd:"" help:"Stop a job: a queued one at once, a running one with SIGINT and then SIGKILL."`
+	Wait        WaitCmd        `cmd:"" help:"Wait until jobs have ended and exit with the worst status among them."`
+	Kill        KillCmd        `cmd:"" help:"Stop jobs: a queued one at once, a running one with SIGINT and then SIGKILL."`
+	Resubmit    ResubmitCmd    `cmd:"" help:"Queue a new job with another job's program, directory, environment, timeout and repeat."`
 	Reset       ResetCmd       `cmd:"" help:"Schedule a card reset: one card, the card of a job, or every card."`
 	Completion  CompletionCmd  `cmd:"" help:"Print a shell completion script."`
 }
