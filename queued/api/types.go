@@ -212,6 +212,8 @@ type JobSummary struct {
 
 // Status answers GET /status.
 type Status struct {
+	// Version is the daemon's build (see tt-device-queue --version).
+	Version     string       `json:"version,omitempty"`
 	Cards       []CardStatus `json:"cards"`
 	Queued      int          `json:"queued"`
 	MaxQueued   int          `json:"max_queued"`

@@ -21,6 +21,8 @@ import (
 	"syscall"
 
 	"github.com/alecthomas/kong"
+
+	"github.com/ttkit/ttkit/queued/version"
 )
 
 // Name is the command's name in messages, help and completion scripts.
@@ -29,6 +31,7 @@ const Name = "tt-device-queue"
 // Globals are the options that come before the subcommand. The
 // environment variables set their defaults.
 type Globals struct {
+	Version  kong.VersionFlag `help:"Print the version and exit."`
 	Host     string `env:"TT_DEVICE_URL" placeholder:"HOST|URL" help:"Daemon host, or its whole URL such as http://127.0.0.1:5741; the token is sent only once the server there proves it is your queued (default: queued's socket in its state directory, no TCP)."`
 	Port     int    `env:"TT_DEVICE_PORT" placeholder:"PORT" help:"Daemon TCP port on --host (default 5741 once --host is given)."`
 	ClientID string `name:"client-id" env:"TT_QUEUE_CLIENT_ID" placeholder:"NAME" help:"Name recorded on submitted jobs (default: your user name); list --mine selects by it. It never changes their order."`
@@ -93,6 +96,7 @@ func run(ctx context.Context, args []string, s Streams) (code int) {
 			"2 for usage errors or when queued cannot be reached; 124 when --wait-timeout ran out; 130 when interrupted. "+
 			"Neither of the last two stops the job."),
 		kong.UsageOnError(),
+		kong.Vars{"version": Name + " " + version.String()},
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
 		kong.Writers(s.Out, s.Err),
 		kong.Exit(func(code int) { panic(kongExit(code)) }),

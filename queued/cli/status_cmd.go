@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ttkit/ttkit/queued/api"
+	"github.com/ttkit/ttkit/queued/version"
 )
 
 // StatusCmd shows every card as one row of a table, then what needs a
@@ -28,6 +29,10 @@ func (s *StatusCmd) Run(a *App) error {
 		return a.printJSON(st)
 	}
 	writeStatus(a.Out, st, time.Now(), a.colour())
+	if mine := version.String(); st.Version != "" && st.Version != mine {
+		a.progress.note("warning: queued runs version %s, this %s is %s; restart queued (make install restarts it when idle) so both are the same build",
+			st.Version, Name, mine)
+	}
 	return nil
 }
 
@@ -88,6 +93,9 @@ func writeStatus(w io.Writer, st api.Status, now time.Time, colour bool) {
 		}
 	}
 	fmt.Fprintf(w, "\n%d of at most %d jobs queued", st.Queued, st.MaxQueued)
+	if st.Version != "" {
+		fmt.Fprintf(w, "; queued %s", st.Version)
+	}
 	if st.Stopping {
 		fmt.Fprint(w, "; queued is stopping")
 	}

@@ -109,6 +109,7 @@ func (s *Server) resolve(field, raw string) (string, error) {
 // handleStatus is GET /status.
 func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
 	st := statusView(s.sched.Status())
+	st.Version = s.cfg.Version
 	st.HTTP = api.HTTPStatus{Workers: cap(s.slots), Busy: int(s.busy.Load()), Waiting: int(s.waiting.Load()),
 		LongPolls: int(s.polling.Load())}
 	writeJSON(w, http.StatusOK, st)

@@ -45,6 +45,8 @@ type Config struct {
 	// slot back while it waits, and a submission while its commit is
 	// made durable.
 	Workers int
+	// Version is the daemon's build, shown in GET /status.
+	Version string
 	// ListenAddr is the TCP address the daemon listens on, which GET
 	// /proof binds its answer to (see api.VerifyServer).
 	ListenAddr string

@@ -27,11 +27,13 @@ import (
 	"github.com/ttkit/ttkit/queued/scheduler"
 	"github.com/ttkit/ttkit/queued/store"
 	"github.com/ttkit/ttkit/queued/telemetry"
+	"github.com/ttkit/ttkit/queued/version"
 )
 
 // cli holds the flags. Pointer fields are nil unless given, so a flag
 // overrides its environment variable only when it is set.
 type cli struct {
+	Version kong.VersionFlag `help:"Print the version and exit."`
 	Listen           string  `help:"Address to listen on (default 127.0.0.1 and TT_DEVICE_PORT)." placeholder:"HOST:PORT"`
 	AllowNonLoopback bool    `help:"Allow --listen on an address other than loopback; every request still needs the token."`
 	StateDir         *string `help:"State directory: store, token, job output (TT_DEVICE_LOG_DIR)." placeholder:"DIR"`
@@ -63,6 +65,7 @@ func main() {
 		kong.Name("queued"),
 		kong.Description("The tt-device-queue daemon: one FIFO job queue per Tenstorrent card, served over HTTP on loopback.\n\n"+envHelp()+metricsHelp),
 		kong.UsageOnError(),
+		kong.Vars{"version": "queued " + version.String()},
 	)
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	tuneGC()
@@ -95,33 +98,6 @@ Metrics (OpenTelemetry, over OTLP/HTTP; off unless an endpoint is set):
   OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES
       Override service.name (queued) and add resource attributes.
 `
-
-// buildVersion is the module version, else the VCS revision, for the
-// service.version of the daemon's metrics.
-func buildVersion() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "unknown"
-	}
-	if v := bi.Main.Version; v != "" && v != "(devel)" {
-		return v
-	}
-	var rev, dirty string
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.modified":
-			if s.Value == "true" {
-				dirty = "-dirty"
-			}
-		}
-	}
-	if rev == "" {
-		return "devel"
-	}
-	return rev[:min(len(rev), 12)] + dirty
-}
 
 // configure merges environment and flags.
 func configure(c cli) (config.Config, error) {
@@ -309,7 +285,7 @@ func run(c cli, log *slog.Logger) error {
 		log.Warn("the kill grace does not fit in the service manager's stop timeout: a stop may be cut off before it records how the running jobs ended; raise TimeoutStopSec and TT_DEVICE_STOP_TIMEOUT or lower TT_DEVICE_KILL_GRACE",
 			"kill_grace", cfg.KillGrace, "stop_timeout", cfg.StopTimeout, "needed", cfg.KillGrace+stopMargin)
 	}
-	metrics, err := telemetry.Setup(context.Background(), buildVersion(), log)
+	metrics, err := telemetry.Setup(context.Background(), version.String(), log)
 	if err != nil {
 		return err
 	}
@@ -367,7 +343,7 @@ func run(c cli, log *slog.Logger) error {
 		return err
 	}
 	defer sched.Stop()
-	srv, err := server.NewServer(server.Config{Scheduler: sched, Token: token, ListenAddr: ln.Addr().String(), MaxTimeout: cfg.MaxTimeout,
+	srv, err := server.NewServer(server.Config{Scheduler: sched, Token: token, ListenAddr: ln.Addr().String(), Version: version.String(), MaxTimeout: cfg.MaxTimeout,
 		MaxRequestBytes: cfg.MaxRequestBytes, Workers: cfg.HTTPWorkers, ExtraHosts: extraHosts, Logger: log})
 	if err != nil {
 		return err
@@ -376,7 +352,7 @@ func run(c cli, log *slog.Logger) error {
 	served := make(chan error, 2)
 	go func() { served <- hs.Serve(ln) }()
 	go func() { served <- hs.Serve(uln) }()
-	log.Info("queued listening", "url", url, "socket", sock, "cards", cfg.Devices, "state_dir", cfg.StateDir, "pid", os.Getpid(),
+	log.Info("queued listening", "version", version.String(), "url", url, "socket", sock, "cards", cfg.Devices, "state_dir", cfg.StateDir, "pid", os.Getpid(),
 		"wait_foreign", cfg.WaitForeign)
 
 	select {
