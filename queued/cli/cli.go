@@ -32,10 +32,10 @@ const Name = "tt-device-queue"
 // environment variables set their defaults.
 type Globals struct {
 	Version  kong.VersionFlag `help:"Print the version and exit."`
-	Host     string `env:"TT_DEVICE_URL" placeholder:"HOST|URL" help:"Daemon host, or its whole URL such as http://127.0.0.1:5741; the token is sent only once the server there proves it is your queued (default: queued's socket in its state directory, no TCP)."`
-	Port     int    `env:"TT_DEVICE_PORT" placeholder:"PORT" help:"Daemon TCP port on --host (default 5741 once --host is given)."`
-	ClientID string `name:"client-id" env:"TT_QUEUE_CLIENT_ID" placeholder:"NAME" help:"Name recorded on submitted jobs (default: your user name); list --mine selects by it. It never changes their order."`
-	JSON     bool   `name:"json" help:"Print machine-readable JSON only."`
+	Host     string           `env:"TT_DEVICE_URL" placeholder:"HOST|URL" help:"Daemon host, or its whole URL such as http://127.0.0.1:5741; the token is sent only once the server there proves it is your queued (default: queued's socket in its state directory, no TCP)."`
+	Port     int              `env:"TT_DEVICE_PORT" placeholder:"PORT" help:"Daemon TCP port on --host (default 5741 once --host is given)."`
+	ClientID string           `name:"client-id" env:"TT_QUEUE_CLIENT_ID" placeholder:"NAME" help:"Name recorded on submitted jobs (default: your user name); list --mine selects by it. It never changes their order."`
+	JSON     bool             `name:"json" help:"Print machine-readable JSON only."`
 }
 
 // CLI is the whole command line.

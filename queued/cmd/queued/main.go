@@ -33,21 +33,21 @@ import (
 // cli holds the flags. Pointer fields are nil unless given, so a flag
 // overrides its environment variable only when it is set.
 type cli struct {
-	Version kong.VersionFlag `help:"Print the version and exit."`
-	Listen           string  `help:"Address to listen on (default 127.0.0.1 and TT_DEVICE_PORT)." placeholder:"HOST:PORT"`
-	AllowNonLoopback bool    `help:"Allow --listen on an address other than loopback; every request still needs the token."`
-	StateDir         *string `help:"State directory: store, token, job output (TT_DEVICE_LOG_DIR)." placeholder:"DIR"`
-	DeviceIDs        *string `name:"device-ids" help:"Comma-separated card numbers to queue for (TT_DEVICE_IDS)." placeholder:"0,1"`
-	DevDir           string  `default:"/dev/tenstorrent" help:"Where to look for numeric card nodes when no ids are given." placeholder:"DIR"`
-	DefaultTimeout   *int64  `help:"Seconds per iteration when a job gives no timeout (TT_DEVICE_DEFAULT_TIMEOUT)." placeholder:"SEC"`
-	MaxTimeout       *int64  `help:"Largest timeout a job may ask for, in seconds (TT_DEVICE_MAX_TIMEOUT)." placeholder:"SEC"`
-	MaxQueuedJobs    *int    `help:"Queued jobs allowed over all cards (TT_DEVICE_MAX_QUEUED_JOBS)." placeholder:"N"`
-	MaxLogBytes      *int64  `help:"Bytes of output kept per job (TT_DEVICE_MAX_LOG_BYTES)." placeholder:"BYTES"`
-	MaxRequestBytes  *int64  `help:"Largest HTTP request body (TT_DEVICE_MAX_REQUEST_BYTES)." placeholder:"BYTES"`
-	HTTPWorkers      *int    `name:"http-workers" help:"HTTP handlers working at once (TT_DEVICE_HTTP_WORKERS)." placeholder:"N"`
-	RetentionDays    *int    `help:"Days finished jobs are kept (TT_DEVICE_RETENTION_DAYS)." placeholder:"DAYS"`
-	MaxCompletedJobs *int    `help:"Finished jobs kept at most (TT_DEVICE_MAX_COMPLETED_JOBS)." placeholder:"N"`
-	KillGrace        *int64  `help:"Seconds between SIGINT and SIGKILL when a job is stopped (TT_DEVICE_KILL_GRACE)." placeholder:"SEC"`
+	Version          kong.VersionFlag `help:"Print the version and exit."`
+	Listen           string           `help:"Address to listen on (default 127.0.0.1 and TT_DEVICE_PORT)." placeholder:"HOST:PORT"`
+	AllowNonLoopback bool             `help:"Allow --listen on an address other than loopback; every request still needs the token."`
+	StateDir         *string          `help:"State directory: store, token, job output (TT_DEVICE_LOG_DIR)." placeholder:"DIR"`
+	DeviceIDs        *string          `name:"device-ids" help:"Comma-separated card numbers to queue for (TT_DEVICE_IDS)." placeholder:"0,1"`
+	DevDir           string           `default:"/dev/tenstorrent" help:"Where to look for numeric card nodes when no ids are given." placeholder:"DIR"`
+	DefaultTimeout   *int64           `help:"Seconds per iteration when a job gives no timeout (TT_DEVICE_DEFAULT_TIMEOUT)." placeholder:"SEC"`
+	MaxTimeout       *int64           `help:"Largest timeout a job may ask for, in seconds (TT_DEVICE_MAX_TIMEOUT)." placeholder:"SEC"`
+	MaxQueuedJobs    *int             `help:"Queued jobs allowed over all cards (TT_DEVICE_MAX_QUEUED_JOBS)." placeholder:"N"`
+	MaxLogBytes      *int64           `help:"Bytes of output kept per job (TT_DEVICE_MAX_LOG_BYTES)." placeholder:"BYTES"`
+	MaxRequestBytes  *int64           `help:"Largest HTTP request body (TT_DEVICE_MAX_REQUEST_BYTES)." placeholder:"BYTES"`
+	HTTPWorkers      *int             `name:"http-workers" help:"HTTP handlers working at once (TT_DEVICE_HTTP_WORKERS)." placeholder:"N"`
+	RetentionDays    *int             `help:"Days finished jobs are kept (TT_DEVICE_RETENTION_DAYS)." placeholder:"DAYS"`
+	MaxCompletedJobs *int             `help:"Finished jobs kept at most (TT_DEVICE_MAX_COMPLETED_JOBS)." placeholder:"N"`
+	KillGrace        *int64           `help:"Seconds between SIGINT and SIGKILL when a job is stopped (TT_DEVICE_KILL_GRACE)." placeholder:"SEC"`
 
 	ResetCmd           *string `help:"Shell command that resets one card; {device} is its number (TT_DEVICE_RESET_CMD)." placeholder:"CMD"`
 	HealthCheckCmd     *string `help:"Shell command that must pass after a reset (TT_DEVICE_HEALTH_CHECK_CMD)." placeholder:"CMD"`
