@@ -282,6 +282,15 @@ type HTTPStatus struct {
 	// LongPolls counts long-polls waiting for output or a result; they
 	// hold no handler.
 	LongPolls int `json:"long_polls"`
+	// Conns counts the open connections; MaxConns is their bound
+	// (TT_DEVICE_HTTP_MAX_CONNS).
+	Conns    int `json:"conns"`
+	MaxConns int `json:"max_conns"`
+	// Evicted counts connections closed since start to make room at the
+	// bound (idle, or slow to send their request); Refused counts new
+	// ones answered 503 because every open connection was busy.
+	Evicted int64 `json:"evicted"`
+	Refused int64 `json:"refused"`
 }
 
 // ErrorResponse is the body of every 4xx and 5xx answer.

@@ -110,7 +110,8 @@ func (s *Server) resolve(field, raw string) (string, error) {
 func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
 	st := statusView(s.sched.Status())
 	st.HTTP = api.HTTPStatus{Workers: cap(s.slots), Busy: int(s.busy.Load()), Waiting: int(s.waiting.Load()),
-		LongPolls: int(s.polling.Load())}
+		LongPolls: int(s.polling.Load()), Conns: s.conns.count(), MaxConns: s.conns.max,
+		Evicted: s.conns.evicted.Load(), Refused: s.conns.refused.Load()}
 	writeJSON(w, http.StatusOK, st)
 }
 

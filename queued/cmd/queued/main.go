@@ -316,7 +316,8 @@ func run(c cli, log *slog.Logger) error {
 	}
 	defer sched.Stop()
 	srv, err := server.NewServer(server.Config{Scheduler: sched, Token: token, MaxTimeout: cfg.MaxTimeout,
-		MaxRequestBytes: cfg.MaxRequestBytes, Workers: cfg.HTTPWorkers, ExtraHosts: extraHosts, Logger: log})
+		MaxRequestBytes: cfg.MaxRequestBytes, Workers: cfg.HTTPWorkers, ExtraHosts: extraHosts, Logger: log,
+		MaxConns: cfg.HTTPMaxConns, WriteTimeout: cfg.HTTPWriteTimeout})
 	if err != nil {
 		return err
 	}
