@@ -309,7 +309,7 @@ func run(c cli, log *slog.Logger) error {
 		DefaultTimeout: cfg.DefaultTimeout, MaxQueued: cfg.MaxQueued, MaxLogBytes: cfg.MaxLogBytes,
 		KillGrace: cfg.KillGrace, RetentionDays: cfg.RetentionDays, MaxCompleted: cfg.MaxCompleted, Logger: log,
 		Controls: controls(cfg, log), DriverPath: cfg.DriverPath, WaitForeign: cfg.WaitForeign,
-		MeterProvider: metrics,
+		MeterProvider: metrics, MaxOutputBytes: cfg.MaxOutputBytes,
 	})
 	if err != nil {
 		return err
