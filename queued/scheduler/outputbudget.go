@@ -43,15 +43,16 @@ type OutputStatus struct {
 // race with retention deleting the same records. The fields are guarded by
 // mu, which is taken after Scheduler.mu, never before it.
 type outputBudget struct {
-	mu      sync.Mutex
-	kick    chan struct{} // capacity 1; made on first use
-	pending []string      // jobs ended since the last round, to be counted
-	files   map[string]keptFile
-	order   []orderedFile // oldest first; an entry is stale once its file is gone or counted again
-	next    uint64
-	bytes   int64 // total size of files
-	deleted int
-	warning string
+	mu        sync.Mutex
+	kick      chan struct{} // capacity 1; made on first use
+	pending   []string      // jobs ended since the last round, to be counted
+	files     map[string]keptFile
+	order     []orderedFile // oldest first; an entry is stale once its file is gone or counted again
+	next      uint64
+	bytes     int64 // total size of files
+	deleted   int
+	warning   string // the last round's problem
+	uncounted string // why the files found at start could not be counted
 }
 
 // keptFile is one finished job's output file.
@@ -160,7 +161,11 @@ func (s *Scheduler) outputStatusLocked() OutputStatus {
 	b := &s.budget
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return OutputStatus{Bytes: b.bytes + running, Budget: s.outputBudgetBytes(), Deleted: b.deleted, Warning: b.warning}
+	warning := b.warning
+	if b.uncounted != "" {
+		warning = strings.TrimPrefix(warning+"; "+b.uncounted, "; ")
+	}
+	return OutputStatus{Bytes: b.bytes + running, Budget: s.outputBudgetBytes(), Deleted: b.deleted, Warning: warning}
 }
 
 // runningOutputLocked is the output the running jobs have written so far.
@@ -177,10 +182,14 @@ func (s *Scheduler) runningOutputLocked() int64 {
 // countOutputs counts the output files found at start, oldest (by
 // modification time) first. Files of jobs still queued or running are
 // counted when they end.
-func (s *Scheduler) countOutputs() []string {
+func (s *Scheduler) countOutputs() {
 	entries, err := os.ReadDir(s.opt.OutputDir)
 	if err != nil {
-		return []string{fmt.Sprintf("listing %s: %v", s.opt.OutputDir, err)}
+		s.budget.mu.Lock()
+		s.budget.uncounted = fmt.Sprintf("output budget: the output files found at start are not counted: listing %s: %v", s.opt.OutputDir, err)
+		s.budget.mu.Unlock()
+		s.log.Warn("output budget: cannot count the output files", "dir", s.opt.OutputDir, "err", err)
+		return
 	}
 	type found struct {
 		id   string
@@ -214,7 +223,6 @@ func (s *Scheduler) countOutputs() []string {
 			b.addLocked(f.id, f.size)
 		}
 	}
-	return nil
 }
 
 // enforceOutputBudget counts the files of the jobs that ended and, while

@@ -72,11 +72,12 @@ func (cs *conns) hook(c net.Conn, state http.ConnState) {
 		delete(cs.open, c)
 		cs.mu.Unlock()
 		return
-	case http.StateIdle:
-		info.serving = false
 	}
 	if info != nil {
 		info.state, info.since = state, time.Now()
+		if state == http.StateIdle {
+			info.serving = false
+		}
 	}
 	over := state == http.StateNew && cs.countLocked() > cs.max
 	var victim net.Conn
