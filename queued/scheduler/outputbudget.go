@@ -16,6 +16,10 @@ import (
 // (MaxLogBytes, 16 MiB), but 10,000 kept jobs could still hold 160 GiB.
 const DefaultMaxOutputBytes = 4 << 30
 
+// lowWater sets how far below the budget a deletion round goes: to
+// budget - budget/lowWater.
+const lowWater = 16
+
 // putBatch bounds the records one deletion round writes per transaction.
 const putBatch = 500
 
@@ -36,8 +40,8 @@ type OutputStatus struct {
 // outputBudget keeps the output files within Options.MaxOutputBytes. It
 // knows the size of every finished job's file: counted at start, and as
 // each job ends. When the total with the running jobs' output is over the
-// budget, the oldest finished jobs' files are deleted first; a queued or
-// running job's file never is. Each deleted file's record first gets
+// budget, the oldest finished jobs' files are deleted first, down to 15/16
+// of the budget; a queued or running job's file never is. Each deleted file's record first gets
 // OutputDeletedAt, durably, so no answer ever shows output that is gone
 // without saying why. Rounds run in the retention goroutine, so they never
 // race with retention deleting the same records. The fields are guarded by
@@ -245,18 +249,22 @@ func (s *Scheduler) enforceOutputBudget() {
 	failing := s.persist.err != nil
 	running := s.runningOutputLocked()
 	s.mu.Unlock()
+	budget := s.outputBudgetBytes()
 	b.mu.Lock()
-	over := b.bytes + running - s.outputBudgetBytes()
+	total := b.bytes + running
 	b.mu.Unlock()
 	if failing {
 		return
 	}
-	if over <= 0 {
+	if total <= budget {
 		b.mu.Lock()
 		b.warning = ""
 		b.mu.Unlock()
 		return
 	}
+	// Down to the low-water mark, so a busy queue at its budget deletes
+	// (and writes records) once every few jobs, not after each one.
+	over := total - (budget - budget/lowWater)
 	now := s.opt.Now()
 	var problems []string
 	var marks []store.Job // records to mark, then files to delete
@@ -330,7 +338,7 @@ func (s *Scheduler) enforceOutputBudget() {
 	b.mu.Unlock()
 	if deleted > 0 {
 		s.log.Info("deleted the output of the oldest finished jobs to keep output within TT_DEVICE_MAX_OUTPUT_BYTES",
-			"jobs", deleted, "bytes", freed, "kept_bytes", kept+running, "budget", s.outputBudgetBytes())
+			"jobs", deleted, "bytes", freed, "kept_bytes", kept+running, "budget", budget)
 	}
 	if warning != "" {
 		s.log.Warn("output budget problems", "warning", warning)

@@ -3,8 +3,12 @@ package scheduler
 import (
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
+	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/ttkit/ttkit/queued/store"
 )
@@ -90,5 +94,59 @@ func TestOutputBudget_SkipsWhileWritesFail(t *testing.T) {
 	})
 	if info, _ := b.s.Job(first); info.OutputDeletedAt.IsZero() {
 		t.Fatal("the record does not say the output was deleted")
+	}
+}
+
+// BenchmarkOutputBudgetRound is what every job's end costs the retention
+// goroutine with 10,000 output files kept under the budget: counting the
+// ended job's file and comparing the total.
+func BenchmarkOutputBudgetRound(b *testing.B) {
+	dir := b.TempDir()
+	out := filepath.Join(dir, "output")
+	if err := os.MkdirAll(out, 0o700); err != nil {
+		b.Fatal(err)
+	}
+	ids := make([]string, 10000)
+	for i := range ids {
+		ids[i] = store.NewID()
+		if err := os.WriteFile(filepath.Join(out, ids[i]+".log"), []byte("some output\n"), 0o600); err != nil {
+			b.Fatal(err)
+		}
+	}
+	st, err := store.Open(dir, store.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	// Finished records for the files, or the start's sweep removes them.
+	recs := make([]store.Job, len(ids))
+	now := time.Now()
+	for i, id := range ids {
+		code := 0
+		recs[i] = store.Job{ID: id, Seq: uint64(i + 1), Kind: store.KindJob, Cmd: "true", Cwd: dir, State: store.StateDone,
+			SubmittedAt: now, FinishedAt: now.Add(time.Duration(i)), ExitCode: &code, Outcome: store.OutcomeSuccess}
+	}
+	if err := st.Put(recs...); err != nil {
+		b.Fatal(err)
+	}
+	s, err := New(Options{Store: st, Devices: []int{0}, OutputDir: out, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Stop()
+	deadline := time.Now().Add(30 * time.Second)
+	for s.Status().Output.Bytes != int64(len(ids)*len("some output\n")) {
+		if time.Now().After(deadline) {
+			b.Fatalf("files not counted: %+v", s.Status().Output)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	for i := 0; b.Loop(); i++ {
+		// As ended does, without waking the retention goroutine, so the
+		// rounds measured are the only ones.
+		s.budget.mu.Lock()
+		s.budget.pending = append(s.budget.pending, ids[i%len(ids)])
+		s.budget.mu.Unlock()
+		s.enforceOutputBudget()
 	}
 }
