@@ -26,9 +26,11 @@ const DefaultWriteTimeout = 30 * time.Second
 // over the bound closes the one that has waited longest outside a handler
 // (an idle keep-alive connection, or one that has not finished sending its
 // request headers, such as a slowloris client). When every open
-// connection is inside a handler, the new one is answered 503 and closed.
-// Connections are never left waiting in the kernel's accept queue, so a
-// client is either served or told why not at once.
+// connection is inside a handler, the new one's request is answered 503
+// and the connection closed; past MaxConns such refused connections still
+// waiting for their request, a new one is closed at once. Connections are
+// never left waiting in the kernel's accept queue, so a client is either
+// served or told why not at once.
 type conns struct {
 	max int
 
@@ -83,17 +85,39 @@ func (cs *conns) hook(c net.Conn, state http.ConnState) {
 	var victim net.Conn
 	if over {
 		victim = cs.victimLocked(c)
-		if victim != nil {
+		switch {
+		case victim != nil:
 			cs.open[victim].closing = true
-		} else if info != nil {
+		case info != nil && cs.refusingLocked() < cs.max:
 			info.closing, info.refused = true, true
+		case info != nil:
+			// As many refused connections wait to send their request as
+			// may be open: close this one without an answer.
+			info.closing = true
+			victim = c
 		}
 	}
 	cs.mu.Unlock()
-	if over && victim != nil {
+	switch {
+	case victim == c:
+		cs.refused.Add(1)
+		c.Close()
+	case victim != nil:
 		cs.evicted.Add(1)
 		victim.Close()
 	}
+}
+
+// refusingLocked counts refused connections whose request is still to be
+// answered 503; they wait at most the header timeout.
+func (cs *conns) refusingLocked() int {
+	n := 0
+	for _, info := range cs.open {
+		if info.refused {
+			n++
+		}
+	}
+	return n
 }
 
 // victimLocked picks the connection other than c that has waited longest

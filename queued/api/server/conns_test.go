@@ -192,6 +192,17 @@ func TestConnsAllBusyAnswer503(t *testing.T) {
 	if !errors.As(err, &ae) || ae.StatusCode != 503 || !strings.Contains(ae.Message, "TT_DEVICE_HTTP_MAX_CONNS") {
 		t.Fatalf("a third connection with two busy: %v", err)
 	}
+	// Refused connections that send nothing wait for their request (up
+	// to the header timeout); past MaxConns of them, a new one is closed
+	// at once.
+	d.stalledConn()
+	d.stalledConn()
+	extra := d.stalledConn()
+	extra.SetReadDeadline(time.Now().Add(5 * time.Second))
+	var b [64]byte
+	if n, err := extra.Read(b[:]); err == nil || isTimeout(err) {
+		t.Fatalf("a connection past the refused ones was not closed: %q, %v", b[:n], err)
+	}
 	release()
 	polls.Wait()
 	d.result(id)
