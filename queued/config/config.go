@@ -149,7 +149,7 @@ var Settings = []Setting{
 	{"TT_DEVICE_MAX_LOG_BYTES", "16777216", "Bytes of output kept per job; the rest is dropped and counted."},
 	{"TT_DEVICE_RESULT_BYTES", "1048576", "Bytes of output the CLI's result command prints."},
 	{"TT_DEVICE_MAX_REQUEST_BYTES", "1048576", "Largest HTTP request body; larger ones get 413."},
-	{"TT_DEVICE_HTTP_WORKERS", "16", "HTTP handlers working at once; long-poll waits do not count."},
+	{"TT_DEVICE_HTTP_WORKERS", "16", "HTTP handlers working at once; long-poll waits and writing answers do not count."},
 	{"TT_DEVICE_HTTP_MAX_CONNS", "256", "Open HTTP connections at most; at the bound a new one closes the one idle or slow to send its request the longest, or gets 503 when all are busy."},
 	{"TT_DEVICE_HTTP_WRITE_TIMEOUT", "30", "Seconds an HTTP answer may take to be written from its first byte; a client that stops reading is disconnected."},
 	{"TT_DEVICE_MAX_OUTPUT_BYTES", "4294967296", "Bytes of output kept over all jobs; beyond it the oldest finished jobs' output is deleted (their records stay)."},
