@@ -4,14 +4,20 @@
 #
 #   PREFIX=~/.local      where bin/ and share/ go
 #   SKIP_TESTS=1         skip `make test` (it runs first by default)
-#   FORCE=1              restart even while jobs are running (they end as
+#   FORCE=1              restart even while jobs are running, or when the
+#                        running daemon cannot be asked (running jobs end as
 #                        interrupted and are never run again)
 #   NO_SERVICE=1         install the files only; leave the service alone
 #
 # A restart interrupts running jobs, so the script refuses to restart a
-# queue that is running one unless FORCE=1. Queued (waiting) jobs are kept
-# across the restart. Where `systemctl --user` is unavailable (containers,
-# CI), the service step is skipped with a note.
+# queue that is running one unless FORCE=1, and also one it cannot ask
+# (the new CLI gets no answer from /status): it fails closed. It asks with
+# the settings the service runs with, not the installing shell's: the user
+# manager's environment (systemctl --user show-environment) and then the
+# unit's EnvironmentFile (~/.config/tt-device-queue/queued.env), so a
+# TT_DEVICE_LOG_DIR or TT_DEVICE_PORT set only there is found. Queued
+# (waiting) jobs are kept across the restart. Where `systemctl --user` is
+# unavailable (containers, CI), the service step is skipped with a note.
 set -euo pipefail
 
 PREFIX=${PREFIX:-$HOME/.local}
@@ -68,19 +74,55 @@ sed "s|^ExecStart=%h/.local/bin/queued|ExecStart=$BIN_DIR/queued|" deploy/system
 mv -f "$UNIT_DIR/queued.service.new" "$UNIT_DIR/queued.service"
 systemctl --user daemon-reload
 
+# The settings the CLI finds the daemon by (state directory, so its token
+# and address; port; URL) are read as the service gets them, never from
+# this shell: the user manager's environment, then each EnvironmentFile
+# of the installed unit (%h is HOME; a leading - means it may be missing).
+SERVICE_ENV=()
+add_setting() { # one NAME=value line as systemd reads it
+	local line=$1 name value
+	line=${line#"${line%%[![:space:]]*}"}
+	[[ -z $line || $line == '#'* || $line == ';'* ]] && return 0
+	[[ $line =~ ^([A-Za-z_][A-Za-z0-9_]*)[[:space:]]*=[[:space:]]*(.*)$ ]] || return 0
+	name=${BASH_REMATCH[1]} value=${BASH_REMATCH[2]}
+	value=${value%"${value##*[![:space:]]}"}
+	if [[ ${#value} -ge 2 && ( ($value == \"*\") || ($value == \'*\') ) ]]; then
+		value=${value:1:${#value}-2}
+	fi
+	SERVICE_ENV+=("$name=$value")
+}
+while IFS= read -r line; do
+	case $line in TT_DEVICE_*=* | XDG_STATE_HOME=*) add_setting "$line" ;; esac
+done < <(systemctl --user show-environment 2>/dev/null || true)
+while IFS= read -r file; do
+	file=${file#-}
+	file=${file//%h/$HOME}
+	[[ -e $file ]] || continue
+	[[ -r $file ]] || die "cannot read $file, the settings file of the queued unit; fix its permissions (the service reads it as you)"
+	while IFS= read -r line || [[ -n $line ]]; do add_setting "$line"; done <"$file"
+done < <(sed -n 's/^EnvironmentFile=//p' "$UNIT_DIR/queued.service")
+cli() { env -u TT_DEVICE_LOG_DIR -u TT_DEVICE_PORT -u TT_DEVICE_URL -u XDG_STATE_HOME "${SERVICE_ENV[@]}" "$CLI" "$@"; }
+
 if systemctl --user is-active --quiet queued; then
 	# Ask the running daemon (through the new CLI) whether a job is running:
-	# a restart would interrupt it.
-	if status=$("$CLI" --json status 2>/dev/null); then
+	# a restart would interrupt it. A daemon that cannot be asked may be
+	# running one, so that refuses too.
+	errs=$(mktemp)
+	trap 'rm -f "$errs"' EXIT
+	if status=$(cli --json status 2>"$errs"); then
 		if [[ $status == *'"current":{'* ]]; then
 			if [[ ${FORCE:-0} != 1 ]]; then
-				"$CLI" status >&2 || true
+				cli status >&2 || true
 				die "jobs are running (above); a restart would interrupt them. Wait until \`tt-device-queue status\` shows no current job, or run again with FORCE=1 to interrupt them."
 			fi
 			say "FORCE=1: restarting although jobs are running; they end as interrupted"
 		fi
 	else
-		say "queued is active but does not answer /status; restarting it"
+		if [[ ${FORCE:-0} != 1 ]]; then
+			cat "$errs" >&2
+			die "queued is active, but the new tt-device-queue cannot ask it whether jobs are running (above), so it is not restarted: a restart would interrupt them. Put the settings queued runs with (TT_DEVICE_LOG_DIR, TT_DEVICE_PORT) in ~/.config/tt-device-queue/queued.env, check \`systemctl --user status queued\`, or run again with FORCE=1 to restart it anyway."
+		fi
+		say "FORCE=1: restarting although the new CLI cannot ask queued whether jobs are running; running jobs end as interrupted"
 	fi
 	say "Restarting queued"
 	systemctl --user enable --quiet queued
@@ -92,8 +134,8 @@ fi
 
 # Wait (bounded) until it answers.
 for _ in $(seq 50); do
-	if "$CLI" status >/dev/null 2>&1; then
-		"$CLI" status
+	if cli status >/dev/null 2>&1; then
+		cli status
 		say "queued is running; try: tt-device-queue run --device 0 -- 'echo hello'"
 		case ":$PATH:" in *":$BIN_DIR:"*) ;; *) say "add $BIN_DIR to your PATH" ;; esac
 		say "shell completion: source <(tt-device-queue completion bash)   (or zsh)"

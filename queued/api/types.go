@@ -180,6 +180,11 @@ type Job struct {
 	LogTruncated    bool   `json:"log_truncated"`
 	DroppedLogBytes int64  `json:"dropped_log_bytes"`
 	LogError        string `json:"log_error,omitempty"`
+	// OutputDeletedAt is set when the output file was deleted to keep all
+	// jobs' output within TT_DEVICE_MAX_OUTPUT_BYTES (oldest finished jobs
+	// first); LogBytes still says how much there was. GET /logs then
+	// answers 410.
+	OutputDeletedAt *time.Time `json:"output_deleted_at,omitempty"`
 
 	// Held is set while the job's final record waits in memory for the
 	// store to take writes again.
@@ -220,6 +225,7 @@ type Status struct {
 	Stopping    bool         `json:"stopping,omitempty"`
 	Persistence Persistence  `json:"persistence"`
 	Retention   Retention    `json:"retention"`
+	Output      Output       `json:"output"`
 	HTTP        HTTPStatus   `json:"http"`
 	Warnings    []string     `json:"warnings,omitempty"`
 }
@@ -273,6 +279,18 @@ type Retention struct {
 	Warning string     `json:"warning,omitempty"`
 }
 
+// Output is the job output kept on disk against its budget.
+type Output struct {
+	// Bytes is the size of every output file, the running jobs' included.
+	Bytes int64 `json:"bytes"`
+	// MaxBytes is TT_DEVICE_MAX_OUTPUT_BYTES.
+	MaxBytes int64 `json:"max_bytes"`
+	// Deleted counts finished jobs whose output was deleted since start
+	// to stay within MaxBytes.
+	Deleted int    `json:"deleted"`
+	Warning string `json:"warning,omitempty"`
+}
+
 // HTTPStatus shows the handler limit at work.
 type HTTPStatus struct {
 	// Workers is TT_DEVICE_HTTP_WORKERS.
@@ -284,6 +302,15 @@ type HTTPStatus struct {
 	// LongPolls counts long-polls waiting for output or a result; they
 	// hold no handler.
 	LongPolls int `json:"long_polls"`
+	// Conns counts the open connections; MaxConns is their bound
+	// (TT_DEVICE_HTTP_MAX_CONNS).
+	Conns    int `json:"conns"`
+	MaxConns int `json:"max_conns"`
+	// Evicted counts connections closed since start to make room at the
+	// bound (idle, or slow to send their request); Refused counts new
+	// ones answered 503 because every open connection was busy.
+	Evicted int64 `json:"evicted"`
+	Refused int64 `json:"refused"`
 }
 
 // ErrorResponse is the body of every 4xx and 5xx answer.

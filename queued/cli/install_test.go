@@ -11,32 +11,40 @@ import (
 	"time"
 )
 
-// TestInstallScript runs scripts/install.sh (what make install runs) with a
-// stand-in systemctl that records its calls, against a real queued: it
-// installs the binaries, the health check and the unit, starts an inactive
-// service, refuses to restart one that is running a job unless FORCE=1, and
-// skips the service step where systemctl --user is unavailable.
-func TestInstallScript(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binaries again")
-	}
-	t.Parallel()
+// installRig runs scripts/install.sh (what make install runs) with a
+// stand-in systemctl on PATH that records its calls, against a real queued.
+type installRig struct {
+	t                           *testing.T
+	d                           *daemon
+	root, prefix, config        string
+	log, active, noUser, envDir string
+	managerEnv                  string // what show-environment prints
+	env                         []string
+}
+
+func newInstallRig(t *testing.T) *installRig {
+	t.Helper()
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
 	}
 	d := startDaemon(t)
 	tmp := t.TempDir()
-	prefix, config, stubs := filepath.Join(tmp, "prefix"), filepath.Join(tmp, "config"), filepath.Join(tmp, "stubs")
-	log, active, noUser := filepath.Join(tmp, "systemctl.log"), filepath.Join(tmp, "active"), filepath.Join(tmp, "no-user-manager")
+	r := &installRig{t: t, d: d, root: root, prefix: filepath.Join(tmp, "prefix"), config: filepath.Join(tmp, "config"),
+		log: filepath.Join(tmp, "systemctl.log"), active: filepath.Join(tmp, "active"), noUser: filepath.Join(tmp, "no-user-manager"),
+		managerEnv: filepath.Join(tmp, "manager.env"),
+		// The unit reads %h/.config/tt-device-queue/queued.env: %h is
+		// HOME, whatever XDG_CONFIG_HOME says.
+		envDir: filepath.Join(d.home, ".config", "tt-device-queue")}
+	stubs := filepath.Join(tmp, "stubs")
 	if err := os.MkdirAll(stubs, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	stub := `#!/bin/sh
-echo "$*" >>` + log + `
+echo "$*" >>` + r.log + `
 case "$*" in
-"--user show-environment") [ -e ` + noUser + ` ] && exit 1; exit 0 ;;
-"--user is-active --quiet queued") [ -e ` + active + ` ] && exit 0; exit 3 ;;
+"--user show-environment") [ -e ` + r.noUser + ` ] && exit 1; cat ` + r.managerEnv + ` 2>/dev/null; exit 0 ;;
+"--user is-active --quiet queued") [ -e ` + r.active + ` ] && exit 0; exit 3 ;;
 esac
 exit 0
 `
@@ -52,77 +60,162 @@ exit 0
 	}
 	// HOME changes below; keep the Go caches and settings the test was
 	// built with, so the script's build needs no network.
-	env := append(os.Environ(), "GOCACHE="+goEnv("GOCACHE"), "GOMODCACHE="+goEnv("GOMODCACHE"),
-		"GOPATH="+goEnv("GOPATH"), "GOENV="+goEnv("GOENV"), "GOFLAGS="+goEnv("GOFLAGS"), "GOPROXY="+goEnv("GOPROXY"),
-		"HOME="+d.home, "TT_DEVICE_LOG_DIR="+d.state, "PREFIX="+prefix, "XDG_CONFIG_HOME="+config,
-		"PATH="+stubs+":"+os.Getenv("PATH"), "SKIP_TESTS=1", "FORCE=")
-	install := func(extra ...string) result {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, "bash", "scripts/install.sh")
-		cmd.Dir, cmd.Env = root, append(append([]string(nil), env...), extra...)
-		var out, errb strings.Builder
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		err := cmd.Run()
-		r := result{stdout: out.String(), stderr: errb.String()}
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			r.code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
+	// The service's settings come from the rig, never from the shell
+	// running the tests.
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "TT_DEVICE_") {
+			r.env = append(r.env, kv)
 		}
-		return r
 	}
-	calls := func() string {
-		b, _ := os.ReadFile(log)
-		os.Remove(log)
-		return string(b)
+	r.env = append(r.env, "GOCACHE="+goEnv("GOCACHE"), "GOMODCACHE="+goEnv("GOMODCACHE"),
+		"GOPATH="+goEnv("GOPATH"), "GOENV="+goEnv("GOENV"), "GOFLAGS="+goEnv("GOFLAGS"), "GOPROXY="+goEnv("GOPROXY"),
+		"HOME="+d.home, "TT_DEVICE_LOG_DIR="+d.state, "PREFIX="+r.prefix, "XDG_CONFIG_HOME="+r.config,
+		"PATH="+stubs+":"+os.Getenv("PATH"), "SKIP_TESTS=1", "FORCE=")
+	return r
+}
+
+// install runs the script with the rig's environment plus extra.
+func (r *installRig) install(extra ...string) result {
+	r.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "scripts/install.sh")
+	cmd.Dir, cmd.Env = r.root, append(append([]string(nil), r.env...), extra...)
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	res := result{stdout: out.String(), stderr: errb.String()}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		res.code = ee.ExitCode()
+	} else if err != nil {
+		r.t.Fatal(err)
+	}
+	return res
+}
+
+// calls returns and forgets the systemctl calls so far.
+func (r *installRig) calls() string {
+	b, _ := os.ReadFile(r.log)
+	os.Remove(r.log)
+	return string(b)
+}
+
+func (r *installRig) touch(path string) {
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// TestInstallScript: the script installs the binaries, the health check
+// and the unit, starts an inactive service, refuses to restart one that is
+// running a job unless FORCE=1, and skips the service step where
+// systemctl --user is unavailable.
+func TestInstallScript(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binaries again")
+	}
+	t.Parallel()
+	r := newInstallRig(t)
+	d := r.d
+	// The service gets its state directory from the user manager's
+	// environment (systemctl --user set-environment or import-environment).
+	if err := os.WriteFile(r.managerEnv, []byte("HOME="+d.home+"\nTT_DEVICE_LOG_DIR="+d.state+"\n"), 0o600); err != nil {
+		t.Fatal(err)
 	}
 
-	r := install()
-	r.want(t, 0, []string{"Installing into " + prefix + "/bin", "Starting queued", "CARD", "queued is running"}, nil)
-	if c := calls(); !strings.Contains(c, "--user daemon-reload") || !strings.Contains(c, "--user enable --quiet --now queued") {
+	r.install().want(t, 0, []string{"Installing into " + r.prefix + "/bin", "Starting queued", "CARD", "queued is running"}, nil)
+	if c := r.calls(); !strings.Contains(c, "--user daemon-reload") || !strings.Contains(c, "--user enable --quiet --now queued") {
 		t.Fatalf("systemctl calls for an inactive service:\n%s", c)
 	}
 	for _, f := range []string{"bin/queued", "bin/tt-device-queue", "share/tt-device-queue/health_check.py"} {
-		if _, err := os.Stat(filepath.Join(prefix, f)); err != nil {
+		if _, err := os.Stat(filepath.Join(r.prefix, f)); err != nil {
 			t.Errorf("not installed: %v", err)
 		}
 	}
-	unit, err := os.ReadFile(filepath.Join(config, "systemd", "user", "queued.service"))
-	if err != nil || !strings.Contains(string(unit), "\nExecStart="+prefix+"/bin/queued\n") || !strings.Contains(string(unit), "\nKillMode=mixed\n") {
+	unit, err := os.ReadFile(filepath.Join(r.config, "systemd", "user", "queued.service"))
+	if err != nil || !strings.Contains(string(unit), "\nExecStart="+r.prefix+"/bin/queued\n") || !strings.Contains(string(unit), "\nKillMode=mixed\n") {
 		t.Fatalf("installed unit (%v):\n%s", err, unit)
 	}
 
 	// A running job blocks the restart.
-	if err := os.WriteFile(active, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	r.touch(r.active)
 	g := newGate(t)
 	defer g.open(t)
 	id := strings.TrimSpace(d.run("queue", "--", g.wait()).stdout)
 	d.waitState(id, "running")
-	install().want(t, 1, nil, []string{"jobs are running", "FORCE=1", id[:8]})
-	if c := calls(); strings.Contains(c, "restart") {
+	r.install().want(t, 1, nil, []string{"jobs are running", "FORCE=1", id[:8]})
+	if c := r.calls(); strings.Contains(c, "restart") {
 		t.Fatalf("restarted a queue that runs a job:\n%s", c)
 	}
-	install("FORCE=1").want(t, 0, []string{"FORCE=1: restarting although jobs are running", "Restarting queued"}, nil)
-	if c := calls(); !strings.Contains(c, "--user restart queued") {
+	r.install("FORCE=1").want(t, 0, []string{"FORCE=1: restarting although jobs are running", "Restarting queued"}, nil)
+	if c := r.calls(); !strings.Contains(c, "--user restart queued") {
 		t.Fatalf("FORCE=1 did not restart:\n%s", c)
 	}
 	g.open(t)
 	d.run("result", id).want(t, 0, nil, nil)
-	install().want(t, 0, []string{"Restarting queued"}, nil)
-	calls()
+	r.install().want(t, 0, []string{"Restarting queued"}, nil)
+	r.calls()
 
 	// No user service manager: files only, and a note.
-	if err := os.WriteFile(noUser, nil, 0o600); err != nil {
+	r.touch(r.noUser)
+	r.install().want(t, 0, []string{"systemctl --user is not available here", "start the daemon by hand"}, nil)
+	if c := r.calls(); strings.Contains(c, "restart") || strings.Contains(c, "enable") {
+		t.Fatalf("touched the service without a user manager:\n%s", c)
+	}
+}
+
+// TestInstallScriptFailsClosed: when the running service cannot be asked
+// whether it runs a job, the script refuses to restart it unless FORCE=1;
+// and it asks with the settings of the unit's EnvironmentFile, so a state
+// directory set only there is found. The installing shell's
+// TT_DEVICE_LOG_DIR (the rig sets it) is not what the service sees, so it
+// is ignored.
+func TestInstallScriptFailsClosed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binaries again")
+	}
+	t.Parallel()
+	r := newInstallRig(t)
+	d := r.d
+	r.touch(r.active)
+	g := newGate(t)
+	defer g.open(t)
+	id := strings.TrimSpace(d.run("queue", "--", g.wait()).stdout)
+	d.waitState(id, "running")
+
+	// The state directory is set nowhere the service could see: the
+	// daemon cannot be asked, so nothing is restarted.
+	r.install().want(t, 1, nil, []string{"cannot ask", "FORCE=1"})
+	if c := r.calls(); strings.Contains(c, "restart") {
+		t.Fatalf("restarted a queue it could not ask:\n%s", c)
+	}
+	// FORCE=1 restarts it; the script still cannot reach it afterwards
+	// and says so (the stand-in systemctl restarts nothing).
+	r.install("FORCE=1").want(t, 1, []string{"FORCE=1: restarting although", "Restarting queued"}, []string{"did not answer"})
+	if c := r.calls(); !strings.Contains(c, "--user restart queued") {
+		t.Fatalf("FORCE=1 did not restart:\n%s", c)
+	}
+
+	// Set in the service's settings file (with a comment, a blank line and
+	// quotes, as systemd allows), the state directory is found: the
+	// running job blocks the restart, and once it ends the restart goes on.
+	if err := os.MkdirAll(r.envDir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	install().want(t, 0, []string{"systemctl --user is not available here", "start the daemon by hand"}, nil)
-	if c := calls(); strings.Contains(c, "restart") || strings.Contains(c, "enable") {
-		t.Fatalf("touched the service without a user manager:\n%s", c)
+	settings := "# queued settings\n\nTT_DEVICE_IDS=0,1\nTT_DEVICE_LOG_DIR=\"" + d.state + "\"\n"
+	if err := os.WriteFile(filepath.Join(r.envDir, "queued.env"), []byte(settings), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r.install().want(t, 1, nil, []string{"jobs are running", id[:8]})
+	if c := r.calls(); strings.Contains(c, "restart") {
+		t.Fatalf("restarted a queue that runs a job:\n%s", c)
+	}
+	g.open(t)
+	d.run("result", id).want(t, 0, nil, nil)
+	r.install().want(t, 0, []string{"Restarting queued", "queued is running"}, nil)
+	if c := r.calls(); !strings.Contains(c, "--user restart queued") {
+		t.Fatalf("an idle queue was not restarted:\n%s", c)
 	}
 }
 

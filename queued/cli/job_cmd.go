@@ -88,6 +88,9 @@ func jobFields(j api.Job, now time.Time) fields {
 	if j.LogError != "" {
 		out += "; " + j.LogError
 	}
+	if j.OutputDeletedAt != nil {
+		out += ", deleted " + fmtTime(*j.OutputDeletedAt, now) + " to keep all jobs' output within TT_DEVICE_MAX_OUTPUT_BYTES"
+	}
 	f.add("output", "%s", out)
 	if j.Held {
 		f.add("note", "the final record waits in memory until the store takes writes again")

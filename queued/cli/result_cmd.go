@@ -3,8 +3,10 @@ package cli
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"time"
 
 	"github.com/ttkit/ttkit/queued/api"
@@ -65,9 +67,14 @@ func (r *ResultCmd) Run(a *App) error {
 			job.ID, a.jobWhereabouts(job.ID), Name, job.ID, Name, job.ID)}
 	}
 	from := max(0, job.LogBytes-r.MaxBytes)
+	if job.OutputDeletedAt != nil {
+		return a.deletedResult(job)
+	}
 	if a.JSON {
 		var buf bytes.Buffer
-		if err := a.copyOutput(a.ctx, job.ID, from, &buf); err != nil {
+		if err := a.copyOutput(a.ctx, job.ID, from, &buf); errors.Is(err, errOutputDeleted) {
+			return a.deletedResult(job)
+		} else if err != nil {
 			return err
 		}
 		if err := a.printJSON(resultJSON{Job: job, Output: buf.String(), OutputOffset: from, OutputCut: from > 0}); err != nil {
@@ -78,7 +85,9 @@ func (r *ResultCmd) Run(a *App) error {
 		}
 		return nil
 	}
-	if err := a.copyOutput(a.ctx, job.ID, from, a.Out); err != nil {
+	if err := a.copyOutput(a.ctx, job.ID, from, a.Out); errors.Is(err, errOutputDeleted) {
+		return a.deletedResult(job)
+	} else if err != nil {
 		return err
 	}
 	if from > 0 {
@@ -88,10 +97,34 @@ func (r *ResultCmd) Run(a *App) error {
 	return a.finished(job)
 }
 
+// errOutputDeleted is copyOutput's error for output deleted to keep all
+// output within TT_DEVICE_MAX_OUTPUT_BYTES (410 Gone).
+var errOutputDeleted = errors.New("output deleted")
+
+// deletedResult ends result for a job whose output was deleted: no output,
+// a note saying why, and the job's own exit status.
+func (a *App) deletedResult(job api.Job) error {
+	if a.JSON {
+		if err := a.printJSON(resultJSON{Job: job}); err != nil {
+			return err
+		}
+		if code := jobStatus(*job.ExitCode); code != 0 {
+			return &Error{Code: code}
+		}
+		return nil
+	}
+	a.progress.note("job %s: its output was deleted to keep all jobs' output within TT_DEVICE_MAX_OUTPUT_BYTES (oldest finished jobs first); `%s job %s` shows its record",
+		job.ID, Name, job.ID)
+	return a.finished(job)
+}
+
 // copyOutput copies a finished job's output from offset to its end.
 func (a *App) copyOutput(ctx context.Context, id string, offset int64, w io.Writer) error {
 	for {
 		ch, err := a.client.Logs(ctx, id, api.LogsQuery{Offset: offset, Limit: api.MaxLogChunk})
+		if api.IsStatus(err, http.StatusGone) {
+			return errOutputDeleted
+		}
 		if err != nil {
 			return a.explain(ctx, err)
 		}

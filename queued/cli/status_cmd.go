@@ -100,6 +100,16 @@ func writeStatus(w io.Writer, st api.Status, now time.Time, colour bool) {
 		fmt.Fprint(w, "; queued is stopping")
 	}
 	fmt.Fprintln(w)
+	if o := st.Output; o.MaxBytes > 0 {
+		fmt.Fprintf(w, "output: %s of %s kept (TT_DEVICE_MAX_OUTPUT_BYTES)", fmtBytes(o.Bytes), fmtBytes(o.MaxBytes))
+		switch {
+		case o.Deleted == 1:
+			fmt.Fprint(w, "; 1 finished job's output deleted since start, oldest first")
+		case o.Deleted > 1:
+			fmt.Fprintf(w, "; %d finished jobs' output deleted since start, oldest first", o.Deleted)
+		}
+		fmt.Fprintln(w)
+	}
 	warn := func(format string, args ...any) {
 		fmt.Fprintln(w, paint(colour, red, "warning: ")+fmt.Sprintf(format, args...))
 	}
@@ -113,6 +123,9 @@ func writeStatus(w io.Writer, st api.Status, now time.Time, colour bool) {
 	}
 	if st.Retention.Warning != "" {
 		warn("retention: %s", st.Retention.Warning)
+	}
+	if st.Output.Warning != "" {
+		warn("%s", st.Output.Warning)
 	}
 	for _, msg := range st.Warnings {
 		warn("%s", msg)
@@ -231,4 +244,17 @@ func cut(s string, n int) string {
 // oneLine folds a multi-line command onto one line.
 func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
+}
+
+// fmtBytes prints a size in binary units, such as 1.5 GiB.
+func fmtBytes(n int64) string {
+	if n < 1024 {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(1024), 0
+	for m := n / 1024; m >= 1024 && exp < 5; m /= 1024 {
+		div *= 1024
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }

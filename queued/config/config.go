@@ -50,6 +50,15 @@ type Config struct {
 	MaxRequestBytes int64
 	// HTTPWorkers bounds the handlers doing work at once.
 	HTTPWorkers int
+	// HTTPMaxConns bounds the open HTTP connections, so idle or slow
+	// clients cannot use up the daemon's file descriptors.
+	HTTPMaxConns int
+	// HTTPWriteTimeout bounds writing one answer, from its first byte, so
+	// a client that stops reading lets go of its connection.
+	HTTPWriteTimeout time.Duration
+	// MaxOutputBytes bounds the output files of all kept jobs together;
+	// the oldest finished jobs' output is deleted first.
+	MaxOutputBytes int64
 	// RetentionDays is how long finished jobs are kept.
 	RetentionDays int
 	// MaxCompleted is how many finished jobs are kept at most.
@@ -146,7 +155,10 @@ var Settings = []Setting{
 	{"TT_DEVICE_MAX_LOG_BYTES", "16777216", "Bytes of output kept per job; the rest is dropped and counted."},
 	{"TT_DEVICE_RESULT_BYTES", "1048576", "Bytes of output the CLI's result command prints."},
 	{"TT_DEVICE_MAX_REQUEST_BYTES", "1048576", "Largest HTTP request body; larger ones get 413."},
-	{"TT_DEVICE_HTTP_WORKERS", "16", "HTTP handlers working at once; long-poll waits do not count."},
+	{"TT_DEVICE_HTTP_WORKERS", "16", "HTTP handlers working at once; long-poll waits and writing answers do not count."},
+	{"TT_DEVICE_HTTP_MAX_CONNS", "256", "Open HTTP connections at most; at the bound a new one closes the one idle or slow to send its request the longest, or gets 503 when all are busy."},
+	{"TT_DEVICE_HTTP_WRITE_TIMEOUT", "30", "Seconds an HTTP answer may take to be written from its first byte; a client that stops reading is disconnected."},
+	{"TT_DEVICE_MAX_OUTPUT_BYTES", "4294967296", "Bytes of output kept over all jobs; beyond it the oldest finished jobs' output is deleted (their records stay)."},
 	{"TT_DEVICE_RETENTION_DAYS", "30", "Days finished jobs and their output are kept."},
 	{"TT_DEVICE_MAX_COMPLETED_JOBS", "10000", "Finished jobs kept at most; older ones are deleted first."},
 	{"TT_DEVICE_LOG_DIR", "${XDG_STATE_HOME:-~/.local/state}/tt-device-queue/logs-v2", "State directory: store, token, job output."},
@@ -167,18 +179,21 @@ var Settings = []Setting{
 // devices (they come from the environment or from Discover).
 func Default() Config {
 	return Config{
-		Port:            DefaultPort,
-		DefaultTimeout:  3600 * time.Second,
-		MaxTimeout:      86400 * time.Second,
-		MaxQueued:       1000,
-		MaxLogBytes:     16 << 20,
-		ResultBytes:     1 << 20,
-		MaxRequestBytes: 1 << 20,
-		HTTPWorkers:     16,
-		RetentionDays:   30,
-		MaxCompleted:    10000,
-		KillGrace:       10 * time.Second,
-		StopTimeout:     45 * time.Second,
+		Port:             DefaultPort,
+		DefaultTimeout:   3600 * time.Second,
+		MaxTimeout:       86400 * time.Second,
+		MaxQueued:        1000,
+		MaxLogBytes:      16 << 20,
+		ResultBytes:      1 << 20,
+		MaxRequestBytes:  1 << 20,
+		HTTPWorkers:      16,
+		HTTPMaxConns:     256,
+		MaxOutputBytes:   4 << 30,
+		HTTPWriteTimeout: 30 * time.Second,
+		RetentionDays:    30,
+		MaxCompleted:     10000,
+		KillGrace:        10 * time.Second,
+		StopTimeout:      45 * time.Second,
 
 		ResetCmd:           DefaultResetCmd,
 		ResetTimeout:       300 * time.Second,
@@ -229,6 +244,7 @@ func FromEnv(lookup Lookup) (Config, error) {
 	}{
 		{"TT_DEVICE_MAX_QUEUED_JOBS", &c.MaxQueued, 1},
 		{"TT_DEVICE_HTTP_WORKERS", &c.HTTPWorkers, 1},
+		{"TT_DEVICE_HTTP_MAX_CONNS", &c.HTTPMaxConns, 1},
 		{"TT_DEVICE_RETENTION_DAYS", &c.RetentionDays, 1},
 		{"TT_DEVICE_MAX_COMPLETED_JOBS", &c.MaxCompleted, 1},
 		{"TT_DEVICE_PORT", &c.Port, 0},
@@ -249,6 +265,7 @@ func FromEnv(lookup Lookup) (Config, error) {
 		{"TT_DEVICE_MAX_LOG_BYTES", &c.MaxLogBytes},
 		{"TT_DEVICE_RESULT_BYTES", &c.ResultBytes},
 		{"TT_DEVICE_MAX_REQUEST_BYTES", &c.MaxRequestBytes},
+		{"TT_DEVICE_MAX_OUTPUT_BYTES", &c.MaxOutputBytes},
 	}
 	for _, f := range bytes {
 		if v, ok := get(f.name); ok {
@@ -268,6 +285,7 @@ func FromEnv(lookup Lookup) (Config, error) {
 		{"TT_DEVICE_MAX_TIMEOUT", &c.MaxTimeout, 1},
 		{"TT_DEVICE_KILL_GRACE", &c.KillGrace, 0},
 		{"TT_DEVICE_STOP_TIMEOUT", &c.StopTimeout, 1},
+		{"TT_DEVICE_HTTP_WRITE_TIMEOUT", &c.HTTPWriteTimeout, 1},
 		{"TT_DEVICE_RESET_TIMEOUT", &c.ResetTimeout, 1},
 		{"TT_DEVICE_HEALTH_CHECK_TIMEOUT", &c.HealthCheckTimeout, 1},
 		{"TT_DEVICE_DEEP_RESET_TIMEOUT", &c.DeepResetTimeout, 1},
@@ -329,6 +347,10 @@ func (c Config) Validate() error {
 	if c.DefaultTimeout > c.MaxTimeout {
 		return fmt.Errorf("default timeout %ds (TT_DEVICE_DEFAULT_TIMEOUT) is above the maximum %ds (TT_DEVICE_MAX_TIMEOUT)",
 			int64(c.DefaultTimeout/time.Second), int64(c.MaxTimeout/time.Second))
+	}
+	if c.MaxOutputBytes < c.MaxLogBytes {
+		return fmt.Errorf("kept output %d bytes (TT_DEVICE_MAX_OUTPUT_BYTES) is below one job's output %d bytes (TT_DEVICE_MAX_LOG_BYTES): "+
+			"every finished job's output would be deleted at once", c.MaxOutputBytes, c.MaxLogBytes)
 	}
 	if c.Port < 0 || c.Port > 65535 {
 		return &EnvError{"TT_DEVICE_PORT", strconv.Itoa(c.Port), "want a TCP port, 0-65535"}

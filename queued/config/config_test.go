@@ -157,3 +157,37 @@ func TestHealthCheckScript(t *testing.T) {
 		t.Fatalf("quoted command = %q", got)
 	}
 }
+
+// TestFromEnv_ResourceBounds covers the bounds on connections, answer
+// writes and kept output: their defaults, an override, and bad values.
+func TestFromEnv_ResourceBounds(t *testing.T) {
+	c, err := FromEnv(env(map[string]string{"HOME": "/h"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.HTTPMaxConns != 256 || c.HTTPWriteTimeout != 30*time.Second || c.MaxOutputBytes != 4<<30 {
+		t.Fatalf("defaults: max conns %d, write timeout %v, output budget %d", c.HTTPMaxConns, c.HTTPWriteTimeout, c.MaxOutputBytes)
+	}
+	c, err = FromEnv(env(map[string]string{"HOME": "/h", "TT_DEVICE_HTTP_MAX_CONNS": "8",
+		"TT_DEVICE_HTTP_WRITE_TIMEOUT": "5", "TT_DEVICE_MAX_OUTPUT_BYTES": "1048576", "TT_DEVICE_MAX_LOG_BYTES": "65536"}))
+	if err != nil || c.HTTPMaxConns != 8 || c.HTTPWriteTimeout != 5*time.Second || c.MaxOutputBytes != 1<<20 {
+		t.Fatalf("overrides: %+v, %v", c, err)
+	}
+	for name, val := range map[string]string{
+		"TT_DEVICE_HTTP_MAX_CONNS":     "0",
+		"TT_DEVICE_HTTP_WRITE_TIMEOUT": "0",
+		"TT_DEVICE_MAX_OUTPUT_BYTES":   "4G",
+	} {
+		_, err := FromEnv(env(map[string]string{"HOME": "/h", name: val}))
+		var ee *EnvError
+		if !errors.As(err, &ee) || ee.Var != name || !strings.Contains(err.Error(), val) {
+			t.Errorf("%s=%s: error %v does not name the variable and value", name, val, err)
+		}
+	}
+	// Kept output below one job's cap would delete every finished job's
+	// output at once.
+	_, err = FromEnv(env(map[string]string{"HOME": "/h", "TT_DEVICE_MAX_OUTPUT_BYTES": "1000", "TT_DEVICE_MAX_LOG_BYTES": "4096"}))
+	if err == nil || !strings.Contains(err.Error(), "TT_DEVICE_MAX_OUTPUT_BYTES") || !strings.Contains(err.Error(), "TT_DEVICE_MAX_LOG_BYTES") {
+		t.Errorf("budget below one job's cap: %v", err)
+	}
+}

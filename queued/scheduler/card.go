@@ -299,6 +299,7 @@ func (s *Scheduler) run(c *card, j *job) (done []*job, recs []store.Job) {
 		defer s.mu.Unlock()
 		now := s.opt.Now()
 		c.current = nil
+		s.budget.ended(j.rec.ID)
 		if reset {
 			done, recs = s.finishResetLocked(c, j, out, ls, now)
 			return

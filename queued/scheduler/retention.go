@@ -18,16 +18,23 @@ type retentionState struct {
 }
 
 // retentionLoop prunes at start (also sweeping output files that no record
-// names) and then every RetentionInterval.
+// names) and then every RetentionInterval. It also keeps the output files
+// within their budget: at start, every RetentionInterval, and as jobs end.
 func (s *Scheduler) retentionLoop() {
 	defer s.loops.Done()
 	s.prune(true)
+	s.countOutputs()
+	s.enforceOutputBudget()
 	t := time.NewTicker(s.opt.RetentionInterval)
 	defer t.Stop()
+	kicked := s.budget.kicked()
 	for {
 		select {
 		case <-t.C:
 			s.prune(false)
+			s.enforceOutputBudget()
+		case <-kicked:
+			s.enforceOutputBudget()
 		case <-s.quit:
 			return
 		}
@@ -55,6 +62,7 @@ func (s *Scheduler) prune(sweep bool) {
 			problems = append(problems, fmt.Sprintf("removing output of %s: %v", id, err))
 		}
 	}
+	s.budget.forget(ids)
 	if sweep {
 		problems = append(problems, s.sweepOrphans()...)
 	}
@@ -96,7 +104,9 @@ func (s *Scheduler) sweepOrphans() []string {
 		}
 		if err := os.Remove(s.outputPath(id)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			problems = append(problems, fmt.Sprintf("removing orphan output %s: %v", e.Name(), err))
+			continue
 		}
+		s.budget.forget([]string{id})
 	}
 	return problems
 }

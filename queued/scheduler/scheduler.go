@@ -83,6 +83,9 @@ type Options struct {
 	MaxQueued int
 	// MaxLogBytes caps each output file; default 16 MiB.
 	MaxLogBytes int64
+	// MaxOutputBytes bounds all output files together; default
+	// DefaultMaxOutputBytes (see outputbudget.go).
+	MaxOutputBytes int64
 	// KillGrace is the time from SIGINT to SIGKILL; default 10s.
 	KillGrace time.Duration
 	// RetentionDays and MaxCompleted bound finished jobs; defaults 30 and 10000.
@@ -200,6 +203,7 @@ type Scheduler struct {
 	persist  persistState
 	warnings []string // recovery problems shown in status
 	retain   retentionState
+	budget   outputBudget // its own lock; see outputbudget.go
 	holders  *holderScan
 	met      *metrics
 

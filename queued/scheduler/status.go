@@ -14,6 +14,7 @@ type Status struct {
 	Stopping    bool
 	Persistence PersistenceStatus
 	Retention   RetentionStatus
+	Output      OutputStatus
 	// Warnings are problems met at start, such as leftover processes that
 	// would not die.
 	Warnings []string
@@ -102,6 +103,7 @@ func (s *Scheduler) statusLocked() (Status, []ownJob) {
 		Queued: s.queued, MaxQueued: s.opt.MaxQueued, Stopping: s.stopping,
 		Persistence: PersistenceStatus{OK: s.persist.err == nil, Held: len(s.persist.held), Attempts: s.persist.attempts},
 		Retention:   RetentionStatus{LastRun: s.retain.lastRun, Deleted: s.retain.deleted, Warning: s.retain.warning},
+		Output:      s.outputStatusLocked(),
 		Warnings:    append([]string(nil), s.warnings...),
 	}
 	if s.persist.err != nil {

@@ -74,6 +74,10 @@ type Job struct {
 	// LogError is the first error writing the output file (a full disk);
 	// output after it was dropped, the job itself was not disturbed.
 	LogError string `json:"log_error,omitempty"`
+	// OutputDeletedAt is when the output file was deleted to keep all
+	// jobs' output within the daemon's budget (TT_DEVICE_MAX_OUTPUT_BYTES);
+	// LogBytes and the rest still say what it held. Zero while it exists.
+	OutputDeletedAt time.Time `json:"output_deleted_at,omitzero"`
 
 	// PGID and LeaderStart identify the process group of the current
 	// iteration (LeaderStart: field 22 of /proc/<pid>/stat), so a restarted

@@ -27,7 +27,7 @@ func jobView(info scheduler.JobInfo) api.Job {
 		SubmittedAt: info.SubmittedAt.UTC(), StartedAt: timePtr(info.StartedAt), FinishedAt: timePtr(info.FinishedAt),
 		ExitCode: info.ExitCode, Outcome: string(info.Outcome), Error: info.Error, Iterations: info.Iterations,
 		LogBytes: info.LogBytes, LogTruncated: info.LogTruncated, DroppedLogBytes: info.DroppedLogBytes,
-		LogError: info.LogError, Held: info.Held,
+		LogError: info.LogError, Held: info.Held, OutputDeletedAt: timePtr(info.OutputDeletedAt),
 	}
 	if j.Kind == "" {
 		j.Kind = string(store.KindJob)
@@ -59,6 +59,7 @@ func statusView(st scheduler.Status) api.Status {
 		Persistence: api.Persistence{OK: st.Persistence.OK, Error: st.Persistence.Error, Since: timePtr(st.Persistence.Since),
 			HeldRecords: st.Persistence.Held, Attempts: st.Persistence.Attempts},
 		Retention: api.Retention{LastRun: timePtr(st.Retention.LastRun), Deleted: st.Retention.Deleted, Warning: st.Retention.Warning},
+		Output:    api.Output{Bytes: st.Output.Bytes, MaxBytes: st.Output.Budget, Deleted: st.Output.Deleted, Warning: st.Output.Warning},
 	}
 	for _, c := range st.Cards {
 		cs := api.CardStatus{DeviceID: strconv.Itoa(c.ID), State: string(c.State), Worker: c.Worker,

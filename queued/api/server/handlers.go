@@ -2,12 +2,14 @@ package server
 
 import (
 	"encoding/json"
+	"fmt"
 	"github.com/ttkit/ttkit/queued/api"
 	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/ttkit/ttkit/queued/runner"
+	"github.com/ttkit/ttkit/queued/scheduler"
 )
 
 // readBody reads a POST body with a deadline, so a client that stops
@@ -111,7 +113,8 @@ func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
 	st := statusView(s.sched.Status())
 	st.Version = s.cfg.Version
 	st.HTTP = api.HTTPStatus{Workers: cap(s.slots), Busy: int(s.busy.Load()), Waiting: int(s.waiting.Load()),
-		LongPolls: int(s.polling.Load())}
+		LongPolls: int(s.polling.Load()), Conns: s.conns.count(), MaxConns: s.conns.max,
+		Evicted: s.conns.evicted.Load(), Refused: s.conns.refused.Load()}
 	writeJSON(w, http.StatusOK, st)
 }
 
@@ -228,10 +231,20 @@ func (s *Server) handleLogs(w http.ResponseWriter, r *http.Request) {
 			s.fail(w, r, err)
 			return
 		}
+		if deletedOutput(w, wt.Info) {
+			return
+		}
 		data, size, err := runner.ReadLog(wt.Path, offset, limit)
 		if err != nil {
 			s.fail(w, r, err)
 			return
+		}
+		if wt.Done && size < wt.Info.LogBytes {
+			// The file shrank or went since the record was read: its
+			// output may have been deleted just now.
+			if info, err := s.sched.Job(id); err == nil && deletedOutput(w, info) {
+				return
+			}
 		}
 		if wt.Done && offset > size {
 			s.fail(w, r, fieldErr("offset", "%d is past the end of the output (%d bytes)", offset, size))
@@ -296,4 +309,17 @@ func (s *Server) handleResult(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, jobView(wt.Info))
 		return
 	}
+}
+
+// deletedOutput answers 410 Gone for a job whose output was deleted to
+// keep all output within its budget, saying so; it reports whether it did.
+// The record stays, so the answer points to it.
+func deletedOutput(w http.ResponseWriter, info scheduler.JobInfo) bool {
+	if info.OutputDeletedAt.IsZero() {
+		return false
+	}
+	writeError(w, http.StatusGone, fmt.Sprintf("the output of job %s (%d bytes) was deleted at %s to keep all jobs' output within "+
+		"TT_DEVICE_MAX_OUTPUT_BYTES (the oldest finished jobs' output goes first); its record remains: GET /job/%s",
+		info.ID, info.LogBytes, info.OutputDeletedAt.UTC().Format(time.RFC3339), info.ID))
+	return true
 }

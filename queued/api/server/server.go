@@ -53,6 +53,14 @@ type Config struct {
 	// AllowPeer decides who may use the queue over a Unix socket, from the
 	// caller's kernel credentials; default SameUser.
 	AllowPeer func(Peer) error
+	// MaxConns bounds the open connections (TT_DEVICE_HTTP_MAX_CONNS);
+	// default DefaultMaxConns. See conns for what happens at the bound.
+	MaxConns int
+	// WriteTimeout is how long an answer may take to be written, from its
+	// first byte (TT_DEVICE_HTTP_WRITE_TIMEOUT); default
+	// DefaultWriteTimeout. A long-poll's wait comes before its answer, so
+	// it is not counted.
+	WriteTimeout time.Duration
 	// ExtraHosts are Host names accepted besides the loopback names; the
 	// daemon adds its listen address when told to bind a non-loopback one.
 	ExtraHosts []string
@@ -72,6 +80,7 @@ type Server struct {
 	closing chan struct{}
 	closed  atomic.Bool
 	mux     *http.ServeMux
+	conns   *conns
 }
 
 // NewServer returns the handler for the queued API.
@@ -88,6 +97,12 @@ func NewServer(cfg Config) (*Server, error) {
 	if cfg.MaxTimeout <= 0 {
 		cfg.MaxTimeout = 86400 * time.Second
 	}
+	if cfg.MaxConns < 1 {
+		cfg.MaxConns = DefaultMaxConns
+	}
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = DefaultWriteTimeout
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -95,7 +110,7 @@ func NewServer(cfg Config) (*Server, error) {
 		cfg.AllowPeer = SameUser
 	}
 	s := &Server{cfg: cfg, sched: cfg.Scheduler, log: cfg.Logger,
-		slots: make(chan struct{}, cfg.Workers), closing: make(chan struct{})}
+		slots: make(chan struct{}, cfg.Workers), closing: make(chan struct{}), conns: newConns(cfg.MaxConns)}
 	m := http.NewServeMux()
 	m.HandleFunc("/queue", s.only(http.MethodPost, s.handleQueue))
 	m.HandleFunc("/kill", s.only(http.MethodPost, s.handleKill))
@@ -122,15 +137,20 @@ func (s *Server) Close() {
 
 // NewHTTPServer wraps the handler in an http.Server with timeouts that
 // suit long-polls: headers must arrive within 10s and bodies within 30s,
-// but answers may take as long as a long-poll waits.
+// an answer must be written within WriteTimeout of its first byte, but a
+// long-poll may wait up to api.MaxWait before it answers. Its hooks keep
+// the open connections within MaxConns.
 func (s *Server) NewHTTPServer() *http.Server {
 	return &http.Server{
 		Handler:           s,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
-		ConnContext:       ConnContext,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			return s.conns.context(ConnContext(ctx, c), c)
+		},
+		ConnState: s.conns.hook,
+		ErrorLog:  slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 		// "OPTIONS *" would otherwise get net/http's own empty 200
 		// before any check; ServeHTTP refuses it like any unknown path.
 		DisableGeneralOptionsHandler: true,
@@ -141,8 +161,21 @@ func (s *Server) NewHTTPServer() *http.Server {
 // caller's credentials on a Unix socket), that the path is
 // canonical, that the body is not content-encoded and (for POST) the
 // content type, all before the request may take a handler slot, so a
-// refused request costs nothing and causes nothing.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// refused request costs nothing and causes nothing. The slot is given
+// back when the answer starts, which must then be written within
+// WriteTimeout.
+func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
+	refused := s.conns.enter(r)
+	sl := &slot{s: s}
+	aw := &answerWriter{ResponseWriter: rw, rc: http.NewResponseController(rw), slot: sl, timeout: s.cfg.WriteTimeout}
+	// The deadline of the connection's previous answer must not cut this
+	// one; nothing is written until the answer starts.
+	aw.rc.SetWriteDeadline(time.Time{})
+	var w http.ResponseWriter = aw
+	if refused {
+		s.conns.refuse(w)
+		return
+	}
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	if !s.hostAllowed(r.Host) {
@@ -188,9 +221,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				errBodyTooLarge, r.ContentLength, s.cfg.MaxRequestBytes))
 			return
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxRequestBytes)
+		// The unwrapped writer, so net/http closes the connection after a
+		// body that was too large.
+		r.Body = http.MaxBytesReader(rw, r.Body, s.cfg.MaxRequestBytes)
 	}
-	sl := &slot{s: s}
 	if err := sl.acquire(r.Context()); err != nil {
 		writeError(w, http.StatusServiceUnavailable, err.Error())
 		return

@@ -337,14 +337,15 @@ func run(c cli, log *slog.Logger) error {
 		DefaultTimeout: cfg.DefaultTimeout, MaxQueued: cfg.MaxQueued, MaxLogBytes: cfg.MaxLogBytes,
 		KillGrace: killGrace(cfg.KillGrace), RetentionDays: cfg.RetentionDays, MaxCompleted: cfg.MaxCompleted, Logger: log,
 		Controls: controls(cfg, log), DriverPath: cfg.DriverPath, WaitForeign: cfg.WaitForeign,
-		MeterProvider: metrics,
+		MeterProvider: metrics, MaxOutputBytes: cfg.MaxOutputBytes,
 	})
 	if err != nil {
 		return err
 	}
 	defer sched.Stop()
 	srv, err := server.NewServer(server.Config{Scheduler: sched, Token: token, ListenAddr: ln.Addr().String(), Version: version.String(), MaxTimeout: cfg.MaxTimeout,
-		MaxRequestBytes: cfg.MaxRequestBytes, Workers: cfg.HTTPWorkers, ExtraHosts: extraHosts, Logger: log})
+		MaxRequestBytes: cfg.MaxRequestBytes, Workers: cfg.HTTPWorkers, ExtraHosts: extraHosts, Logger: log,
+		MaxConns: cfg.HTTPMaxConns, WriteTimeout: cfg.HTTPWriteTimeout})
 	if err != nil {
 		return err
 	}

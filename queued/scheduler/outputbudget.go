@@ -1,0 +1,346 @@
+package scheduler
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/ttkit/ttkit/queued/store"
+)
+
+// DefaultMaxOutputBytes is the default budget for all output files
+// together (TT_DEVICE_MAX_OUTPUT_BYTES). Each job's output is capped
+// (MaxLogBytes, 16 MiB), but 10,000 kept jobs could still hold 160 GiB.
+const DefaultMaxOutputBytes = 4 << 30
+
+// lowWater sets how far below the budget a deletion round goes: to
+// budget - budget/lowWater.
+const lowWater = 16
+
+// putBatch bounds the records one deletion round writes per transaction.
+const putBatch = 500
+
+// OutputStatus is the output kept on disk against its budget.
+type OutputStatus struct {
+	// Bytes is the size of every output file: finished jobs' and the
+	// running jobs' so far.
+	Bytes int64
+	// Budget is Options.MaxOutputBytes.
+	Budget int64
+	// Deleted counts the finished jobs whose output was deleted since
+	// start to keep Bytes within Budget.
+	Deleted int
+	// Warning is the last deletion round's problem, if any.
+	Warning string
+}
+
+// outputBudget keeps the output files within Options.MaxOutputBytes. It
+// knows the size of every finished job's file: counted at start, and as
+// each job ends. When the total with the running jobs' output is over the
+// budget, the oldest finished jobs' files are deleted first, down to 15/16
+// of the budget; a queued or running job's file never is. Each deleted file's record first gets
+// OutputDeletedAt, durably, so no answer ever shows output that is gone
+// without saying why. Rounds run in the retention goroutine, so they never
+// race with retention deleting the same records. The fields are guarded by
+// mu, which is taken after Scheduler.mu, never before it.
+type outputBudget struct {
+	mu        sync.Mutex
+	kick      chan struct{} // capacity 1; made on first use
+	pending   []string      // jobs ended since the last round, to be counted
+	files     map[string]keptFile
+	order     []orderedFile // oldest first; an entry is stale once its file is gone or counted again
+	next      uint64
+	bytes     int64 // total size of files
+	deleted   int
+	warning   string // the last round's problem
+	uncounted string // why the files found at start could not be counted
+}
+
+// keptFile is one finished job's output file.
+type keptFile struct {
+	size int64
+	seq  uint64 // its place in order
+}
+
+type orderedFile struct {
+	id  string
+	seq uint64
+}
+
+// kickLocked returns the channel that starts a round.
+func (b *outputBudget) kickLocked() chan struct{} {
+	if b.kick == nil {
+		b.kick = make(chan struct{}, 1)
+	}
+	return b.kick
+}
+
+func (b *outputBudget) kicked() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.kickLocked()
+}
+
+// ended notes that a job's output file is complete and starts a round;
+// the worker calls it as the job ends.
+func (b *outputBudget) ended(id string) {
+	b.mu.Lock()
+	b.pending = append(b.pending, id)
+	k := b.kickLocked()
+	b.mu.Unlock()
+	select {
+	case k <- struct{}{}:
+	default:
+	}
+}
+
+// addLocked counts a file as the newest.
+func (b *outputBudget) addLocked(id string, size int64) {
+	b.removeLocked(id)
+	if b.files == nil {
+		b.files = map[string]keptFile{}
+	}
+	b.next++
+	b.files[id] = keptFile{size: size, seq: b.next}
+	b.order = append(b.order, orderedFile{id, b.next})
+	b.bytes += size
+}
+
+// removeLocked forgets a file; its order entry goes stale.
+func (b *outputBudget) removeLocked(id string) {
+	if f, ok := b.files[id]; ok {
+		b.bytes -= f.size
+		delete(b.files, id)
+	}
+}
+
+// forget forgets files that retention deleted with their records.
+func (b *outputBudget) forget(ids []string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, id := range ids {
+		b.removeLocked(id)
+	}
+}
+
+// oldest lists the counted files oldest first, dropping stale entries.
+func (b *outputBudget) oldest() []orderedFile {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	live := b.order[:0]
+	for _, o := range b.order {
+		if f, ok := b.files[o.id]; ok && f.seq == o.seq {
+			live = append(live, o)
+		}
+	}
+	clear(b.order[len(live):])
+	b.order = live
+	return append([]orderedFile(nil), live...)
+}
+
+// kickOutputBudget starts a round soon.
+func (s *Scheduler) kickOutputBudget() {
+	s.budget.mu.Lock()
+	k := s.budget.kickLocked()
+	s.budget.mu.Unlock()
+	select {
+	case k <- struct{}{}:
+	default:
+	}
+}
+
+func (s *Scheduler) outputBudgetBytes() int64 {
+	if s.opt.MaxOutputBytes > 0 {
+		return s.opt.MaxOutputBytes
+	}
+	return DefaultMaxOutputBytes
+}
+
+// outputStatusLocked is the status of the budget; s.mu is held.
+func (s *Scheduler) outputStatusLocked() OutputStatus {
+	running := s.runningOutputLocked()
+	b := &s.budget
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	warning := b.warning
+	if b.uncounted != "" {
+		warning = strings.TrimPrefix(warning+"; "+b.uncounted, "; ")
+	}
+	return OutputStatus{Bytes: b.bytes + running, Budget: s.outputBudgetBytes(), Deleted: b.deleted, Warning: warning}
+}
+
+// runningOutputLocked is the output the running jobs have written so far.
+func (s *Scheduler) runningOutputLocked() int64 {
+	var n int64
+	for _, c := range s.cards {
+		if c.current != nil && c.current.log != nil {
+			n += c.current.log.State().Size
+		}
+	}
+	return n
+}
+
+// countOutputs counts the output files found at start, oldest (by
+// modification time) first. Files of jobs still queued or running are
+// counted when they end.
+func (s *Scheduler) countOutputs() {
+	entries, err := os.ReadDir(s.opt.OutputDir)
+	if err != nil {
+		s.budget.mu.Lock()
+		s.budget.uncounted = fmt.Sprintf("output budget: the output files found at start are not counted: listing %s: %v", s.opt.OutputDir, err)
+		s.budget.mu.Unlock()
+		s.log.Warn("output budget: cannot count the output files", "dir", s.opt.OutputDir, "err", err)
+		return
+	}
+	type found struct {
+		id   string
+		size int64
+		mod  int64
+	}
+	var files []found
+	for _, e := range entries {
+		id, ok := strings.CutSuffix(e.Name(), ".log")
+		if !ok || !store.ValidID(id) {
+			continue
+		}
+		s.mu.Lock()
+		active := s.jobs[id] != nil
+		s.mu.Unlock()
+		if active {
+			continue
+		}
+		fi, err := e.Info()
+		if err != nil {
+			continue // removed meanwhile
+		}
+		files = append(files, found{id, fi.Size(), fi.ModTime().UnixNano()})
+	}
+	sort.Slice(files, func(i, j int) bool { return files[i].mod < files[j].mod })
+	b := &s.budget
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, f := range files {
+		if _, counted := b.files[f.id]; !counted { // ended meanwhile: counted already
+			b.addLocked(f.id, f.size)
+		}
+	}
+}
+
+// enforceOutputBudget counts the files of the jobs that ended and, while
+// the total is over the budget, deletes the oldest finished jobs' files.
+// Nothing is deleted while writes fail: the records could not say so.
+func (s *Scheduler) enforceOutputBudget() {
+	b := &s.budget
+	b.mu.Lock()
+	pending := b.pending
+	b.pending = nil
+	b.mu.Unlock()
+	for _, id := range pending {
+		if fi, err := os.Stat(s.outputPath(id)); err == nil {
+			b.mu.Lock()
+			b.addLocked(id, fi.Size())
+			b.mu.Unlock()
+		}
+	}
+	s.mu.Lock()
+	failing := s.persist.err != nil
+	running := s.runningOutputLocked()
+	s.mu.Unlock()
+	budget := s.outputBudgetBytes()
+	b.mu.Lock()
+	total := b.bytes + running
+	b.mu.Unlock()
+	if failing {
+		return
+	}
+	if total <= budget {
+		b.mu.Lock()
+		b.warning = ""
+		b.mu.Unlock()
+		return
+	}
+	// Down to the low-water mark, so a busy queue at its budget deletes
+	// (and writes records) once every few jobs, not after each one.
+	over := total - (budget - budget/lowWater)
+	now := s.opt.Now()
+	var problems []string
+	var marks []store.Job // records to mark, then files to delete
+	var gone []string     // records already marked or deleted: files to delete
+	for _, o := range b.oldest() {
+		if over <= 0 {
+			break
+		}
+		s.mu.Lock()
+		active := s.jobs[o.id] != nil
+		s.mu.Unlock()
+		if active {
+			continue // queued, running, or its end not yet durable
+		}
+		rec, err := s.st.Job(o.id)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			gone = append(gone, o.id) // its record was pruned; only the file was left
+		case err != nil:
+			problems = append(problems, fmt.Sprintf("reading job %s: %v", o.id, err))
+			continue
+		case rec.State != store.StateDone:
+			continue
+		case rec.OutputDeletedAt.IsZero():
+			rec.OutputDeletedAt = now
+			marks = append(marks, rec)
+		default:
+			gone = append(gone, o.id)
+		}
+		b.mu.Lock()
+		over -= b.files[o.id].size
+		b.mu.Unlock()
+	}
+	deleted, freed := 0, int64(0)
+	remove := func(id string) {
+		err := os.Remove(s.outputPath(id))
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			problems = append(problems, fmt.Sprintf("removing output of %s: %v", id, err))
+			return
+		}
+		b.mu.Lock()
+		freed += b.files[id].size
+		b.removeLocked(id)
+		b.mu.Unlock()
+		deleted++
+	}
+	for _, id := range gone {
+		remove(id)
+	}
+	for len(marks) > 0 {
+		batch := marks[:min(len(marks), putBatch)]
+		marks = marks[len(batch):]
+		if err := s.st.Put(batch...); err != nil {
+			problems = append(problems, fmt.Sprintf("marking %d jobs' output deleted: %v", len(batch), err))
+			break
+		}
+		for _, rec := range batch {
+			remove(rec.ID)
+		}
+	}
+	b.mu.Lock()
+	b.deleted += deleted
+	b.warning = ""
+	if len(problems) > 0 {
+		if len(problems) > 3 {
+			problems = append(problems[:3], fmt.Sprintf("and %d more", len(problems)-3))
+		}
+		b.warning = "output budget: " + strings.Join(problems, "; ")
+	}
+	kept, warning := b.bytes, b.warning
+	b.mu.Unlock()
+	if deleted > 0 {
+		s.log.Info("deleted the output of the oldest finished jobs to keep output within TT_DEVICE_MAX_OUTPUT_BYTES",
+			"jobs", deleted, "bytes", freed, "kept_bytes", kept+running, "budget", budget)
+	}
+	if warning != "" {
+		s.log.Warn("output budget problems", "warning", warning)
+	}
+}
