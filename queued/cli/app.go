@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/url"
 	"os"
@@ -134,9 +133,9 @@ func (a *App) baseURL() (string, error) {
 	return "http://" + net.JoinHostPort(strings.Trim(host, "[]"), strconv.Itoa(port)), nil
 }
 
-// isTerminal reports whether w is a terminal, for the live progress line
-// and for colour.
-func isTerminal(w io.Writer) bool {
+// isTerminal reports whether w (a stream) is a terminal, for the live
+// progress line, colour and questions.
+func isTerminal(w any) bool {
 	f, ok := w.(*os.File)
 	if !ok {
 		return false

@@ -1,8 +1,11 @@
 package cli
 
 import (
+	"bufio"
+	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/ttkit/ttkit/queued/api"
 )
@@ -12,8 +15,9 @@ import (
 // been reset since), or of every card (neither). A reset holds its card's
 // queue and can interrupt the card's running job; duplicates coalesce.
 type ResetCmd struct {
-	Device      *int   `placeholder:"N" help:"Reset only this card."`
+	Device      *int   `short:"d" placeholder:"N" help:"Reset only this card."`
 	NoInterrupt bool   `help:"Let the card's running job finish first instead of stopping it."`
+	Yes         bool   `short:"y" help:"Reset every card without asking, even on a terminal."`
 	JobID       string `arg:"" optional:"" name:"job-id" placeholder:"JOB_ID" help:"Reset the card this job ran on, unless it has been reset since."`
 }
 
@@ -33,6 +37,11 @@ func (r *ResetCmd) Run(a *App) error {
 	c, err := a.connect()
 	if err != nil {
 		return err
+	}
+	if req.DeviceID == "" && req.JobID == "" && !r.Yes && isTerminal(a.In) && isTerminal(a.Err) {
+		if err := r.confirm(a, c); err != nil {
+			return err
+		}
 	}
 	res, err := c.Reset(a.ctx, req)
 	if err != nil {
@@ -62,4 +71,40 @@ func describeReset(e api.ResetEntry) string {
 		s += "; it interrupts running job " + e.InterruptedJobID
 	}
 	return s
+}
+
+// errNotConfirmed is a bare reset the person at the terminal declined.
+var errNotConfirmed = errors.New("reset cancelled; nothing was reset")
+
+// confirm shows, before a reset of every card, the running jobs it would
+// interrupt and asks to go on; anything but y or yes declines.
+func (r *ResetCmd) confirm(a *App, c *api.Client) error {
+	st, err := c.Status(a.ctx)
+	if err != nil {
+		return a.explain(a.ctx, err)
+	}
+	cards := make([]string, len(st.Cards))
+	var running []string
+	for i, cs := range st.Cards {
+		cards[i] = cs.DeviceID
+		if j := cs.Current; j != nil && j.Kind != "reset" {
+			running = append(running, fmt.Sprintf("  card %s: job %s  %s", cs.DeviceID, shortID(j.ID), cut(oneLine(j.Cmd), 60)))
+		}
+	}
+	fmt.Fprintf(a.Err, "This resets every card (%s).\n", strings.Join(cards, ", "))
+	switch {
+	case len(running) == 0:
+		fmt.Fprintln(a.Err, "No job is running.")
+	case r.NoInterrupt:
+		fmt.Fprintf(a.Err, "These running jobs finish first (--no-interrupt):\n%s\n", strings.Join(running, "\n"))
+	default:
+		fmt.Fprintf(a.Err, "It interrupts these running jobs:\n%s\n", strings.Join(running, "\n"))
+	}
+	fmt.Fprint(a.Err, "Reset every card? [y/N] ")
+	line, _ := bufio.NewReader(a.In).ReadString('\n')
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "y", "yes":
+		return nil
+	}
+	return &Error{Code: ExitRefused, Err: errNotConfirmed}
 }

@@ -142,3 +142,56 @@ func TestStatus_ColourOnlyOnATerminalWithoutNoColor(t *testing.T) {
 		t.Fatalf("NO_COLOR=1 and still coloured: %q", q.text())
 	}
 }
+
+// TestReset_AsksOnATerminal: a bare reset at a terminal lists the running
+// jobs it would interrupt and asks; no resets nothing, yes resets, --yes
+// does not ask. Without a terminal it resets at once (TestReset).
+func TestReset_AsksOnATerminal(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t)
+	g := newGate(t)
+	defer g.open(t)
+	id := strings.TrimSpace(d.run("queue", "--", "echo busy; "+g.wait()).stdout)
+	d.waitState(id, "running")
+
+	ask := func(answer string) (*exec.Cmd, *pty) {
+		p := openPTY(t)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		t.Cleanup(cancel)
+		cmd := d.command(ctx, nil, "reset")
+		cmd.Stdin, cmd.Stderr = p.tty, p.tty
+		cmd.Stdout = &bytes.Buffer{}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		p.waitFor(t, "Reset every card? [y/N]")
+		p.master.Write([]byte(answer + "\n"))
+		return cmd, p
+	}
+	cmd, p := ask("n")
+	if err := cmd.Wait(); cmd.ProcessState.ExitCode() != 1 {
+		t.Fatalf("declined reset: %v; terminal %q", err, p.text())
+	}
+	for _, want := range []string{"This resets every card (0, 1).", "It interrupts these running jobs:", "card 0: job " + id[:8], "echo busy", "nothing was reset"} {
+		p.waitFor(t, want)
+	}
+	if st := d.waitState(id, "running"); st.State != "running" {
+		t.Fatalf("job after a declined reset: %+v", st)
+	}
+	cmd, p = ask("yes")
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("confirmed reset: %v; terminal %q", err, p.text())
+	}
+	if out := cmd.Stdout.(*bytes.Buffer).String(); !strings.Contains(out, "card 0: reset") || !strings.Contains(out, "interrupts running job "+id) {
+		t.Fatalf("confirmed reset printed %q", out)
+	}
+	// --yes asks nothing, even on a terminal.
+	q := openPTY(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	yes := d.command(ctx, nil, "reset", "--yes")
+	yes.Stdin, yes.Stderr, yes.Stdout = q.tty, q.tty, &bytes.Buffer{}
+	if err := yes.Run(); err != nil || strings.Contains(q.text(), "[y/N]") {
+		t.Fatalf("reset --yes: %v; terminal %q", err, q.text())
+	}
+}
