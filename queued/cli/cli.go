@@ -55,6 +55,7 @@ type CLI struct {
 	Resubmit    ResubmitCmd    `cmd:"" help:"Queue a new job with another job's program, directory, environment, timeout and repeat."`
 	Reset       ResetCmd       `cmd:"" help:"Schedule a card reset: one card, the card of a job, or every card."`
 	Completion  CompletionCmd  `cmd:"" help:"Print a shell completion script."`
+	Complete    CompleteCmd    `cmd:"" name:"__complete" hidden:"" help:"Print completion candidates (for the completion scripts)."`
 }
 
 // Streams are the command's standard files. Terminal detection looks at
