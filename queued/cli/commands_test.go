@@ -104,7 +104,7 @@ func TestQueueJobResultLogsKill(t *testing.T) {
 	}
 	d.run("kill", qr.JobID[:6]).want(t, 0, []string{"stopping job " + qr.JobID, "SIGINT"}, []string{"result " + qr.JobID})
 	f := <-follow
-	f.want(t, 0, []string{"running\n"}, nil)
+	f.want(t, 128+2, []string{"running\n"}, []string{"was killed: exit code -2"})
 	d.run("result", qr.JobID).want(t, 128+2, nil, []string{"was killed: exit code -2 (status 130)"})
 	d.run("kill", qr.JobID).want(t, 1, nil, []string{"queued refused the request", "already finished"})
 }

@@ -12,7 +12,7 @@ type LogsCmd struct {
 	ID     string `arg:"" placeholder:"JOB_ID" help:"Job id, or a unique prefix of at least 6 characters."`
 	Offset int64  `placeholder:"BYTES" help:"Byte offset to start at."`
 	Limit  int64  `placeholder:"BYTES" help:"Print at most this many bytes (default: all there is)."`
-	Follow bool   `short:"f" help:"Keep printing output as it is produced until the job ends."`
+	Follow bool   `short:"f" help:"Keep printing output as it is produced until the job ends, then say how it ended and exit with its status."`
 }
 
 // logsJSON is one chunk as logs --json prints it (one line per chunk with
@@ -26,6 +26,8 @@ type logsJSON struct {
 	Done       bool   `json:"done"`
 	// Data is the output, invalid UTF-8 replaced.
 	Data string `json:"data"`
+	// Job is the finished job's record, on the last line of --follow.
+	Job *api.Job `json:"job,omitempty"`
 }
 
 // Run prints the output.
@@ -59,7 +61,15 @@ func (l *LogsCmd) Run(a *App) error {
 		switch {
 		case a.JSON && l.Follow:
 			if len(ch.Data) > 0 || ch.Done {
-				if err := a.printJSON(logsJSON{l.ID, ch.Offset, ch.NextOffset, ch.Size, ch.State, ch.Done, string(ch.Data)}); err != nil {
+				line := logsJSON{l.ID, ch.Offset, ch.NextOffset, ch.Size, ch.State, ch.Done, string(ch.Data), nil}
+				if ch.Done {
+					j, err := c.Job(a.ctx, l.ID)
+					if err != nil {
+						return a.explain(a.ctx, err)
+					}
+					line.Job = &j
+				}
+				if err := a.printJSON(line); err != nil {
 					return err
 				}
 			}
@@ -86,6 +96,25 @@ func (l *LogsCmd) Run(a *App) error {
 	}
 	if a.JSON && !l.Follow {
 		return a.printJSON(all)
+	}
+	if l.Follow && l.Limit == 0 {
+		// Followed to the end: say how the job ended and exit with its
+		// status, as run does.
+		j, err := c.Job(a.ctx, l.ID)
+		if err != nil {
+			return a.explain(a.ctx, err)
+		}
+		if j.Done() && !a.JSON {
+			if j.Outcome == "success" {
+				a.progress.note("job %s %s", j.ID, describeEnd(j))
+			}
+			return a.finished(j)
+		}
+		if j.Done() {
+			if code := jobStatus(*j.ExitCode); code != 0 {
+				return &Error{Code: code}
+			}
+		}
 	}
 	return nil
 }

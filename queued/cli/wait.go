@@ -73,11 +73,35 @@ func (a *App) await(sub api.QueueResponse, limit time.Duration) error {
 	a.progress.note("job %s queued on card %s at position %d (estimated wait %s)",
 		sub.JobID, sub.DeviceID, sub.Position, fmtSeconds(sub.EstimatedWaitSec))
 	a.progress.last = strconv.Itoa(sub.Position)
+	if a.JSON {
+		if err := a.printJSON(runEvent{Event: "queued", JobID: sub.JobID, DeviceID: sub.DeviceID, Position: sub.Position,
+			EstimatedWaitSec: sub.EstimatedWaitSec}); err != nil {
+			return err
+		}
+	}
 	job, err := a.follow(ctx, sub)
 	if err != nil {
 		return a.stoppedWaiting(ctx, sub.JobID, limit, err)
 	}
+	if a.JSON {
+		if err := a.printJSON(runEvent{Event: "done", JobID: job.ID, DeviceID: job.DeviceID, Job: &job}); err != nil {
+			return err
+		}
+	}
 	return a.finished(job)
+}
+
+// runEvent is one line of run --json: queued, started, output (Offset and
+// Data, invalid UTF-8 replaced) and done (with the job's record).
+type runEvent struct {
+	Event            string   `json:"event"`
+	JobID            string   `json:"job_id"`
+	DeviceID         string   `json:"device_id,omitempty"`
+	Position         int      `json:"position,omitempty"`
+	EstimatedWaitSec float64  `json:"estimated_wait_sec,omitempty"`
+	Offset           int64    `json:"offset,omitempty"`
+	Data             string   `json:"data,omitempty"`
+	Job              *api.Job `json:"job,omitempty"`
 }
 
 // follow copies the job's output to stdout until the job is done.
@@ -88,6 +112,7 @@ func (a *App) follow(ctx context.Context, sub api.QueueResponse) (api.Job, error
 		refresh = liveRefresh
 	}
 	queued, since := sub.State == "queued", time.Now()
+	announced := false // the started event of --json
 	var offset int64
 	for {
 		q := api.LogsQuery{Offset: offset, Limit: api.MaxLogChunk, Wait: api.MaxWait}
@@ -117,7 +142,18 @@ func (a *App) follow(ctx context.Context, sub api.QueueResponse) (api.Job, error
 				a.progress.note("job %s started on card %s", sub.JobID, sub.DeviceID)
 			}
 		}
-		if len(ch.Data) > 0 {
+		if a.JSON && !announced && ch.State != "queued" {
+			announced = true
+			if err := a.printJSON(runEvent{Event: "started", JobID: sub.JobID, DeviceID: sub.DeviceID}); err != nil {
+				return api.Job{}, err
+			}
+		}
+		switch {
+		case len(ch.Data) > 0 && a.JSON:
+			if err := a.printJSON(runEvent{Event: "output", JobID: sub.JobID, Offset: ch.Offset, Data: string(ch.Data)}); err != nil {
+				return api.Job{}, err
+			}
+		case len(ch.Data) > 0:
 			if _, err := a.Out.Write(ch.Data); err != nil {
 				return api.Job{}, &Error{Code: ExitRefused, Err: fmt.Errorf("writing output: %w", err)}
 			}
