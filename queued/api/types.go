@@ -57,6 +57,9 @@ type QueueResponse struct {
 	// EstimatedRunSec is how long the whole job (every repeat) is
 	// expected to run, learned from the card's history.
 	EstimatedRunSec float64 `json:"estimated_run_sec"`
+	// EstimateKnown says EstimatedRunSec comes from this command's own
+	// earlier runs on the card.
+	EstimateKnown bool `json:"estimate_known,omitempty"`
 }
 
 // KillRequest is the body of POST /kill.
@@ -161,6 +164,13 @@ type Job struct {
 	// job (every repeat) is expected to run, learned from the card's
 	// history.
 	EstimatedRunSec float64 `json:"estimated_run_sec,omitempty"`
+	// EstimateKnown says EstimatedRunSec comes from this command's own
+	// earlier runs on the card; without it the figure is the card's usual
+	// run time, a guess.
+	EstimateKnown bool `json:"estimate_known,omitempty"`
+	// OverdueSec, while running, is how far the current iteration is past
+	// its estimate.
+	OverdueSec float64 `json:"overdue_sec,omitempty"`
 
 	SubmittedAt time.Time  `json:"submitted_at"`
 	StartedAt   *time.Time `json:"started_at,omitempty"`
@@ -210,6 +220,8 @@ type JobSummary struct {
 	// EstimatedRunSec is how long the whole job (every repeat) is
 	// expected to run.
 	EstimatedRunSec float64    `json:"estimated_run_sec"`
+	EstimateKnown   bool       `json:"estimate_known,omitempty"`
+	OverdueSec      float64    `json:"overdue_sec,omitempty"`
 	SubmittedAt     time.Time  `json:"submitted_at"`
 	StartedAt       *time.Time `json:"started_at,omitempty"`
 	PID             int        `json:"pid,omitempty"`

@@ -30,7 +30,7 @@ func TestExitCodes_RefusalUsageAndConnection(t *testing.T) {
 		d.run("run", "--device=-1", "--", "true").want(t, 2, nil, []string{"want a card number"})
 		d.run("run", "--wait-timeout", "soon", "--", "true").want(t, 2, nil, []string{"want seconds"})
 		d.run("run", "--", "  ").want(t, 2, nil, []string{"the program is empty"})
-		d.run("completion", "fish").want(t, 2, nil, []string{"bash", "zsh"})
+		d.run("completion", "tcsh").want(t, 2, nil, []string{"bash", "zsh", "fish"})
 		d.runWith([]string{"TT_DEVICE_RESULT_BYTES=0"}, "", "result", "abcdef").want(t, 2, nil, []string{"TT_DEVICE_RESULT_BYTES"})
 		if r := d.run("--json", "run"); r.stdout != "" {
 			t.Fatalf("usage went to stdout under --json: %v", r)

@@ -171,7 +171,7 @@ func TestWriteStatus(t *testing.T) {
 	out := plain.String()
 	for _, want := range []string{
 		"CARD  STATE      WORKER   CURRENT",
-		"0     healthy    running  3f2a1c9e python3 train.py --epochs 10 ...  1m20s    2       3m10s      ok, 12m00s ago     1",
+		"0     healthy    running  3f2a1c9e python3 train.py --epochs 10 ...  1m20s    2       ~3m        ok, 12m00s ago     1",
 		"1     dead       stopped  -                                          -        0       -          failed, 2m00s ago  0",
 		"failed, 2m00s ago",
 		"2     resetting  paused",
@@ -220,5 +220,29 @@ func TestDescribeReset(t *testing.T) {
 		if got := describeReset(c.e); got != c.want {
 			t.Errorf("describeReset = %q, want %q", got, c.want)
 		}
+	}
+}
+
+// TestFmtEstimate rounds estimates to what they can mean.
+func TestFmtEstimate(t *testing.T) {
+	for _, c := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{1234 * time.Millisecond, "a few seconds"},
+		{47 * time.Second, "~45s"},
+		{3*time.Minute + 10*time.Second, "~3m"},
+		{59*time.Minute + 40*time.Second, "~60m"},
+		{77 * time.Minute, "~1h20m"},
+	} {
+		if got := fmtEstimate(c.d); got != c.want {
+			t.Errorf("fmtEstimate(%s) = %q, want %q", c.d, got, c.want)
+		}
+	}
+	if got := fmtWait(0); got != "none" {
+		t.Errorf("fmtWait(0) = %q", got)
+	}
+	if got := runEstimate(12.3456, false); !strings.Contains(got, "unknown") {
+		t.Errorf("a never-seen command's run estimate: %q", got)
 	}
 }

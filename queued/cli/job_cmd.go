@@ -40,7 +40,7 @@ func jobFields(j api.Job, now time.Time) fields {
 	f.add("card", "%s", j.DeviceID)
 	switch j.State {
 	case "queued":
-		f.add("state", "queued: position %d, estimated wait %s, then about %s to run", j.Position, fmtSeconds(j.EstimatedWaitSec), fmtSeconds(j.EstimatedRunSec))
+		f.add("state", "queued: position %d, estimated wait %s, then %s to run", j.Position, fmtWait(j.EstimatedWaitSec), runEstimate(j.EstimatedRunSec, j.EstimateKnown))
 	case "running":
 		s := "running"
 		if j.StartedAt != nil {
@@ -49,7 +49,7 @@ func jobFields(j api.Job, now time.Time) fields {
 		if j.PID != 0 {
 			s += ", process group " + itoa(j.PID)
 		}
-		f.add("state", "%s, about %s left", s, fmtSeconds(j.EstimatedRemainingSec))
+		f.add("state", "%s, %s", s, remaining(j))
 	default:
 		f.add("state", "%s, %s", j.State, describeEnd(j))
 	}

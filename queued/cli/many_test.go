@@ -42,7 +42,6 @@ func TestWaitKillResubmit(t *testing.T) {
 		t.Fatalf("alice's job after my kill --mine: %+v", j)
 	}
 	d.run("--client-id", "alice", "kill", "--mine").want(t, 0, []string{q2}, nil)
-	d.run("wait", "--device", "0").want(t, 0, nil, nil)
 
 	// resubmit: same program, directory, environment, timeout and repeat,
 	// on another card when asked.

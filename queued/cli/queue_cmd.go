@@ -32,6 +32,6 @@ func (a *App) printQueued(sub api.QueueResponse) error {
 		return a.printJSON(sub)
 	}
 	fmt.Fprintln(a.Out, sub.JobID)
-	a.progress.note("queued on card %s at position %d (estimated wait %s)", sub.DeviceID, sub.Position, fmtSeconds(sub.EstimatedWaitSec))
+	a.progress.note("queued on card %s at position %d (estimated wait %s)", sub.DeviceID, sub.Position, fmtWait(sub.EstimatedWaitSec))
 	return nil
 }

@@ -68,7 +68,10 @@ func writeStatus(w io.Writer, st api.Status, now time.Time, colour bool) {
 		} else {
 			row = append(row, cell{text: "-"}, cell{text: "-"})
 		}
-		wait := fmtSeconds(c.EstimatedWaitSec)
+		wait := fmtWait(c.EstimatedWaitSec)
+		if j := c.Current; j != nil && j.OverdueSec > 0 {
+			wait += " (current overdue)"
+		}
 		if c.State == "dead" {
 			wait = "-"
 		}

@@ -71,7 +71,7 @@ func (a *App) await(sub api.QueueResponse, limit time.Duration) error {
 		defer cancel()
 	}
 	a.progress.note("job %s queued on card %s at position %d (estimated wait %s)",
-		sub.JobID, sub.DeviceID, sub.Position, fmtSeconds(sub.EstimatedWaitSec))
+		sub.JobID, sub.DeviceID, sub.Position, fmtWait(sub.EstimatedWaitSec))
 	a.progress.last = strconv.Itoa(sub.Position)
 	if a.JSON {
 		if err := a.printJSON(runEvent{Event: "queued", JobID: sub.JobID, DeviceID: sub.DeviceID, Position: sub.Position,
@@ -130,7 +130,7 @@ func (a *App) follow(ctx context.Context, sub api.QueueResponse) (api.Job, error
 			}
 			if j.State == "queued" {
 				a.progress.show(strconv.Itoa(j.Position), fmt.Sprintf("%s: job %s waiting for card %s: position %d, estimated wait %s (waited %s)",
-					Name, shortID(j.ID), j.DeviceID, j.Position, fmtSeconds(j.EstimatedWaitSec), fmtDuration(time.Since(since))))
+					Name, shortID(j.ID), j.DeviceID, j.Position, fmtWait(j.EstimatedWaitSec), fmtDuration(time.Since(since))))
 				continue
 			}
 		}
@@ -292,6 +292,53 @@ func shortID(id string) string {
 		return id[:8]
 	}
 	return id
+}
+
+// fmtEstimate rounds an estimate to what it can mean: 5 s steps under a
+// minute, whole minutes under an hour, 10 minutes beyond, with a "~".
+func fmtEstimate(d time.Duration) string {
+	switch {
+	case d < 2500*time.Millisecond:
+		return "a few seconds"
+	case d < time.Minute:
+		return "~" + fmtDuration(d.Round(5*time.Second))
+	case d < time.Hour:
+		return fmt.Sprintf("~%dm", int(d.Round(time.Minute)/time.Minute))
+	default:
+		d = d.Round(10 * time.Minute)
+		return fmt.Sprintf("~%dh%02dm", int(d/time.Hour), int(d%time.Hour/time.Minute))
+	}
+}
+
+// fmtWait words an estimated wait: "none" when the card is free.
+func fmtWait(sec float64) string {
+	if sec <= 0 {
+		return "none"
+	}
+	return fmtEstimate(time.Duration(sec * float64(time.Second)))
+}
+
+// runEstimate words a job's expected run time: "unknown" when the
+// command has never run on the card (the figure would be another
+// command's).
+func runEstimate(sec float64, known bool) string {
+	if !known {
+		return "an unknown time (its command has not run on this card yet)"
+	}
+	return fmtEstimate(time.Duration(sec * float64(time.Second)))
+}
+
+// remaining words a running job's expected rest: how long is left, how far
+// it is past its estimate, or unknown.
+func remaining(j api.Job) string {
+	switch {
+	case !j.EstimateKnown:
+		return "time left unknown (its command has not run on this card yet)"
+	case j.OverdueSec > 0:
+		return "overdue by " + fmtDuration(time.Duration(j.OverdueSec*float64(time.Second)).Round(time.Second)) +
+			" (estimated " + fmtEstimate(time.Duration(j.EstimatedRunSec*float64(time.Second))) + ")"
+	}
+	return fmtEstimate(time.Duration(j.EstimatedRemainingSec*float64(time.Second))) + " left"
 }
 
 // fmtSeconds and fmtDuration print a duration compactly: 0s, 45s, 1m20s,

@@ -223,6 +223,20 @@ func (c *card) learn(k cmdKey, rec *store.Job) {
 	}
 }
 
+// known reports whether command k has runs of its own on the card.
+func (e *estimator) known(k cmdKey) bool { return e.cmds[k] != nil }
+
+// overdue is how far a running job's current iteration is past its
+// iteration estimate, 0 when it is not; a running reset is timed whole.
+func (c *card) overdue(j *job, now time.Time) time.Duration {
+	iter := c.est.iteration(j.key)
+	since := j.iterStart
+	if j.rec.Kind == store.KindReset {
+		since = j.rec.StartedAt
+	}
+	return max(now.Sub(since)-iter, 0)
+}
+
 // runEstimate is the expected run time of a whole job.
 func (c *card) runEstimate(j *job) time.Duration {
 	return c.est.iteration(j.key) * time.Duration(j.repeats())

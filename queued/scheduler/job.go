@@ -103,6 +103,13 @@ type JobInfo struct {
 	// EstimatedRun is the expected run time of the whole job (every
 	// repeat) while it is queued or running; 0 once done.
 	EstimatedRun time.Duration
+	// EstimateKnown says EstimatedRun comes from this command's own runs
+	// on the card; otherwise it is the card's median (or the default), a
+	// guess the CLI shows as "unknown".
+	EstimateKnown bool
+	// Overdue is how far a running job's current iteration is past its
+	// estimate; 0 when it is not.
+	Overdue time.Duration
 	// Held is set while the job's final record is kept in memory because
 	// the store is failing.
 	Held bool

@@ -115,7 +115,8 @@ func (s *Scheduler) statusLocked() (Status, []ownJob) {
 		cs := CardStatus{ID: id, State: c.state, Worker: s.workerStateLocked(c), ForeignWait: s.opt.WaitForeign, Paused: c.paused}
 		var o ownJob
 		if c.current != nil {
-			info := JobInfo{Job: c.current.rec, EstimatedWait: c.remaining(c.current, now), EstimatedRun: c.runEstimate(c.current)}
+			info := JobInfo{Job: c.current.rec, EstimatedWait: c.remaining(c.current, now), EstimatedRun: c.runEstimate(c.current),
+				EstimateKnown: c.est.known(c.current.key), Overdue: c.overdue(c.current, now)}
 			cs.Current = &info
 			o = ownJob{id: c.current.rec.ID, pgid: c.current.rec.PGID}
 		}
@@ -137,7 +138,7 @@ func (s *Scheduler) statusLocked() (Status, []ownJob) {
 		wait := c.currentRemaining(now)
 		for i, j := range c.queue {
 			run := c.runEstimate(j)
-			cs.Queue[i] = JobInfo{Job: j.rec, Position: i + 1, EstimatedWait: wait, EstimatedRun: run}
+			cs.Queue[i] = JobInfo{Job: j.rec, Position: i + 1, EstimatedWait: wait, EstimatedRun: run, EstimateKnown: c.est.known(j.key)}
 			wait += run
 		}
 		cs.EstimatedWait = wait

@@ -103,7 +103,7 @@ func (s *Scheduler) fromTailLocked(c *card, j *job) JobInfo {
 			continue
 		}
 		run := c.runEstimate(j)
-		return JobInfo{Job: j.rec, Position: i + 1, EstimatedRun: run,
+		return JobInfo{Job: j.rec, Position: i + 1, EstimatedRun: run, EstimateKnown: c.est.known(j.key),
 			EstimatedWait: c.tailWait(s.opt.Now()) - behind - run}
 	}
 	return s.infoLocked(j)
@@ -297,7 +297,7 @@ func (s *Scheduler) infoLocked(j *job) JobInfo {
 	now := s.opt.Now()
 	switch j.rec.State {
 	case store.StateQueued:
-		info.EstimatedRun = c.runEstimate(j)
+		info.EstimatedRun, info.EstimateKnown = c.runEstimate(j), c.est.known(j.key)
 		wait := c.currentRemaining(now)
 		for i, q := range c.queue {
 			if q == j {
@@ -308,8 +308,9 @@ func (s *Scheduler) infoLocked(j *job) JobInfo {
 			wait += c.runEstimate(q)
 		}
 	case store.StateRunning:
-		info.EstimatedRun = c.runEstimate(j)
+		info.EstimatedRun, info.EstimateKnown = c.runEstimate(j), c.est.known(j.key)
 		info.EstimatedWait = c.remaining(j, now)
+		info.Overdue = c.overdue(j, now)
 		if j.log != nil {
 			ls := j.log.State()
 			info.LogBytes, info.LogTruncated, info.DroppedLogBytes = ls.Size, ls.Truncated, ls.Dropped

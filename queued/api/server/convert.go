@@ -36,9 +36,11 @@ func jobView(info scheduler.JobInfo) api.Job {
 	case store.StateQueued:
 		j.EstimatedWaitSec = info.EstimatedWait.Seconds()
 		j.EstimatedRunSec = info.EstimatedRun.Seconds()
+		j.EstimateKnown = info.EstimateKnown
 	case store.StateRunning:
 		j.EstimatedRemainingSec = info.EstimatedWait.Seconds()
 		j.EstimatedRunSec = info.EstimatedRun.Seconds()
+		j.EstimateKnown, j.OverdueSec = info.EstimateKnown, info.Overdue.Seconds()
 		j.PID = info.PGID
 	}
 	return j
@@ -48,6 +50,7 @@ func summaryView(info scheduler.JobInfo) api.JobSummary {
 	return api.JobSummary{
 		ID: info.ID, Kind: string(info.Kind), Cmd: cut(info.Cmd, 200), ClientID: info.ClientID, Repeat: info.Repeat,
 		Position: info.Position, EstimatedWaitSec: info.EstimatedWait.Seconds(), EstimatedRunSec: info.EstimatedRun.Seconds(),
+		EstimateKnown: info.EstimateKnown, OverdueSec: info.Overdue.Seconds(),
 		SubmittedAt: info.SubmittedAt.UTC(), StartedAt: timePtr(info.StartedAt), PID: info.PGID,
 	}
 }

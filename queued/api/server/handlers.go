@@ -47,6 +47,7 @@ func (s *Server) handleQueue(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, api.QueueResponse{
 		JobID: info.ID, DeviceID: strconv.Itoa(info.Card()), State: string(info.State),
 		Position: info.Position, EstimatedWaitSec: info.EstimatedWait.Seconds(), EstimatedRunSec: info.EstimatedRun.Seconds(),
+		EstimateKnown: info.EstimateKnown,
 	})
 }
 
