@@ -12,6 +12,8 @@ import (
 	"os/exec"
 	"syscall"
 	"time"
+
+	"github.com/ttkit/ttkit/queued/jobcgroup"
 )
 
 // drainTimeout bounds how long output is still read after an iteration's
@@ -115,6 +117,13 @@ func runOnce(spec *Spec, out *Log, stop <-chan struct{}) Result {
 	cmd.Env = spec.Env
 	cmd.Stdout, cmd.Stderr = pw, pw
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Where queued's cgroup is delegated, the iteration starts in a cgroup
+	// of its own and each SIGKILL below reaches its whole process tree,
+	// setsid or not; elsewhere cg is nil and only the group is signalled.
+	cg, _ := jobcgroup.Default().New(jobcgroup.NameFromEnv(spec.Env, JobEnvVar))
+	cg.Place(cmd.SysProcAttr)
+	defer cg.Close()
+	killAll := func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cg.Kill() }
 	err = cmd.Start()
 	pw.Close()
 	if err != nil {
@@ -166,7 +175,7 @@ func runOnce(spec *Spec, out *Log, stop <-chan struct{}) Result {
 		case state = <-waited:
 		case <-timeout:
 			res.TimedOut = true
-			syscall.Kill(-pgid, syscall.SIGKILL)
+			killAll()
 		case <-stop:
 			res.Stopped = true
 			stop = nil
@@ -175,12 +184,12 @@ func runOnce(spec *Spec, out *Log, stop <-chan struct{}) Result {
 			defer t.Stop()
 			grace = t.C
 		case <-grace:
-			syscall.Kill(-pgid, syscall.SIGKILL)
+			killAll()
 		}
 	}
 	// Nothing of an iteration outlives its leader: kill what is left of the
 	// group, so no stray process holds the card or the output pipe.
-	syscall.Kill(-pgid, syscall.SIGKILL)
+	killAll()
 	pr.SetReadDeadline(time.Now().Add(drainTimeout))
 	<-copied
 	pr.Close()
