@@ -29,7 +29,7 @@ func TestOwnCgroup(t *testing.T) {
 	const unit = "0::/user.slice/user-1000.slice/user@1000.service/app.slice/queued.service\n"
 	for _, tc := range []struct {
 		name, cgroup, mountinfo, want string
-		err                             error
+		err                           error
 	}{
 		{"unified", unit, unified, "/sys/fs/cgroup/user.slice/user-1000.slice/user@1000.service/app.slice/queued.service", nil},
 		{"hybrid", "4:memory:/x\n" + unit, hybrid, "/sys/fs/cgroup/unified/user.slice/user-1000.slice/user@1000.service/app.slice/queued.service", nil},
