@@ -396,6 +396,13 @@ render "$tmp/privileged.yaml" --set securityContext.privileged=true
 check privileged "$tmp/privileged.yaml" true
 pass "privileged: true only with --set securityContext.privileged=true"
 
+hidepid=(--set podSecurityContext.runAsUser=0 --set podSecurityContext.runAsNonRoot=false --set 'securityContext.capabilities.add={SYS_PTRACE}')
+render "$tmp/hidepid.yaml" "${hidepid[@]}"
+check parse "$tmp/hidepid.yaml" >/dev/null
+check privileged "$tmp/hidepid.yaml" false
+"$helm" lint --strict "$chart" "${hidepid[@]}" >"$tmp/lint.out" 2>&1 || { cat "$tmp/lint.out" >&2; fail "helm lint --strict with the hidepid variant"; }
+pass "the hidepid variant (UID 0 with SYS_PTRACE alone) renders unprivileged and lints"
+
 render "$tmp/hostproc.yaml" --set hostProc.enabled=true
 check hostproc "$tmp/hostproc.yaml" /host/proc
 pass "hostProc.enabled mounts the node's /proc read-only at /host/proc, and keeps hostPID"
