@@ -155,7 +155,8 @@ func TestQueued_OOMKilledJobLeavesQueuedAndOtherCard(t *testing.T) {
 	offered, _ := os.ReadFile(filepath.Join(dir, "cgroup.controllers"))
 	if !slices.Contains(strings.Fields(string(offered)), "memory") {
 		t.Skipf("the memory controller is not available to cgroup v2 children here (cgroup.controllers of %s: %q): "+
-			"on a hybrid cgroup v1/v2 host it is bound to v1, and it must be enabled in every ancestor's cgroup.subtree_control", dir, strings.TrimSpace(string(offered)))
+			"on a hybrid cgroup v1/v2 host it is bound to v1, and it must be enabled in every ancestor's cgroup.subtree_control; "+
+			"queued/jobcgroup/vmtest.sh runs this test in a VM that has it", dir, strings.TrimSpace(string(offered)))
 	}
 	state, work := t.TempDir(), t.TempDir()
 	d := startDaemonWith(t, state, wrapper)
@@ -166,7 +167,7 @@ func TestQueued_OOMKilledJobLeavesQueuedAndOtherCard(t *testing.T) {
 	// 1 GiB (tail keeps its whole input, which has no newline).
 	hog := d.queue("0", work, fmt.Sprintf(`cg=%s/$(basename $(sed -n 's/^0:://p' /proc/self/cgroup)); `+
 		`echo 32M > $cg/memory.max && echo limited; echo 0 > $cg/memory.swap.max 2>/dev/null; `+
-		`head -c 1G /dev/zero | tail; echo "survived $?"`, dir))
+		`head -c 1073741824 /dev/zero | tail; echo "survived $?"`, dir))
 	r, err := d.client.WaitResult(ctx(t), hog)
 	if err != nil {
 		t.Fatal(err)
