@@ -1,5 +1,6 @@
 // Package runner runs one shell program for queued: in its own process
-// group, with a per-iteration timeout, repeated until the first failure,
+// group (and its own cgroup where queued's cgroup is delegated, see
+// package jobcgroup), with a per-iteration timeout, repeated until the first failure,
 // its output drained into a bounded Log, and stoppable with SIGINT then
 // SIGKILL. It also finds and kills process groups left behind by a daemon
 // that died while a job ran.
@@ -14,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ttkit/ttkit/queued/jobcgroup"
 )
 
 // drainTimeout bounds how long output is still read after an iteration's
@@ -119,6 +122,15 @@ type running struct {
 	pr     *os.File
 	proc   Proc
 	copied chan struct{}
+	cg     *jobcgroup.Job // nil where queued's cgroup is not delegated
+}
+
+// killAll sends SIGKILL to the iteration's process group and, where it
+// has one, its whole cgroup (setsid or not). Call it only before the
+// leader is reaped.
+func (r *running) killAll() {
+	syscall.Kill(-r.proc.PID, syscall.SIGKILL)
+	r.cg.Kill()
 }
 
 // start starts one iteration in its own process group, draining its output
@@ -137,9 +149,16 @@ func start(spec *Spec, out *Log) (*running, error) {
 	cmd.Env = spec.Env
 	cmd.Stdout, cmd.Stderr = pw, pw
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Where queued's cgroup is delegated, the iteration starts in a cgroup
+	// of its own, so a kill reaches its whole process tree (setsid or not)
+	// and the OOM killer's victim is the job, not the queue; elsewhere cg
+	// is nil and only the process group is signalled.
+	cg, _ := jobcgroup.Default().New(jobcgroup.NameFromEnv(spec.Env, JobEnvVar))
+	cg.Place(cmd.SysProcAttr)
 	err = cmd.Start()
 	pw.Close()
 	if err != nil {
+		cg.Close()
 		pr.Close()
 		if _, serr := os.Stat(spec.Dir); serr != nil && spec.Dir != "" {
 			err = fmt.Errorf("working directory: %w", serr)
@@ -150,7 +169,7 @@ func start(spec *Spec, out *Log) (*running, error) {
 	// Read the start time before anything can reap the child: until then
 	// the PID is still its own.
 	st, _ := StartTime("/proc", pid)
-	r := &running{cmd: cmd, pr: pr, proc: Proc{PID: pid, Start: st}, copied: make(chan struct{})}
+	r := &running{cmd: cmd, pr: pr, proc: Proc{PID: pid, Start: st}, copied: make(chan struct{}), cg: cg}
 	go func() {
 		defer close(r.copied)
 		buf := make([]byte, 32<<10)
@@ -173,6 +192,7 @@ func (r *running) finish() *os.ProcessState {
 	r.pr.SetReadDeadline(time.Now().Add(drainTimeout))
 	<-r.copied
 	r.pr.Close()
+	r.cg.Close()
 	return r.cmd.ProcessState
 }
 
@@ -222,7 +242,7 @@ func runOnce(spec *Spec, out *Log, stop <-chan struct{}) (res Result, started bo
 			done = true
 		case <-timeout:
 			res.TimedOut = true
-			syscall.Kill(-pgid, syscall.SIGKILL)
+			r.killAll()
 		case <-stop:
 			res.Stopped = true
 			stop = nil
@@ -231,15 +251,17 @@ func runOnce(spec *Spec, out *Log, stop <-chan struct{}) (res Result, started bo
 			defer t.Stop()
 			grace = t.C
 		case <-grace:
-			syscall.Kill(-pgid, syscall.SIGKILL)
+			r.killAll()
 		}
 	}
 	// Nothing of an iteration outlives its leader: kill what is left of the
 	// group, so no stray process holds the card or the output pipe. The
-	// leader is a zombie until finish reaps it, so the id is still ours.
+	// leader is a zombie until finish reaps it, so the id is still ours;
+	// the job's cgroup, where there is one, takes what left the group.
 	if waitErr == nil {
 		syscall.Kill(-pgid, syscall.SIGKILL)
 	}
+	r.cg.Kill()
 	state := r.finish()
 
 	res.ExitCode = exitCode(state)

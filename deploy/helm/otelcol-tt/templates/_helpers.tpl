@@ -65,7 +65,31 @@ The service account the pods run as.
 The container image; the tag defaults to the chart's appVersion.
 */}}
 {{- define "otelcol-tt.image" -}}
-{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- $ref := printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- with .Values.image.digest }}
+{{- if not (regexMatch "^sha256:[0-9a-f]{64}$" .) }}
+{{- fail (printf "image.digest %q is not sha256:<64 lowercase hex digits>" .) }}
+{{- end }}
+{{- $ref = printf "%s@%s" $ref . }}
+{{- end }}
+{{- $ref }}
+{{- end }}
+
+{{/*
+The relabelings of a ServiceMonitor or PodMonitor endpoint: instance from the
+node name when instanceFromNodeName is set, then the user's.
+Call with the monitor's values.
+*/}}
+{{- define "otelcol-tt.relabelings" -}}
+{{- $r := list }}
+{{- if .instanceFromNodeName }}
+{{- $r = append $r (dict "sourceLabels" (list "__meta_kubernetes_pod_node_name") "targetLabel" "instance" "action" "replace") }}
+{{- end }}
+{{- $r = concat $r (.relabelings | default list) }}
+{{- with $r }}
+relabelings:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
 {{- end }}
 
 {{/*
@@ -79,4 +103,23 @@ Call with (dict "port" .Values.ports.NAME).
 {{- else }}
 {{- printf "127.0.0.1:%d" (int .port.containerPort) }}
 {{- end }}
+{{- end }}
+
+{{/*
+The pod's affinity: .Values.affinity, plus a required node affinity for the
+nodes carrying one of tenstorrentNodeAffinity.nodeLabels, unless that is
+disabled or .Values.affinity has a nodeAffinity of its own.
+*/}}
+{{- define "otelcol-tt.affinity" -}}
+{{- $aff := deepCopy (.Values.affinity | default dict) }}
+{{- if and .Values.tenstorrentNodeAffinity.enabled (not (hasKey $aff "nodeAffinity")) }}
+{{- $terms := list }}
+{{- range .Values.tenstorrentNodeAffinity.nodeLabels }}
+{{- $terms = append $terms (dict "matchExpressions" (list (dict "key" .key "operator" "In" "values" (list (toString .value))))) }}
+{{- end }}
+{{- with $terms }}
+{{- $_ := set $aff "nodeAffinity" (dict "requiredDuringSchedulingIgnoredDuringExecution" (dict "nodeSelectorTerms" .)) }}
+{{- end }}
+{{- end }}
+{{- toYaml $aff }}
 {{- end }}
