@@ -83,7 +83,10 @@ func TestClient_ErrorsCarryStatusAndMessage(t *testing.T) {
 	if !errors.As(err, &e) || e.StatusCode != 429 || e.Message != "queue full" || !IsStatus(err, 429) {
 		t.Fatalf("Queue error = %v", err)
 	}
-	if _, err := c.Status(ctx); !IsStatus(err, 502) || !strings.Contains(err.Error(), "not json") {
+	// An answer that is not queued's JSON says so instead of dumping the
+	// page.
+	if _, err := c.Status(ctx); !IsStatus(err, 502) || !errors.As(err, &e) || !e.NotQueued ||
+		!strings.Contains(err.Error(), "is not queued") || strings.Contains(err.Error(), "not json") {
 		t.Fatalf("Status error = %v", err)
 	}
 	bad := NewClient(srv.URL, "nope")

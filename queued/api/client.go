@@ -80,6 +80,9 @@ func (c *Client) Close() { c.http.CloseIdleConnections() }
 type Error struct {
 	StatusCode int
 	Message    string
+	// NotQueued is set when the answer did not come from queued at all
+	// (not its JSON): something else listens at the address.
+	NotQueued bool
 }
 
 func (e *Error) Error() string {
@@ -120,7 +123,10 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) (*h
 		var e ErrorResponse
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		if json.Unmarshal(b, &e) != nil || e.Error == "" {
-			e.Error = strings.TrimSpace(string(b))
+			// Not one of queued's JSON errors: say so rather than print
+			// whatever page answered.
+			return nil, &Error{StatusCode: resp.StatusCode, NotQueued: true,
+				Message: fmt.Sprintf("the server at %s is not queued: it answered %s with %d bytes of %q", c.base, resp.Status, len(b), resp.Header.Get("Content-Type"))}
 		}
 		return nil, &Error{StatusCode: resp.StatusCode, Message: e.Error}
 	}
@@ -129,7 +135,8 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) (*h
 	}
 	defer drainClose(resp.Body)
 	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-		return nil, fmt.Errorf("%s %s: decoding answer: %w", method, path, err)
+		return nil, &Error{StatusCode: resp.StatusCode, NotQueued: true,
+			Message: fmt.Sprintf("the server at %s is not queued: its answer to %s %s is not queued's JSON (%v)", c.base, method, path, err)}
 	}
 	return resp, nil
 }

@@ -18,6 +18,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/alecthomas/kong"
@@ -96,7 +97,6 @@ func run(ctx context.Context, args []string, s Streams) (code int) {
 			"Exit status: the job's own for run and result (a signal N becomes 128+N); 1 when queued refused the request; "+
 			"2 for usage errors or when queued cannot be reached; 124 when --wait-timeout ran out; 130 when interrupted. "+
 			"Neither of the last two stops the job."),
-		kong.UsageOnError(),
 		kong.Vars{"version": Name + " " + version.String()},
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
 		kong.Writers(s.Out, s.Err),
@@ -115,12 +115,19 @@ func run(ctx context.Context, args []string, s Streams) (code int) {
 			code = int(e)
 		}
 	}()
+	if msg := unquotedProgram(args); msg != "" {
+		fmt.Fprintf(s.Err, "%s: %s\n", Name, msg)
+		return ExitUsage
+	}
 	kctx, err := parser.Parse(args)
 	if err != nil {
-		// Usage after an error goes to stderr, so stdout stays clean for
-		// whatever reads it (--json).
-		parser.Stdout = s.Err
-		parser.FatalIfErrorf(&Error{Code: ExitUsage, Err: err})
+		// One line and where the usage is, on stderr so stdout stays clean
+		// for whatever reads it (--json); the whole help is one flag away.
+		help := Name + " --help"
+		if cmd := commandOf(args); cmd != "" && parser.Model.Node != nil && findCommand(parser.Model.Node, cmd) {
+			help = Name + " " + cmd + " --help"
+		}
+		fmt.Fprintf(s.Err, "%s: %v\n  `%s` shows the usage\n", Name, err, help)
 		return ExitUsage
 	}
 	app := newApp(ctx, &c.Globals, s)
@@ -138,4 +145,60 @@ func run(ctx context.Context, args []string, s Streams) (code int) {
 		fmt.Fprintf(s.Err, "%s: %v\n", Name, e.Err)
 	}
 	return e.Code
+}
+
+// programCommands take the program as one argument after "--".
+var programCommands = map[string]bool{"run": true, "queue": true}
+
+// unquotedProgram returns a one-line usage error when run or queue got the
+// program as several words after "--" (the shell split it), saying how to
+// quote it; "" otherwise.
+func unquotedProgram(args []string) string {
+	for i, a := range args {
+		if a == "--" {
+			if rest := args[i+1:]; programCommands[commandOf(args[:i])] && len(rest) > 1 {
+				return fmt.Sprintf("the program must be one quoted argument after --, such as -- %s (the shell split it into %d words)",
+					shellQuote(strings.Join(rest, " ")), len(rest))
+			}
+			return ""
+		}
+	}
+	return ""
+}
+
+// commandOf is the subcommand among args: the first word that is neither
+// a flag nor a global flag's value, before any "--".
+func commandOf(args []string) string {
+	for i, a := range args {
+		if a == "--" {
+			return ""
+		}
+		if !strings.HasPrefix(a, "-") && !globalValue(args, i) {
+			return a
+		}
+	}
+	return ""
+}
+
+// findCommand reports whether the model has a subcommand called name.
+func findCommand(n *kong.Node, name string) bool {
+	for _, c := range n.Children {
+		if c.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// globalValue reports whether args[i] is the value of a global flag that
+// takes one (--host x, --port 1, --client-id x).
+func globalValue(args []string, i int) bool {
+	if i == 0 {
+		return false
+	}
+	switch args[i-1] {
+	case "--host", "--port", "--client-id":
+		return true
+	}
+	return false
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
+	"syscall"
 
 	"github.com/ttkit/ttkit/queued/api"
 )
@@ -61,6 +63,9 @@ const startHint = "queued is not running (or not at this address). Start it with
 // daemon that cannot be reached (2). err must not be nil.
 func (a *App) explain(ctx context.Context, err error) *Error {
 	var ae *api.Error
+	if errors.As(err, &ae) && ae.NotQueued {
+		return &Error{Code: ExitUsage, Err: errors.New(ae.Message)}
+	}
 	if errors.As(err, &ae) {
 		msg := ae.Message
 		if ae.StatusCode == http.StatusUnauthorized {
@@ -82,7 +87,14 @@ func (a *App) explain(ctx context.Context, err error) *Error {
 	if errors.As(err, &op) {
 		err = op.Err
 	}
-	return &Error{Code: ExitUsage, Err: fmt.Errorf("cannot reach queued at %s: %w\n%s", a.url, err, startHint)}
+	hint := startHint
+	switch {
+	case errors.Is(err, syscall.EACCES), errors.Is(err, syscall.EPERM):
+		hint = "You may not use that queue: its state directory (TT_DEVICE_LOG_DIR) belongs to someone else; each user's queued has its own."
+	case errors.Is(err, syscall.ECONNREFUSED) && strings.HasPrefix(a.url, "unix://"):
+		hint = "Its socket is left over from a stop or a crash. " + startHint
+	}
+	return &Error{Code: ExitUsage, Err: fmt.Errorf("cannot reach queued at %s: %w\n%s", a.url, err, hint)}
 }
 
 // jobStatus is the exit status for a job's exit code: the code itself,

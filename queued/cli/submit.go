@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/ttkit/ttkit/queued/api"
 )
@@ -14,7 +15,7 @@ import (
 type Submission struct {
 	Device  int      `short:"d" default:"0" placeholder:"N" help:"Card whose queue takes the job; match it to the device your code opens."`
 	Cwd     string   `placeholder:"DIR" help:"Directory the job runs in (default: the current directory)."`
-	Timeout int64    `placeholder:"SEC" help:"Seconds each iteration may run; 0 selects the daemon's default (TT_DEVICE_DEFAULT_TIMEOUT)."`
+	Timeout Duration `placeholder:"DURATION" help:"How long each iteration may run (seconds, or such as 10m, as for --wait-timeout); 0 selects the daemon's default (TT_DEVICE_DEFAULT_TIMEOUT)."`
 	Repeat  int      `placeholder:"N" help:"Run the program N times, stopping at the first failure."`
 	Env     []string `short:"e" sep:"none" placeholder:"NAME=VALUE" help:"Add a variable to the job's environment; repeat for more."`
 }
@@ -27,9 +28,6 @@ var reservedEnv = map[string]bool{"TT_QUEUE_JOB_ID": true, "TT_QUEUE_DEVICE": tr
 func (s *Submission) request(a *App, cmd string) (api.QueueRequest, error) {
 	if s.Device < 0 {
 		return api.QueueRequest{}, usageErr("--device %d: want a card number, 0 or more", s.Device)
-	}
-	if s.Timeout < 0 {
-		return api.QueueRequest{}, usageErr("--timeout %d: want seconds, 0 or more", s.Timeout)
 	}
 	if s.Repeat < 0 {
 		return api.QueueRequest{}, usageErr("--repeat %d: want a count, 1 or more", s.Repeat)
@@ -52,7 +50,7 @@ func (s *Submission) request(a *App, cmd string) (api.QueueRequest, error) {
 	}
 	return api.QueueRequest{
 		Cmd: cmd, Cwd: cwd, DeviceID: strconv.Itoa(s.Device), Env: env,
-		Timeout: s.Timeout, Repeat: s.Repeat, ClientID: a.clientID(),
+		Timeout: int64((time.Duration(s.Timeout) + time.Second - 1) / time.Second), Repeat: s.Repeat, ClientID: a.clientID(),
 	}, nil
 }
 

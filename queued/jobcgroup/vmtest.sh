@@ -35,7 +35,13 @@ ir=$tmp/initramfs
 mkdir -p "$ir"/{bin,usr/local/bin,proc,sys,dev,tmp}
 
 # A kernel: the one the cloud kernel metapackage currently points at.
-pkg=$(apt-cache depends linux-image-cloud-amd64 2>/dev/null | sed -n 's/^ *Depends: \(linux-image-[0-9].*\)$/\1/p' | head -1)
+kernel_pkg() { apt-cache depends linux-image-cloud-amd64 2>/dev/null | sed -n 's/^ *Depends: \(linux-image-[0-9].*\)$/\1/p' | head -1; }
+pkg=$(kernel_pkg)
+if [[ -z $pkg && $(id -u) == 0 ]]; then
+	# A new machine may have no package lists yet.
+	apt-get update >/dev/null 2>&1 || true
+	pkg=$(kernel_pkg)
+fi
 [[ -n $pkg ]] || { echo "vmtest: cannot resolve linux-image-cloud-amd64 (run apt-get update)" >&2; exit 1; }
 (cd "$tmp" && apt-get download "$pkg" >/dev/null 2>&1) || { echo "vmtest: apt-get download $pkg failed" >&2; exit 1; }
 dpkg-deb -x "$tmp"/"$pkg"_*.deb "$tmp/kernel"

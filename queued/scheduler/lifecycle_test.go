@@ -287,3 +287,28 @@ func TestScheduler_RecoveryRecordsTheOutput(t *testing.T) {
 		}
 	}
 }
+
+// TestScheduler_AmbiguousPrefixNamesTheMatches: the error lists up to five
+// of the matching ids, so the caller can pick one.
+func TestScheduler_AmbiguousPrefixNamesTheMatches(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	var ids []string
+	for range 7 {
+		ids = append(ids, b.submit(1, "true").ID)
+	}
+	_, err := b.s.Resolve("")
+	if !errors.Is(err, ErrAmbiguous) || !strings.Contains(err.Error(), "and more") || strings.Count(err.Error(), ", ") != 4 {
+		t.Fatalf("Resolve of a prefix every job has: %v", err)
+	}
+	two := ids[0][:1]
+	n := 0
+	for _, id := range ids {
+		if strings.HasPrefix(id, two) {
+			n++
+		}
+	}
+	if _, err := b.s.Resolve(two); n > 1 && (err == nil || !strings.Contains(err.Error(), ids[0])) {
+		t.Fatalf("Resolve(%q) with %d matches: %v; want them named", two, n, err)
+	}
+}

@@ -3,6 +3,8 @@ package scheduler
 import (
 	"errors"
 	"fmt"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/ttkit/ttkit/queued/runner"
@@ -109,6 +111,9 @@ func (s *Scheduler) fromTailLocked(c *card, j *job) JobInfo {
 	return s.infoLocked(j)
 }
 
+// maxListedMatches is how many matches an ambiguous prefix's error names.
+const maxListedMatches = 5
+
 // Resolve turns a unique id prefix into the full id: ErrNotFound when no
 // job matches, ErrAmbiguous when several do.
 func (s *Scheduler) Resolve(prefix string) (string, error) {
@@ -120,7 +125,7 @@ func (s *Scheduler) Resolve(prefix string) (string, error) {
 		}
 	}
 	s.mu.Unlock()
-	ids, err := s.st.Match(prefix, 2)
+	ids, err := s.st.Match(prefix, maxListedMatches+1)
 	if err != nil {
 		return "", err
 	}
@@ -135,7 +140,16 @@ func (s *Scheduler) Resolve(prefix string) (string, error) {
 			return id, nil
 		}
 	}
-	return "", fmt.Errorf("%q matches %d or more jobs: %w", prefix, len(found), ErrAmbiguous)
+	list := make([]string, 0, len(found))
+	for id := range found {
+		list = append(list, id)
+	}
+	sort.Strings(list)
+	more := ""
+	if len(list) > maxListedMatches {
+		list, more = list[:maxListedMatches], " and more"
+	}
+	return "", fmt.Errorf("%q matches %s%s; give more of the id: %w", prefix, strings.Join(list, ", "), more, ErrAmbiguous)
 }
 
 // Job returns a job by full id, from memory when it is active, else from

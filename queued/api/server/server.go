@@ -79,6 +79,10 @@ type Server struct {
 	polling atomic.Int64 // long-polls waiting without a slot
 	closing chan struct{}
 	closed  atomic.Bool
+	// active counts requests being handled and last is when one last
+	// began or ended (Unix ns), for IdleFor.
+	active atomic.Int64
+	last   atomic.Int64
 	mux     *http.ServeMux
 	conns   *conns
 }
@@ -135,6 +139,17 @@ func (s *Server) Close() {
 	}
 }
 
+// IdleFor is how long no request has been in progress: 0 while one is.
+// A stopping daemon waits for a moment of quiet, so the clients that were
+// waiting for the jobs it interrupted can ask for their final records
+// before the listeners close.
+func (s *Server) IdleFor() time.Duration {
+	if s.active.Load() > 0 {
+		return 0
+	}
+	return time.Since(time.Unix(0, s.last.Load()))
+}
+
 // NewHTTPServer wraps the handler in an http.Server with timeouts that
 // suit long-polls: headers must arrive within 10s and bodies within 30s,
 // an answer must be written within WriteTimeout of its first byte, but a
@@ -165,6 +180,12 @@ func (s *Server) NewHTTPServer() *http.Server {
 // back when the answer starts, which must then be written within
 // WriteTimeout.
 func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
+	s.active.Add(1)
+	s.last.Store(time.Now().UnixNano())
+	defer func() {
+		s.last.Store(time.Now().UnixNano())
+		s.active.Add(-1)
+	}()
 	refused := s.conns.enter(r)
 	sl := &slot{s: s}
 	aw := &answerWriter{ResponseWriter: rw, rc: http.NewResponseController(rw), slot: sl, timeout: s.cfg.WriteTimeout}

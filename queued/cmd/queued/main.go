@@ -248,10 +248,14 @@ func tuneGC() {
 // last records, the store's close and the HTTP server's last answers.
 const stopMargin = 5 * time.Second
 
-// httpDrain bounds how long the HTTP server may still finish answers once
-// the scheduler has stopped; a request that is still being sent then (a
+// httpDrain bounds how long the HTTP server may still answer once the
+// scheduler has stopped; a request that is still being sent then (a
 // half-sent body) is cut off.
 const httpDrain = time.Second
+
+// answerQuiet is the pause in requests after which a stopping daemon stops
+// answering; see Server.IdleFor.
+const answerQuiet = 150 * time.Millisecond
 
 // killGrace maps the configured grace to the scheduler's option: 0 means
 // SIGKILL at once, which the scheduler spells as a negative grace (its
@@ -369,8 +373,14 @@ func run(c cli, log *slog.Logger) error {
 	// are given.
 	began := time.Now()
 	sched.Stop()
+	// A client that waited for a job now ended asks for its record next:
+	// answer until the requests pause (answerQuiet), within httpDrain.
+	drainBy := time.Now().Add(httpDrain)
+	for srv.IdleFor() < answerQuiet && time.Now().Before(drainBy) {
+		time.Sleep(10 * time.Millisecond) // polling the server's request counter
+	}
 	srv.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), httpDrain)
+	ctx, cancel := context.WithDeadline(context.Background(), drainBy)
 	defer cancel()
 	if err := hs.Shutdown(ctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		hs.Close()
