@@ -37,6 +37,10 @@ bench: ## Run every benchmark, print floor ratios and queued against tsp and nq 
 stress: ## Run the stress, crash and full-disk suites against the real queued (as root; minutes).
 	$(GO) test -tags stress -count=1 -timeout 30m -v ./test/stress/
 
+.PHONY: cgroup-vm
+cgroup-vm: ## Run the job-cgroup and OOM tests in a throwaway VM whose cgroup v2 has the memory controller (about a minute).
+	GO=$(GO) bash queued/jobcgroup/vmtest.sh
+
 .PHONY: security-browser
 security-browser: ## Check with a real headless Chromium that another loopback page cannot submit a job.
 	$(GO) test -tags chromium -count=1 -v -run Chromium ./test/security/

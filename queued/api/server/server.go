@@ -83,8 +83,8 @@ type Server struct {
 	// began or ended (Unix ns), for IdleFor.
 	active atomic.Int64
 	last   atomic.Int64
-	mux     *http.ServeMux
-	conns   *conns
+	mux    *http.ServeMux
+	conns  *conns
 }
 
 // NewServer returns the handler for the queued API.
