@@ -49,6 +49,7 @@ type CLI struct {
 	Kill        KillCmd        `cmd:"" help:"Stop a job: a queued one at once, a running one with SIGINT and then SIGKILL."`
 	Reset       ResetCmd       `cmd:"" help:"Schedule a card reset: one card, the card of a job, or every card."`
 	Completion  CompletionCmd  `cmd:"" help:"Print a shell completion script."`
+	Import      ImportCmd      `cmd:"" help:"Import the Python tt-device-queue's jobs (its jobs.sqlite3) while queued is stopped."`
 }
 
 // Streams are the command's standard files. Terminal detection looks at
