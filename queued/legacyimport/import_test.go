@@ -350,3 +350,58 @@ func TestImportInto_ExistingStore(t *testing.T) {
 		t.Fatalf("active after import: %+v", active)
 	}
 }
+
+// TestImport_ResetsStopsAndMissingOutput: reset rows stay resets (a queued
+// one carries its card's boot, so queued retries it only on that boot), a
+// job stopped on request is killed, a lost output file is noted, an id
+// that is not hex gets a new one, and a card that is not a number stops
+// the import.
+func TestImport_ResetsStopsAndMissingOutput(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	rows := []map[string]any{
+		{"id": "ffff0001", "cmd": "", "mode": "reset", "status": "done", "exit_code": 0, "device_id": 1, "submitted": 1.0, "started_at": 2.0, "finished_at": 3.0},
+		{"id": "ffff0002", "cmd": "", "mode": "reset", "status": "queued", "device_id": 1, "submitted": 4.0},
+		{"id": "ffff0003", "cmd": "sleep 9", "mode": "run", "status": "done", "exit_code": -2, "stop_requested_at": 5.0,
+			"device_id": 0, "submitted": 4.0, "started_at": 4.5, "finished_at": 6.0, "output_file": filepath.Join(dir, "gone", "output")},
+		{"id": "job-with-dashes", "cmd": "true", "status": "queued", "device_id": "0", "submitted": 7.0},
+	}
+	makeDB(t, map[string]any{"path": filepath.Join(dir, legacyimport.DBName), "card_column": "device_id", "rows": rows,
+		"device_state": []map[string]any{{"device_id": 1, "state": "healthy", "boot_id": "boot-of-the-reset"}}})
+	rep, done, err := legacyimport.ImportOnStart(dir, opts())
+	if err != nil || !done || rep.Resets != 1 || rep.MissingOutput != 1 || len(rep.Renamed) != 1 || rep.Renamed["job-with-dashes"] == "" {
+		t.Fatalf("ImportOnStart: %+v %v %v", rep, done, err)
+	}
+	st, err := store.Open(dir, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	get := func(prefix string) store.Job {
+		ids, _ := st.Match(prefix, 2)
+		if len(ids) != 1 {
+			t.Fatalf("%s matches %v", prefix, ids)
+		}
+		j, _ := st.Job(ids[0])
+		return j
+	}
+	if j := get("ffff0001"); j.Kind != store.KindReset || j.Outcome != store.OutcomeSuccess || j.Cmd != "reset card 1" {
+		t.Fatalf("finished reset %+v", j)
+	}
+	if j := get("ffff0002"); j.Kind != store.KindReset || j.State != store.StateQueued || j.BootID != "boot-of-the-reset" {
+		t.Fatalf("queued reset %+v", j)
+	}
+	if j := get("ffff0003"); j.Outcome != store.OutcomeKilled || *j.ExitCode != -2 || !strings.Contains(j.LogError, "output not imported") {
+		t.Fatalf("stopped job %+v", j)
+	}
+	if j := get(rep.Renamed["job-with-dashes"]); j.Cmd != "true" || j.State != store.StateQueued {
+		t.Fatalf("renamed job %+v", j)
+	}
+
+	bad := t.TempDir()
+	makeDB(t, map[string]any{"path": filepath.Join(bad, legacyimport.DBName), "card_column": "device", "card_type": "TEXT",
+		"rows": []map[string]any{{"id": "abcdef01", "cmd": "true", "status": "queued", "device": "card-one", "submitted": 1.0}}})
+	if _, _, err := legacyimport.ImportOnStart(bad, opts()); err == nil || !strings.Contains(err.Error(), `"card-one" is not a card number`) {
+		t.Fatalf("a card that is not a number: %v", err)
+	}
+}
