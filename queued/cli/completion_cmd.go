@@ -68,7 +68,7 @@ func completionModel(app *kong.Node) compModel {
 			switch {
 			case p.Enum != "":
 				c.args = append(c.args, p.EnumSlice())
-			case p.Name == "script":
+			case p.Name == "script" || p.Name == "path":
 				c.args = append(c.args, []string{"files"})
 			default:
 				c.args = append(c.args, nil)
