@@ -4,8 +4,9 @@
 # Builds queued, tt-device-queue and otelcol-tt; starts queued with two
 # simulated cards (TT_DEVICE_IDS=0,1) and harmless reset and health
 # commands in a temporary state directory on a free loopback port; submits
-# jobs to both cards; resets one; shows status; then lists the running jobs
-# in a simulated driver tree (like /proc/driver/tenstorrent/<n>/pids), starts
+# jobs to both cards; runs jobs from a shell with a venv active (they use
+# the venv's python3, as submitted); resets one; shows status; then lists
+# the running jobs in a simulated driver tree (like /proc/driver/tenstorrent/<n>/pids), starts
 # otelcol-tt on it and prints the tt_process series from its Prometheus
 # endpoint. Everything it starts is stopped on exit, and every wait is
 # bounded. Run from the repository root: bash scripts/demo.sh
@@ -145,6 +146,30 @@ rc=0
 show tt-device-queue run --device 1 -- 'echo "loading weights"; echo "error: no such file: weights.bin" >&2; exit 3' || rc=$?
 echo "(tt-device-queue exited $rc)"
 [[ $rc == 3 ]] || die "want exit 3, got $rc"
+
+section "A job runs as in the submitter's shell: its virtual environment, and modules beside the script"
+PY=$(command -v python3) || die "python3 is needed for the venv part of the demo"
+PY=$("$PY" -c 'import sys; print(sys.executable)')
+"$PY" -m venv --without-pip "$WORK/venv" || die "python3 -m venv failed"
+mkdir -p "$WORK/project"
+printf 'VALUE = "helper.py, beside the script"\n' >"$WORK/project/helper.py"
+printf 'import sys, helper\nprint("python:", sys.prefix)\nprint("imported:", helper.VALUE)\n' >"$WORK/project/train.py"
+cmdline source "$WORK/venv/bin/activate"
+cmdline cd "$WORK/project"
+(
+	# shellcheck disable=SC1091
+	source "$WORK/venv/bin/activate"
+	cd "$WORK/project"
+	show tt-device-queue run -- 'python3 -c "import sys; print(sys.prefix)"'
+	show tt-device-queue queue-python --wait train.py
+	ID=$(tt-device-queue queue -- true 2>/dev/null)
+	tt-device-queue result "$ID" >/dev/null 2>&1
+	cmdline tt-device-queue job "${ID:0:8}"
+	tt-device-queue job "${ID:0:8}" | grep -E '^(cmd|shell env)'
+) 2>&1 | tee "$WORK/venv.out" || die "the venv jobs failed"
+out=$(<"$WORK/venv.out")
+[[ $(grep -c "^python: $WORK/venv\$\|^$WORK/venv\$" <<<"$out") == 2 ]] || die "the jobs did not run the submitter's venv"
+grep -q "VIRTUAL_ENV=$WORK/venv" <<<"$out" || die "job does not show VIRTUAL_ENV from the shell"
 
 section "A reset holds its card's queue and interrupts the card's running job; card 0 is untouched"
 cmdline tt-device-queue queue --device 1 -- 'exec stuck_kernel 600'

@@ -24,6 +24,12 @@ const (
 	MaxWait = 60 * time.Second
 	// MinIDPrefix is the shortest job id prefix the server resolves.
 	MinIDPrefix = 6
+	// MaxEnvBytes bounds a job's env in all (each NAME=VALUE plus its
+	// terminating NUL, as exec passes them): with the service's own
+	// environment and cmd it must fit the kernel's limit on a new
+	// program's arguments and environment (a quarter of the stack limit,
+	// 2 MiB by default), and in the request body limit (1 MiB by default).
+	MaxEnvBytes = 512 << 10
 )
 
 // QueueRequest is the body of POST /queue.
@@ -35,8 +41,15 @@ type QueueRequest struct {
 	// DeviceID is the card's queue, "0" when empty. The server also
 	// accepts a JSON integer.
 	DeviceID string `json:"device_id,omitempty"`
-	// Env adds NAME=VALUE pairs to the service environment.
+	// Env adds NAME=VALUE pairs to the service environment, at most
+	// MaxEnvBytes in all. The CLI puts the submitter's toolchain variables
+	// here (PATH, VIRTUAL_ENV, TT_METAL_*, ...) besides those given with
+	// --env.
 	Env map[string]string `json:"env,omitempty"`
+	// EnvFromShell names the entries of Env that the CLI took from the
+	// submitter's shell rather than from --env, so job can tell them
+	// apart; each must be a key of Env, listed once.
+	EnvFromShell []string `json:"env_from_shell,omitempty"`
 	// Timeout is per iteration in seconds; 0 selects the default.
 	Timeout int64 `json:"timeout,omitempty"`
 	// Repeat runs the program that many times, stopping at the first
@@ -152,6 +165,9 @@ type Job struct {
 	Timeout  int64             `json:"timeout"`
 	Repeat   int               `json:"repeat"`
 	ClientID string            `json:"client_id,omitempty"`
+	// EnvFromShell names the entries of Env that came from the
+	// submitter's shell (sorted); the others were given with --env.
+	EnvFromShell []string `json:"env_from_shell,omitempty"`
 
 	// State is queued, running or done.
 	State string `json:"state"`

@@ -57,6 +57,7 @@ type CLI struct {
 	Reset       ResetCmd       `cmd:"" help:"Schedule a card reset: one card, the card of a job, or every card."`
 	Completion  CompletionCmd  `cmd:"" help:"Print a shell completion script."`
 	Complete    CompleteCmd    `cmd:"" name:"__complete" hidden:"" help:"Print completion candidates (for the completion scripts)."`
+	Import      ImportCmd      `cmd:"" help:"Import the Python tt-device-queue's jobs (its jobs.sqlite3) while queued is stopped."`
 }
 
 // Streams are the command's standard files. Terminal detection looks at

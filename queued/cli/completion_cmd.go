@@ -76,7 +76,7 @@ func completionModel(app *kong.Node) compModel {
 			switch {
 			case p.Enum != "":
 				c.args = append(c.args, p.EnumSlice())
-			case p.Name == "script":
+			case p.Name == "script" || p.Name == "path":
 				c.args = append(c.args, []string{"files"})
 			case p.Tag != nil && p.Tag.PlaceHolder == "JOB_ID":
 				c.args = append(c.args, []string{"jobs"})

@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-var commands = []string{"run", "queue", "job", "result", "logs", "queue-python", "status", "list", "wait", "kill", "resubmit", "reset", "completion"}
+var commands = []string{"run", "queue", "job", "result", "logs", "queue-python", "status", "list", "wait", "kill", "resubmit", "reset", "completion", "import"}
 
 func TestCompletion(t *testing.T) {
 	t.Parallel()
@@ -57,6 +57,9 @@ func TestCompletion(t *testing.T) {
 		}
 		if got := complete("tt-device-queue", "logs", "--f"); got != "--follow" {
 			t.Fatalf("completing logs --f = %q", got)
+		}
+		if got := complete("tt-device-queue", "import", "../legacyimport/testdata/make_d"); got != "../legacyimport/testdata/make_db.py" {
+			t.Fatalf("completing import's path = %q, want the file", got)
 		}
 	}
 }

@@ -69,12 +69,22 @@ type daemon struct {
 // startDaemon starts queued; extra is added to its environment.
 func startDaemon(t *testing.T, extra ...string) *daemon {
 	t.Helper()
+	return startDaemonWith(t, nil, extra...)
+}
+
+// startDaemonWith starts queued after prepare (when not nil) has filled
+// its new state directory.
+func startDaemonWith(t *testing.T, prepare func(state string), extra ...string) *daemon {
+	t.Helper()
 	root := t.TempDir()
 	d := &daemon{t: t, state: filepath.Join(root, "state"), home: filepath.Join(root, "home"), log: &bytes.Buffer{}}
 	for _, dir := range []string{d.state, d.home} {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if prepare != nil {
+		prepare(d.state)
 	}
 	base := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + d.home, "TT_DEVICE_LOG_DIR=" + d.state}
 	d.env = append([]string(nil), base...)

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -55,17 +56,27 @@ func jobFields(j api.Job, now time.Time) fields {
 	}
 	f.add("cmd", "%s", j.Cmd)
 	f.add("cwd", "%s", j.Cwd)
-	if len(j.Env) > 0 {
-		names := make([]string, 0, len(j.Env))
-		for k := range j.Env {
-			names = append(names, k)
+	var given, shell []string
+	for k := range j.Env {
+		if slices.Contains(j.EnvFromShell, k) {
+			shell = append(shell, k)
+		} else {
+			given = append(given, k)
 		}
-		sort.Strings(names)
-		var env []string
-		for _, k := range names {
-			env = append(env, k+"="+j.Env[k])
+	}
+	for _, e := range []struct {
+		label string
+		names []string
+	}{{"env", given}, {"shell env", shell}} {
+		if len(e.names) == 0 {
+			continue
 		}
-		f.add("env", "%s", strings.Join(env, " "))
+		sort.Strings(e.names)
+		pairs := make([]string, len(e.names))
+		for i, k := range e.names {
+			pairs[i] = k + "=" + j.Env[k]
+		}
+		f.add(e.label, "%s", strings.Join(pairs, " "))
 	}
 	f.add("timeout", "%ds per iteration", j.Timeout)
 	f.add("repeat", "%d (iterations run: %d)", max(j.Repeat, 1), j.Iterations)

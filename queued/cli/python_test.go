@@ -31,23 +31,19 @@ func TestQueuePython(t *testing.T) {
 	t.Run("stdin, waited for", func(t *testing.T) {
 		r := d.runWith(nil, "print('hi from stdin')\n", "queue-python", "--device", "1", "--wait", "-e", "EXIT=5", "-", "first arg", "2")
 		r.want(t, 5, []string{"interpreter " + interp, "print('hi from stdin')"}, []string{"queued on card 1", "exit code 5"})
-		if !strings.Contains(r.stdout, "args: "+scripts+"/script-") || !strings.Contains(r.stdout, ".py first arg 2") {
-			t.Fatalf("the script path and arguments are not passed on: %v", r)
+		if !strings.Contains(r.stdout, "args: - first arg 2") {
+			t.Fatalf("the arguments are not passed on after -: %v", r)
 		}
 	})
-	t.Run("file, queued; the copy is private", func(t *testing.T) {
-		src := filepath.Join(t.TempDir(), "my script.py")
-		if err := os.WriteFile(src, []byte("print(1)\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		r := d.run("queue-python", src)
+	t.Run("stdin, queued; the copy is private", func(t *testing.T) {
+		r := d.runWith(nil, "print(1)\n", "queue-python", "-")
 		r.want(t, 0, nil, []string{"queued on card 0"})
 		id := strings.TrimSpace(r.stdout)
-		if err := os.WriteFile(src, []byte("changed after submission\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
 		d.run("result", id).want(t, 0, []string{"print(1)"}, nil)
 		entries, _ := os.ReadDir(scripts)
+		if len(entries) == 0 {
+			t.Fatalf("no copy of the stdin script in %s", scripts)
+		}
 		for _, e := range entries {
 			fi, _ := e.Info()
 			if fi.Mode().Perm() != 0o600 {
@@ -57,6 +53,21 @@ func TestQueuePython(t *testing.T) {
 		if fi, _ := os.Stat(scripts); fi.Mode().Perm() != 0o700 {
 			t.Fatalf("%s has mode %v, want 0700", scripts, fi.Mode())
 		}
+	})
+	t.Run("an active virtual environment's python3 comes first", func(t *testing.T) {
+		active := filepath.Join(t.TempDir(), "venv")
+		if err := os.MkdirAll(filepath.Join(active, "bin"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(active, "bin", "python3"), []byte(stub), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		src := filepath.Join(t.TempDir(), "s.py")
+		if err := os.WriteFile(src, []byte("print(3)\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r := d.runWith([]string{"VIRTUAL_ENV=" + active}, "", "queue-python", "--wait", src)
+		r.want(t, 0, []string{"interpreter " + filepath.Join(active, "bin", "python3"), "args: " + src, "print(3)"}, nil)
 	})
 	t.Run("a refused submission leaves no script behind", func(t *testing.T) {
 		before, _ := os.ReadDir(scripts)

@@ -8,15 +8,25 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ttkit/ttkit/queued/api"
 )
 
-// QueuePythonCmd submits a Python script. The script is copied into the
-// state directory (scripts/, mode 0600), so the daemon can read it and
-// later edits to the original do not change the queued job; the copy is
-// removed if the submission fails, and copies older than
+// QueuePythonCmd submits a Python script so that it runs as `python3
+// SCRIPT ARGS` would in the submitter's shell: a file runs from its own
+// path (sys.path[0] is its directory, __file__ its absolute path), so the
+// modules beside it import. With --snapshot, or when the script comes from
+// stdin (-), the script is first copied into the state directory
+// (scripts/, mode 0600), so later edits do not change the queued job; a
+// snapshot still runs as its original path (see snapshotBoot), and stdin
+// runs as `python3 -` does, with the job's working directory on sys.path.
+// A copy is removed if the submission fails, and copies older than
 // TT_DEVICE_RETENTION_DAYS are pruned whenever a new one is written.
 type QueuePythonCmd struct {
 	Submission
+	Python      *string  `placeholder:"INTERPRETER" help:"Python interpreter to run the script with (default: the active virtual environment's or conda environment's python3, else ~/tenstorrent/.venv/bin/python3 when present, else python3 from the job's PATH)."`
+	PythonArg   []string `name:"python-arg" sep:"none" placeholder:"ARG" help:"Argument for the interpreter, placed before the script, given as --python-arg=-u; repeat for more."`
+	Snapshot    bool     `help:"Run the script as it is now: later edits to the file do not change the queued job. Imports, __file__ and sys.path[0] stay those of the file's own path."`
 	Wait        bool     `help:"Wait like run: show the position, stream the output and exit with the script's status."`
 	WaitTimeout Duration `placeholder:"DURATION" help:"With --wait, stop waiting after this long (seconds, or such as 10m) and exit 124; the job goes on. 0 (the default) waits without limit."`
 	Script      string   `arg:"" placeholder:"SCRIPT" help:"The script file, or - to read it from stdin."`
@@ -30,56 +40,145 @@ const ScriptsDir = "scripts"
 // maxScriptBytes bounds a script read from a file or stdin.
 const maxScriptBytes = 16 << 20
 
-// Run stores the script and submits it.
+// snapshotBoot runs a stored copy of a script as if the original file ran:
+// `python -c snapshotBoot COPY ORIGINAL ARGV0 ARGS...` puts the original's
+// directory where `python ORIGINAL` puts it (sys.path[0], unless -P or -I
+// asked for no such entry), sets __file__ to the original's absolute path
+// and sys.argv to ARGV0 ARGS..., and runs the copy's code in __main__ under
+// the original's name (tracebacks name the original). It leaves no name of
+// its own in __main__.
+const snapshotBoot = `def _ttq_boot():
+    import os, sys
+    copy, orig = sys.argv[1], sys.argv[2]
+    del sys.argv[:3]
+    if not getattr(sys.flags, "safe_path", False):
+        sys.path[0] = os.path.dirname(os.path.realpath(orig))
+    g = globals()
+    del g["_ttq_boot"]
+    g["__file__"] = orig
+    with open(copy, "rb") as f:
+        return compile(f.read(), orig, "exec")
+exec(_ttq_boot())
+`
+
+// Run builds the command for the script and submits it.
 func (p *QueuePythonCmd) Run(a *App) error {
-	if _, err := p.request(a, "python3"); err != nil {
-		return err
-	}
-	src, err := p.read(a)
+	base, err := p.request(a, "python3")
 	if err != nil {
 		return err
 	}
-	if _, err := a.connect(); err != nil {
-		return err
+	interp := defaultPython()
+	if p.Python != nil {
+		if interp = strings.TrimSpace(*p.Python); interp == "" {
+			return usageErr("--python is empty: want an interpreter, such as python3 or /path/to/venv/bin/python3")
+		}
 	}
-	path, err := storeScript(filepath.Join(a.stateDir, ScriptsDir), src, retentionDays(), time.Now())
-	if err != nil {
-		return &Error{Code: ExitRefused, Err: err}
+	words := []string{shellQuote(interp)}
+	for _, arg := range p.PythonArg {
+		words = append(words, shellQuote(arg))
 	}
-	words := []string{shellQuote(python()), shellQuote(path)}
+	var stored string
+	switch {
+	case p.Script == "-":
+		src, err := p.readStdin(a)
+		if err != nil {
+			return err
+		}
+		if stored, err = p.store(a, src); err != nil {
+			return err
+		}
+		words = append(words, "-")
+	default:
+		orig, argv0, err := p.scriptPath(base.Cwd)
+		if err != nil {
+			return err
+		}
+		if !p.Snapshot {
+			words = append(words, shellQuote(argv0))
+			break
+		}
+		src, err := readLimited(orig)
+		if err != nil {
+			return err
+		}
+		if stored, err = p.store(a, src); err != nil {
+			return err
+		}
+		words = append(words, "-c", shellQuote(snapshotBoot), shellQuote(stored), shellQuote(orig), shellQuote(argv0))
+	}
 	for _, arg := range p.Args {
 		words = append(words, shellQuote(arg))
 	}
+	if p.Script == "-" {
+		words = append(words, "<", shellQuote(stored))
+	}
 	req, err := p.request(a, strings.Join(words, " "))
-	if err != nil {
-		os.Remove(path)
-		return err
+	if err == nil {
+		var sub api.QueueResponse
+		if sub, err = a.submit(req); err == nil {
+			if !p.Wait {
+				return a.printQueued(sub)
+			}
+			return a.await(sub, time.Duration(p.WaitTimeout))
+		}
 	}
-	sub, err := a.submit(req)
-	if err != nil {
-		os.Remove(path)
-		return err
+	if stored != "" {
+		os.Remove(stored)
 	}
-	if !p.Wait {
-		return a.printQueued(sub)
-	}
-	return a.await(sub, time.Duration(p.WaitTimeout))
+	return err
 }
 
-// read returns the script from its file or stdin.
-func (p *QueuePythonCmd) read(a *App) ([]byte, error) {
-	var r io.Reader
-	name := p.Script
-	if p.Script == "-" {
-		r, name = a.In, "stdin"
-	} else {
-		f, err := os.Open(p.Script)
-		if err != nil {
-			return nil, usageErr("reading the script: %w", err)
-		}
-		defer f.Close()
-		r = f
+// scriptPath checks the script file and returns its absolute path and the
+// sys.argv[0] it gets: the path as given when the job runs in the
+// directory the path is relative to, as in the shell, else the absolute
+// path.
+func (p *QueuePythonCmd) scriptPath(jobCwd string) (abs, argv0 string, err error) {
+	fi, err := os.Stat(p.Script)
+	if err != nil {
+		return "", "", usageErr("reading the script: %w", err)
 	}
+	if fi.IsDir() {
+		return "", "", usageErr("reading the script: %s is a directory", p.Script)
+	}
+	if abs, err = filepath.Abs(p.Script); err != nil {
+		return "", "", usageErr("reading the script %s: %w", p.Script, err)
+	}
+	wd, err := os.Getwd()
+	if filepath.IsAbs(p.Script) || err != nil || filepath.Clean(wd) != jobCwd {
+		return abs, abs, nil
+	}
+	return abs, p.Script, nil
+}
+
+// store copies src into the state directory's scripts/.
+func (p *QueuePythonCmd) store(a *App, src []byte) (string, error) {
+	if _, err := a.connect(); err != nil {
+		return "", err
+	}
+	path, err := storeScript(filepath.Join(a.stateDir, ScriptsDir), src, retentionDays(), time.Now())
+	if err != nil {
+		return "", &Error{Code: ExitRefused, Err: err}
+	}
+	return path, nil
+}
+
+// readStdin returns the script from stdin.
+func (p *QueuePythonCmd) readStdin(a *App) ([]byte, error) {
+	return readBounded(a.In, "stdin")
+}
+
+// readLimited returns the script file's content.
+func readLimited(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, usageErr("reading the script: %w", err)
+	}
+	defer f.Close()
+	return readBounded(f, path)
+}
+
+// readBounded reads at most maxScriptBytes from r.
+func readBounded(r io.Reader, name string) ([]byte, error) {
 	b, err := io.ReadAll(io.LimitReader(r, maxScriptBytes+1))
 	if err != nil {
 		return nil, usageErr("reading the script from %s: %w", name, err)
@@ -138,12 +237,23 @@ func retentionDays() int {
 	return 30
 }
 
-// python is the interpreter: the ~/tenstorrent/.venv one when present
-// (where tt_umd and blackhole-py live), else python3 from the daemon's
-// PATH.
-func python() string {
+// defaultPython is the interpreter the submitter's shell would run: the
+// active virtual environment's (VIRTUAL_ENV) or conda environment's
+// (CONDA_PREFIX) python3; else the ~/tenstorrent/.venv one when present
+// (where tt_umd and blackhole-py live); else python3 as the job's PATH
+// finds it (the submitter's PATH, sent by default).
+func defaultPython() string {
+	var dirs []string
+	for _, env := range []string{"VIRTUAL_ENV", "CONDA_PREFIX"} {
+		if v := os.Getenv(env); v != "" && filepath.IsAbs(v) {
+			dirs = append(dirs, v)
+		}
+	}
 	if home, err := os.UserHomeDir(); err == nil {
-		p := filepath.Join(home, "tenstorrent", ".venv", "bin", "python3")
+		dirs = append(dirs, filepath.Join(home, "tenstorrent", ".venv"))
+	}
+	for _, dir := range dirs {
+		p := filepath.Join(dir, "bin", "python3")
 		if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
 			return p
 		}

@@ -27,7 +27,7 @@ func (r *ResubmitCmd) Run(a *App) error {
 	if old.Kind == "reset" {
 		return usageErr("%s is a reset, not a job; `%s reset --device %s` schedules another", old.ID, Name, old.DeviceID)
 	}
-	req := api.QueueRequest{Cmd: old.Cmd, Cwd: old.Cwd, DeviceID: old.DeviceID, Env: old.Env,
+	req := api.QueueRequest{Cmd: old.Cmd, Cwd: old.Cwd, DeviceID: old.DeviceID, Env: old.Env, EnvFromShell: old.EnvFromShell,
 		Timeout: old.Timeout, Repeat: old.Repeat, ClientID: a.clientID()}
 	if r.Device != nil {
 		if *r.Device < 0 {

@@ -17,7 +17,13 @@ type Submission struct {
 	Cwd     string   `placeholder:"DIR" help:"Directory the job runs in (default: the current directory)."`
 	Timeout Duration `placeholder:"DURATION" help:"How long each iteration may run (seconds, or such as 10m, as for --wait-timeout); 0 selects the daemon's default (TT_DEVICE_DEFAULT_TIMEOUT)."`
 	Repeat  int      `placeholder:"N" help:"Run the program N times, stopping at the first failure."`
-	Env     []string `short:"e" sep:"none" placeholder:"NAME=VALUE" help:"Add a variable to the job's environment; repeat for more."`
+	Env     []string `short:"e" sep:"none" placeholder:"NAME=VALUE" help:"Add a variable to the job's environment, over the shell's; repeat for more."`
+
+	NoInheritEnv  bool `name:"no-inherit-env" xor:"inherit" help:"Send none of this shell's variables: the job gets the daemon's environment and --env."`
+	InheritEnvAll bool `name:"inherit-env-all" xor:"inherit" help:"Send this shell's whole environment, not only its toolchain variables (never TT_DEVICE_*, TT_QUEUE_* or TT_VISIBLE_DEVICES)."`
+
+	// warned is set once the TT_VISIBLE_DEVICES warning was given.
+	warned bool
 }
 
 // reservedEnv are set by queued on every job.
@@ -35,7 +41,11 @@ func (s *Submission) request(a *App, cmd string) (api.QueueRequest, error) {
 	if strings.TrimSpace(cmd) == "" {
 		return api.QueueRequest{}, usageErr("the program is empty: give it as one quoted argument, such as -- 'python3 script.py'")
 	}
-	env, err := parseEnv(s.Env)
+	given, err := parseEnv(s.Env)
+	if err != nil {
+		return api.QueueRequest{}, err
+	}
+	env, shell, err := s.jobEnv(a, given)
 	if err != nil {
 		return api.QueueRequest{}, err
 	}
@@ -49,7 +59,7 @@ func (s *Submission) request(a *App, cmd string) (api.QueueRequest, error) {
 		return api.QueueRequest{}, usageErr("--cwd: %w", err)
 	}
 	return api.QueueRequest{
-		Cmd: cmd, Cwd: cwd, DeviceID: strconv.Itoa(s.Device), Env: env,
+		Cmd: cmd, Cwd: cwd, DeviceID: strconv.Itoa(s.Device), Env: env, EnvFromShell: shell,
 		Timeout: int64((time.Duration(s.Timeout) + time.Second - 1) / time.Second), Repeat: s.Repeat, ClientID: a.clientID(),
 	}, nil
 }

@@ -21,6 +21,9 @@ type JobSpec struct {
 	Timeout  time.Duration // 0 selects the default
 	Repeat   int           // less than 1 means 1
 	ClientID string
+
+	// EnvFromShell names the Env entries taken from the submitter's shell.
+	EnvFromShell []string
 }
 
 // Submit durably queues a job at the tail of its card's queue and returns
@@ -57,7 +60,7 @@ func (s *Scheduler) Submit(spec JobSpec) (JobInfo, error) {
 	card := spec.Card
 	j := newKeyedJob(store.Job{
 		ID: store.NewID(), Seq: s.nextSeq, Kind: store.KindJob, Device: &card,
-		Cmd: spec.Cmd, Cwd: spec.Cwd, Env: spec.Env,
+		Cmd: spec.Cmd, Cwd: spec.Cwd, Env: spec.Env, EnvFromShell: spec.EnvFromShell,
 		Timeout: int64((timeout + time.Second - 1) / time.Second), Repeat: max(spec.Repeat, 1),
 		ClientID: spec.ClientID, State: store.StateQueued, SubmittedAt: s.opt.Now(),
 	}, key, false)

@@ -58,6 +58,10 @@ type Job struct {
 	Repeat   int               `json:"repeat"`
 	ClientID string            `json:"client_id,omitempty"`
 
+	// EnvFromShell names the entries of Env the CLI took from the
+	// submitter's shell (sorted); the rest were given with --env.
+	EnvFromShell []string `json:"env_from_shell,omitempty"`
+
 	State       State     `json:"state"`
 	SubmittedAt time.Time `json:"submitted_at"`
 	StartedAt   time.Time `json:"started_at,omitzero"`

@@ -22,7 +22,7 @@ func timePtr(t time.Time) *time.Time {
 func jobView(info scheduler.JobInfo) api.Job {
 	j := api.Job{
 		ID: info.ID, Kind: string(info.Kind), DeviceID: strconv.Itoa(info.Card()),
-		Cmd: info.Cmd, Cwd: info.Cwd, Env: info.Env, Timeout: info.Timeout, Repeat: info.Repeat,
+		Cmd: info.Cmd, Cwd: info.Cwd, Env: info.Env, EnvFromShell: info.EnvFromShell, Timeout: info.Timeout, Repeat: info.Repeat,
 		ClientID: info.ClientID, State: string(info.State), Position: info.Position,
 		SubmittedAt: info.SubmittedAt.UTC(), StartedAt: timePtr(info.StartedAt), FinishedAt: timePtr(info.FinishedAt),
 		ExitCode: info.ExitCode, Outcome: string(info.Outcome), Error: info.Error, Iterations: info.Iterations,

@@ -207,7 +207,7 @@ var reservedEnv = []string{runner.JobEnvVar, scheduler.DeviceEnvVar}
 // decodeQueue validates a POST /queue body into a job spec.
 func (s *Server) decodeQueue(r *http.Request) (scheduler.JobSpec, error) {
 	var spec scheduler.JobSpec
-	fields, err := readObject(r, "cmd", "cwd", "device_id", "env", "timeout", "repeat", "client_id")
+	fields, err := readObject(r, "cmd", "cwd", "device_id", "env", "env_from_shell", "timeout", "repeat", "client_id")
 	if err != nil {
 		return spec, err
 	}
@@ -257,8 +257,13 @@ func (s *Server) decodeQueue(r *http.Request) (scheduler.JobSpec, error) {
 			return spec, fieldErr("env", "want an object of NAME: value strings, got %s", jsonType(raw))
 		}
 		names := make([]string, 0, len(env))
-		for k := range env {
+		total := 0
+		for k, v := range env {
 			names = append(names, k)
+			total += len(k) + len(v) + 2
+		}
+		if total > api.MaxEnvBytes {
+			return spec, fieldErr("env", "%d bytes in all (NAME=VALUE and a NUL each), the limit is %d", total, api.MaxEnvBytes)
 		}
 		sort.Strings(names)
 		for _, k := range names {
@@ -276,6 +281,9 @@ func (s *Server) decodeQueue(r *http.Request) (scheduler.JobSpec, error) {
 		if len(env) > 0 {
 			spec.Env = env
 		}
+	}
+	if spec.EnvFromShell, err = decodeEnvFromShell(fields, spec.Env); err != nil {
+		return spec, err
 	}
 
 	timeout, _, err := intField(fields, "timeout")
@@ -417,4 +425,32 @@ func cut(s string, n int) string {
 		return s
 	}
 	return s[:n] + "..."
+}
+
+// decodeEnvFromShell reads env_from_shell: the names of env entries the
+// CLI took from the submitter's shell, each a key of env, listed once.
+func decodeEnvFromShell(fields map[string]json.RawMessage, env map[string]string) ([]string, error) {
+	raw, ok := fields["env_from_shell"]
+	if !ok || isNull(raw) {
+		return nil, nil
+	}
+	var names []string
+	if err := json.Unmarshal(raw, &names); err != nil {
+		return nil, fieldErr("env_from_shell", "want an array of variable names, got %s", jsonType(raw))
+	}
+	seen := make(map[string]bool, len(names))
+	for _, n := range names {
+		if _, ok := env[n]; !ok {
+			return nil, fieldErr("env_from_shell", "%s is not in env", strconv.Quote(cut(n, 64)))
+		}
+		if seen[n] {
+			return nil, fieldErr("env_from_shell", "%s is listed twice", n)
+		}
+		seen[n] = true
+	}
+	if len(names) == 0 {
+		return nil, nil
+	}
+	sort.Strings(names)
+	return names, nil
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/ttkit/ttkit/queued/api"
 	"github.com/ttkit/ttkit/queued/api/server"
 	"github.com/ttkit/ttkit/queued/config"
+	"github.com/ttkit/ttkit/queued/legacyimport"
 	"github.com/ttkit/ttkit/queued/scheduler"
 	"github.com/ttkit/ttkit/queued/store"
 	"github.com/ttkit/ttkit/queued/telemetry"
@@ -306,6 +307,9 @@ func run(c cli, log *slog.Logger) error {
 		log.Info("exporting metrics over OTLP/HTTP", "endpoint", metrics.Endpoint)
 	} else {
 		log.Info("metrics are not exported; set OTEL_EXPORTER_OTLP_ENDPOINT (otelcol-tt: http://127.0.0.1:4318) to send them")
+	}
+	if _, _, err := legacyimport.ImportOnStart(cfg.StateDir, legacyimport.Options{DefaultTimeout: cfg.DefaultTimeout, Logger: log}); err != nil {
+		return err
 	}
 	st, err := store.Open(cfg.StateDir, store.Options{})
 	if err != nil {

@@ -1,0 +1,141 @@
+package cli_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ttkit/ttkit/queued/api"
+)
+
+// makeLegacyDB builds the Python tt-device-queue's jobs.sqlite3 at path
+// with python3's sqlite3 module (see the script for spec).
+func makeLegacyDB(t *testing.T, spec map[string]any) {
+	t.Helper()
+	body, err := json.Marshal(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("python3", "../legacyimport/testdata/make_db.py")
+	cmd.Stdin = bytes.NewReader(body)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building %v: %v\n%s", spec["path"], err, out)
+	}
+}
+
+func currentBoot(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// hourAgo is a time of the Python tool's rows: recent, so that queued's
+// retention (30 days) keeps the finished ones.
+var hourAgo = float64(time.Now().Add(-time.Hour).Unix())
+
+// legacyJob is a jobs row of the Python tool.
+func legacyJob(id string, card any, status, cmd, cwd string, extra map[string]any) map[string]any {
+	r := map[string]any{"id": id, "cmd": cmd, "cwd": cwd, "timeout": 60, "repeat": 1, "mode": "run",
+		"submitted": hourAgo, "status": status, "device_id": card}
+	for k, v := range extra {
+		r[k] = v
+	}
+	return r
+}
+
+// TestImport_OnDaemonStart: queued started on the Python tool's state
+// directory imports its database: queued jobs run on their card in the old
+// order (the one without a card on card 0), the running one is
+// interrupted, finished ones answer result and logs with their old output,
+// and a card that died on this boot stays dead.
+func TestImport_OnDaemonStart(t *testing.T) {
+	t.Parallel()
+	work := t.TempDir()
+	order := filepath.Join(work, "order")
+	d := startDaemonWith(t, func(state string) {
+		out := filepath.Join(state, "aaaa0001", "output")
+		os.MkdirAll(filepath.Dir(out), 0o700)
+		if err := os.WriteFile(out, []byte("old output\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		makeLegacyDB(t, map[string]any{"path": filepath.Join(state, "jobs.sqlite3"), "card_column": "device_id", "keep_wal": true,
+			"rows": []map[string]any{
+				legacyJob("aaaa0001", 0, "done", "python3 old.py", work, map[string]any{"exit_code": 3, "output_file": out,
+					"started_at": hourAgo + 1, "finished_at": hourAgo + 5, "repeat_completed": 1}),
+				legacyJob("bbbb0001", 0, "queued", "echo first >> "+order, work, nil),
+				legacyJob("cccc0001", 0, "running", "sleep 1000", work, map[string]any{"started_at": hourAgo + 6}),
+				legacyJob("dddd0001", 1, "queued", "echo never", work, nil),
+				legacyJob("bbbb0002", nil, "queued", "echo second >> "+order, work, nil),
+				legacyJob("bbbb0003", 0, "queued", "echo third >> "+order, work, nil),
+			},
+			"device_state": []map[string]any{
+				{"device_id": 1, "state": "dead", "boot_id": currentBoot(t), "dead_reason": "health check failed", "dead_since": hourAgo + 7},
+			}})
+	})
+	d.run("result", "bbbb0003").want(t, 0, nil, nil)
+	if b, err := os.ReadFile(order); err != nil || string(b) != "first\nsecond\nthird\n" {
+		t.Fatalf("the imported jobs ran in the order %q (%v), want first, second, third", b, err)
+	}
+	d.run("result", "aaaa0001").want(t, 3, []string{"old output\n"}, []string{"exit code 3"})
+	d.run("logs", "aaaa0001").want(t, 0, []string{"old output\n"}, nil)
+	if j := d.job("cccc0001"); j.Outcome != "interrupted" || *j.ExitCode != -1 {
+		t.Fatalf("the running job was imported as %+v, want interrupted", j)
+	}
+	if j := d.job("dddd0001"); j.State != "done" || j.Outcome != "card_dead" {
+		t.Fatalf("the dead card's queued job is %+v, want failed with its dead card", j)
+	}
+	var st api.Status
+	r := d.run("--json", "status")
+	decode(t, r, &st)
+	if st.Cards[1].State != "dead" || st.Cards[1].DeadReason != "health check failed" || st.Cards[0].State != "healthy" {
+		t.Fatalf("cards after import: %+v", st.Cards)
+	}
+}
+
+// TestImport_Command: tt-device-queue import PATH refuses while queued
+// uses the state directory, imports into one it does not, and only once.
+func TestImport_Command(t *testing.T) {
+	t.Parallel()
+	old := t.TempDir()
+	makeLegacyDB(t, map[string]any{"path": filepath.Join(old, "jobs.sqlite3"),
+		"rows": []map[string]any{
+			{"id": "eeee0001", "cmd": "echo imported", "cwd": old, "status": "queued", "submitted": hourAgo},
+			{"id": "eeee0002", "cmd": "true", "cwd": old, "status": "done", "exit_code": 0, "submitted": hourAgo},
+		}})
+	running := startDaemon(t)
+	running.run("import", old).want(t, 1, nil, []string{"a queued is using " + running.state, "stop queued"})
+
+	importInto := func(state string, args ...string) result {
+		cmd := exec.Command(filepath.Join(bin, "tt-device-queue"), append([]string{"import"}, args...)...)
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "TT_DEVICE_LOG_DIR=" + state}
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		r := result{stdout: out.String(), stderr: errb.String()}
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			r.code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	var first, again result
+	d := startDaemonWith(t, func(state string) {
+		first = importInto(state, filepath.Join(old, "jobs.sqlite3"))
+		again = importInto(state, old)
+	})
+	first.want(t, 0, []string{"imported 2 jobs", "1 queued", "1 finished"}, nil)
+	again.want(t, 1, nil, []string{"already imported"})
+	d.run("result", "eeee0001").want(t, 0, []string{"imported\n"}, nil)
+	importInto(t.TempDir(), filepath.Join(old, "nothing-here")).want(t, 2, nil, []string{"nothing-here"})
+}

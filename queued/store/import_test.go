@@ -1,0 +1,50 @@
+package store_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/ttkit/ttkit/queued/store"
+)
+
+// TestImport_AllOrNothingAfterTheStoresOwn: imported jobs follow the
+// stored ones; a card record the store has is kept; an id stored already
+// refuses the whole import.
+func TestImport_AllOrNothingAfterTheStoresOwn(t *testing.T) {
+	t.Parallel()
+	st, err := store.Open(t.TempDir(), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	zero := 0
+	job := func(id string) store.Job {
+		return store.Job{ID: id, Kind: store.KindJob, Device: &zero, Cmd: "true", Cwd: "/", State: store.StateQueued, SubmittedAt: time.Now()}
+	}
+	mine := job(store.NewID())
+	mine.Seq = 7
+	if err := st.Commit([]store.Card{{ID: 0, State: store.CardHealthy, ResetEpoch: 9}}, mine); err != nil {
+		t.Fatal(err)
+	}
+	a, b := job(store.NewID()), job(store.NewID())
+	kept, err := st.Import([]store.Card{{ID: 0, State: store.CardDead}, {ID: 1, State: store.CardDead, DeadReason: "old"}}, []store.Job{a, b})
+	if err != nil || len(kept) != 1 || kept[0] != 0 {
+		t.Fatalf("Import: kept %v, %v", kept, err)
+	}
+	active, _ := st.Active()
+	if len(active) != 3 || active[0].ID != mine.ID || active[1].ID != a.ID || active[1].Seq != 8 || active[2].Seq != 9 {
+		t.Fatalf("active after import: %+v", active)
+	}
+	cards, _ := st.Cards()
+	if len(cards) != 2 || cards[0].State != store.CardHealthy || cards[0].ResetEpoch != 9 || cards[1].DeadReason != "old" {
+		t.Fatalf("cards after import: %+v", cards)
+	}
+	c := job(store.NewID())
+	if _, err := st.Import(nil, []store.Job{c, a}); !errors.Is(err, store.ErrExists) {
+		t.Fatalf("importing a stored id: %v", err)
+	}
+	if _, err := st.Job(c.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a refused import wrote %s: %v", c.ID, err)
+	}
+}
