@@ -41,13 +41,9 @@ func (r *ResultCmd) Run(a *App) error {
 	if err != nil {
 		return err
 	}
-	ctx := a.ctx
 	limit := time.Duration(r.WaitTimeout)
-	if limit > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(a.ctx, limit, errWaitTimeout)
-		defer cancel()
-	}
+	ctx, cancel := a.waitContext(limit)
+	defer cancel()
 	var job api.Job
 	if r.NoWait {
 		job, err = c.Result(ctx, r.ID, 0)

@@ -60,16 +60,21 @@ func (p *progress) note(format string, args ...any) {
 	fmt.Fprintf(p.w, Name+": "+format+"\n", args...)
 }
 
+// waitContext bounds a local wait by limit (--wait-timeout); 0 means no
+// bound. Its cause tells a timed-out wait from an interrupted one.
+func (a *App) waitContext(limit time.Duration) (context.Context, context.CancelFunc) {
+	if limit <= 0 {
+		return a.ctx, func() {}
+	}
+	return context.WithTimeoutCause(a.ctx, limit, errWaitTimeout)
+}
+
 // await follows a submitted job to its end: the position while queued,
 // the output as produced, then the job's own exit status. limit > 0 bounds
 // the local wait; the job is never stopped by it.
 func (a *App) await(sub api.QueueResponse, limit time.Duration) error {
-	ctx := a.ctx
-	if limit > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(a.ctx, limit, errWaitTimeout)
-		defer cancel()
-	}
+	ctx, cancel := a.waitContext(limit)
+	defer cancel()
 	a.progress.note("job %s queued on card %s at position %d (estimated wait %s)",
 		sub.JobID, sub.DeviceID, sub.Position, fmtWait(sub.EstimatedWaitSec))
 	a.progress.last = strconv.Itoa(sub.Position)

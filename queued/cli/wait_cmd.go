@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"time"
 
@@ -30,13 +29,9 @@ func (w *WaitCmd) Run(a *App) error {
 		a.progress.note("no queued or running job matches; nothing to wait for")
 		return nil
 	}
-	ctx := a.ctx
 	limit := time.Duration(w.WaitTimeout)
-	if limit > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(a.ctx, limit, errWaitTimeout)
-		defer cancel()
-	}
+	ctx, cancel := a.waitContext(limit)
+	defer cancel()
 	worst := 0
 	var jobs []api.Job
 	for _, id := range ids {

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -22,29 +21,9 @@ import (
 // the failure keeps the success it was answered with instead of reading
 // "interrupted by service restart".
 func TestDiskFull_StopKeepsAnswers(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("skipping: mounting a tmpfs needs root")
-	}
-	dir := t.TempDir()
-	mnt := filepath.Join(dir, "mnt")
-	if err := os.Mkdir(mnt, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Mount("tmpfs", mnt, "tmpfs", 0, "size=3m"); err != nil {
-		t.Skipf("skipping: cannot mount a tmpfs on %s: %v", mnt, err)
-	}
-	t.Cleanup(func() {
-		if err := syscall.Unmount(mnt, 0); err != nil {
-			t.Errorf("unmounting %s: %v", mnt, err)
-			syscall.Unmount(mnt, syscall.MNT_DETACH)
-		}
-	})
+	mnt, state, logPath, work := onTmpfs(t, "3m")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	state, logPath, work := filepath.Join(mnt, "state"), filepath.Join(dir, "queued.log"), filepath.Join(dir, "work")
-	if err := os.Mkdir(work, 0o755); err != nil {
-		t.Fatal(err)
-	}
 	d := startIn(t, state, logPath, "")
 	c := d.Client()
 	defer c.Close()

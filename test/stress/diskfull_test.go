@@ -24,29 +24,9 @@ import (
 // injected at every transition are tested in package queued/scheduler and
 // queued/api/server; this is the real thing.)
 func TestDiskFull(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("skipping: mounting a tmpfs needs root")
-	}
-	dir := t.TempDir()
-	mnt := filepath.Join(dir, "mnt")
-	if err := os.Mkdir(mnt, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Mount("tmpfs", mnt, "tmpfs", 0, "size=2m"); err != nil {
-		t.Skipf("skipping: cannot mount a 2 MiB tmpfs on %s: %v", mnt, err)
-	}
-	t.Cleanup(func() {
-		if err := syscall.Unmount(mnt, 0); err != nil {
-			t.Errorf("unmounting %s: %v", mnt, err)
-			syscall.Unmount(mnt, syscall.MNT_DETACH)
-		}
-	})
+	mnt, state, logPath, work := onTmpfs(t, "2m")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	state, logPath, work := filepath.Join(mnt, "state"), filepath.Join(dir, "queued.log"), filepath.Join(dir, "work")
-	if err := os.Mkdir(work, 0o755); err != nil {
-		t.Fatal(err)
-	}
 	d := startIn(t, state, logPath, "")
 	c := d.Client()
 	defer c.Close()
@@ -179,6 +159,36 @@ func TestDiskFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkAllOK(t, jobs)
+}
+
+// onTmpfs mounts a tmpfs of size (such as "2m") in a temp dir, unmounted
+// at cleanup, and returns it with a state directory on it, and a log path
+// and a work directory off it. It skips the test where mounting needs a
+// root it does not have.
+func onTmpfs(t *testing.T, size string) (mnt, state, logPath, work string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("skipping: mounting a tmpfs needs root")
+	}
+	dir := t.TempDir()
+	mnt = filepath.Join(dir, "mnt")
+	if err := os.Mkdir(mnt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mount("tmpfs", mnt, "tmpfs", 0, "size="+size); err != nil {
+		t.Skipf("skipping: cannot mount a %s tmpfs on %s: %v", size, mnt, err)
+	}
+	t.Cleanup(func() {
+		if err := syscall.Unmount(mnt, 0); err != nil {
+			t.Errorf("unmounting %s: %v", mnt, err)
+			syscall.Unmount(mnt, syscall.MNT_DETACH)
+		}
+	})
+	state, logPath, work = filepath.Join(mnt, "state"), filepath.Join(dir, "queued.log"), filepath.Join(dir, "work")
+	if err := os.Mkdir(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return mnt, state, logPath, work
 }
 
 func checkAllOK(t *testing.T, jobs map[string]api.Job) {
