@@ -61,12 +61,14 @@ until_ok() {
 }
 
 # free_port prints a loopback port nothing listens on (and not yet taken
-# by this script).
+# by this script), below the kernel's ephemeral range (32768 and up by
+# default), where an outgoing connection of another program could hold it
+# between this check and the bind.
 TAKEN=" "
 free_port() {
 	local p
 	for _ in $(seq 200); do
-		p=$((20000 + RANDOM % 40000))
+		p=$((20000 + RANDOM % 12000))
 		[[ $TAKEN == *" $p "* ]] && continue
 		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
 			TAKEN+="$p "
