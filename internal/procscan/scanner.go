@@ -129,7 +129,11 @@ func (s *Scanner) SelfPID() int { return s.self }
 // plus a path walk (BenchmarkStartTimeCheck: about 3 µs against 5.5 µs per
 // process on a 2-CPU VM, with no allocation against three), and a descriptor
 // held across an exit fails with ESRCH, so PID reuse is caught even if the
-// new process's start time happened to match. An identity that fell back to
+// new process's start time happened to match. A process that was named and
+// can no longer be read while the driver still lists its PID (it exited and
+// the driver has not yet dropped its descriptors) keeps its identity: only a
+// start time read and found different proves another process holds the
+// PID. An identity that fell back to
 // the PID (stat unreadable too) stays as it is while stat stays unreadable;
 // once a start time can be read, the PID is treated as a new process. An
 // identity taken from comm is read again every scan: an empty cmdline is
@@ -254,6 +258,10 @@ func (s *Scanner) sameProcess(e *entry) bool {
 // belongs to that start time and not to a successor that took the PID.
 func (s *Scanner) resolve(e *entry) {
 	s.release(e)
+	known := struct {
+		id      Identity
+		startOK bool
+	}{e.id, e.resolved && e.startOK}
 	dir := s.procPath + "/" + strconv.Itoa(e.pid)
 	var start uint64
 	e.startOK = false
@@ -273,6 +281,17 @@ func (s *Scanner) resolve(e *entry) {
 				Err: fmt.Errorf("pid %d exited while its identity was read", e.pid)}
 			start, e.startOK = 0, false
 		}
+	}
+	if !e.startOK && known.startOK {
+		// The process we knew can no longer be read (it exited; the
+		// driver drops its descriptors a moment later), and no other
+		// process can be shown to hold the PID: it keeps the identity it
+		// had, rather than being renamed after its PID.
+		if fd >= 0 {
+			unix.Close(fd)
+		}
+		e.id, e.startOK = known.id, true
+		return
 	}
 	switch {
 	case e.startOK && s.held < maxHeldFDs:

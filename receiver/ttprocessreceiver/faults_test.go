@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -146,4 +147,42 @@ func openFDs(t *testing.T) int {
 	entries, err := os.ReadDir("/proc/self/fd")
 	require.NoError(t, err)
 	return len(entries)
+}
+
+// A holder that exits while the driver still lists it (the driver drops a
+// PID's descriptors a moment after the exit) keeps its series and labels:
+// no other process can be shown to hold the PID.
+func TestScrape_ExitedHolderKeepsItsLabels(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	tree := kmdtest.NewTree(t, filepath.Join(dir, "driver"))
+	p := kmdtest.Start(t, dir, nil, "sleep", "600")
+	p.WaitCommandLine(t, 10*time.Second)
+	tree.SetPids(0, p.PID())
+	cfg := createDefaultConfig()
+	cfg.DriverPath = tree.Dir
+	cfg.Hostname = "exit"
+	s := newScraper(cfg, receivertest.NewNopSettings(metadata.Type))
+	require.NoError(t, s.start(context.Background(), componenttest.NewNopHost()))
+	t.Cleanup(func() { require.NoError(t, s.shutdown(context.Background())) })
+	pid := strconv.Itoa(p.PID())
+	md, err := s.scrape(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, "sleep", attr(processPoints(t, md)[pid], "friendly_name"))
+
+	p.Stop()
+	for range 2 {
+		md, err = s.scrape(context.Background())
+		require.NoError(t, err)
+		dps := points(md, "tt_process")
+		require.Len(t, dps, 1, "the series neither ends nor gains a PID-named twin")
+		assert.False(t, stale(dps[0]))
+		assert.Equal(t, "sleep", attr(dps[0], "friendly_name"))
+		assert.Equal(t, "sleep 600", attr(dps[0], "command_line"))
+	}
+
+	tree.SetPids(0)
+	md, err = s.scrape(context.Background())
+	require.NoError(t, err)
+	require.True(t, stale(processPoints(t, md)[pid]), "retired once the driver stops listing it")
 }
