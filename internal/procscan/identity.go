@@ -58,7 +58,13 @@ type Identity struct {
 	// clock ticks since boot, or 0 when the stat file could not be read.
 	// Together with PID it identifies a process across PID reuse.
 	StartTime uint64
-	// Err says why Source is SourcePID; nil otherwise.
+	// Pending reports a PID-fallback identity given because the read of the
+	// process's identity had not finished when the scan ended (see
+	// Options.ReadTimeout). A later scan names the process once the read
+	// returns, so a caller should treat it as provisional.
+	Pending bool
+	// Err says why Source is SourcePID (ErrReadPending when Pending); nil
+	// otherwise.
 	Err error
 }
 
@@ -124,18 +130,18 @@ func parseUint(b []byte, limit uint64) (uint64, bool) {
 
 // readIdentity reads the naming half of an Identity for pid from the
 // directory dir (/proc/<pid>): cmdline, else comm, else the PID itself.
-func (s *Scanner) readIdentity(pid int, dir string) Identity {
+func (r *reader) readIdentity(pid int, dir string) Identity {
 	cmdlinePath := dir + "/cmdline"
-	raw, cmdlineErr := readFile(cmdlinePath, &s.buf, maxCmdlineRead)
+	raw, cmdlineErr := readFile(cmdlinePath, &r.buf, maxCmdlineRead)
 	if cmdlineErr == nil && len(raw) > 0 {
-		return s.cmdlineIdentity(pid, raw)
+		return r.cmdlineIdentity(pid, raw)
 	}
 	if cmdlineErr == nil {
 		cmdlineErr = fmt.Errorf("%s is empty", cmdlinePath)
 	}
 
 	commPath := dir + "/comm"
-	raw, commErr := readFile(commPath, &s.buf, maxCommRead)
+	raw, commErr := readFile(commPath, &r.buf, maxCommRead)
 	if commErr == nil {
 		if comm := Sanitize(bytes.TrimSuffix(raw, []byte("\n"))); comm != "" {
 			return Identity{PID: pid, CommandLine: comm, FriendlyName: comm, Source: SourceComm}
@@ -153,10 +159,10 @@ func (s *Scanner) readIdentity(pid int, dir string) Identity {
 // that whatever it returns keeps the label bounds; the friendly name is then
 // derived from exactly the command line reported, so one is always a
 // substring of the other.
-func (s *Scanner) cmdlineIdentity(pid int, raw []byte) Identity {
+func (r *reader) cmdlineIdentity(pid int, raw []byte) Identity {
 	cl := Sanitize(raw)
-	if cl != "" && s.redact != nil {
-		cl = Sanitize([]byte(s.redact(cl)))
+	if cl != "" && r.redact != nil {
+		cl = Sanitize([]byte(r.redact(cl)))
 	}
 	if cl == "" {
 		return Identity{PID: pid, CommandLine: Unknown, FriendlyName: Unknown, Source: SourceCmdline}

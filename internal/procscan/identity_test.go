@@ -298,7 +298,7 @@ func TestScan_BeyondHeldDescriptorCap(t *testing.T) {
 	h.set(t, 701, "cmdline", "a\x00")
 	h.list(t, 701)
 	s := h.scanner(t, Options{})
-	s.held = maxHeldFDs // as if a thousand other holders were cached
+	s.held = s.maxHeld // as if the cap were reached by other holders
 	if got := identities(t, s)[701]; got.FriendlyName != "a" || s.cache[701].statFD != -1 {
 		t.Fatalf("got %+v, fd %d; want a with no held descriptor", got, s.cache[701].statFD)
 	}
@@ -312,7 +312,7 @@ func TestScan_BeyondHeldDescriptorCap(t *testing.T) {
 	if got := identities(t, s)[701]; got.FriendlyName != "b" || got.StartTime != 2 {
 		t.Errorf("changed start time: %+v; want b", got)
 	}
-	if s.held != maxHeldFDs {
+	if s.held != s.maxHeld {
 		t.Errorf("held = %d; want it untouched at the cap", s.held)
 	}
 	s.held = 0

@@ -17,8 +17,11 @@ import (
 // things.
 const (
 	defaultCollectionInterval = 10 * time.Second
-	defaultDriverPath         = "/proc/driver/tenstorrent"
-	defaultProcPath           = "/proc"
+	// defaultTimeout bounds a scrape: a procfs read can block while its
+	// target is stuck in the kernel, and a scrape must still end.
+	defaultTimeout    = 5 * time.Second
+	defaultDriverPath = "/proc/driver/tenstorrent"
+	defaultProcPath   = "/proc"
 )
 
 // Config is the ttprocess receiver's configuration.
@@ -58,6 +61,10 @@ func (cfg *Config) Validate() error {
 	if cfg.CollectionInterval <= 0 {
 		errs = append(errs, fmt.Errorf("collection_interval must be positive: %s", cfg.CollectionInterval))
 	}
+	if cfg.Timeout > cfg.CollectionInterval && cfg.CollectionInterval > 0 {
+		errs = append(errs, fmt.Errorf("timeout %s must not exceed collection_interval %s: a scrape must end before the next begins",
+			cfg.Timeout, cfg.CollectionInterval))
+	}
 	if !filepath.IsAbs(cfg.DriverPath) {
 		errs = append(errs, fmt.Errorf("driver_path must be absolute: %q", cfg.DriverPath))
 	}
@@ -83,9 +90,20 @@ func compileRedactions(exprs []string) ([]*regexp.Regexp, error) {
 	return res, nil
 }
 
+// scrapeTimeout is how long a scrape may take: timeout, or the collection
+// interval when timeout is 0 (the controller's "no deadline"), since no
+// scrape may outlast the cycle it belongs to.
+func (cfg *Config) scrapeTimeout() time.Duration {
+	if cfg.Timeout > 0 {
+		return cfg.Timeout
+	}
+	return cfg.CollectionInterval
+}
+
 func createDefaultConfig() *Config {
 	cc := scraperhelper.NewDefaultControllerConfig()
 	cc.CollectionInterval = defaultCollectionInterval
+	cc.Timeout = defaultTimeout
 	return &Config{
 		ControllerConfig:     cc,
 		MetricsBuilderConfig: metadata.NewDefaultMetricsBuilderConfig(),

@@ -28,19 +28,21 @@ const privateNamespaceRemedy = "the collector runs in a private PID namespace an
 // series is one live tt_process series. Its labels are fixed when the
 // process is first seen: a Prometheus label set is immutable, and the seed
 // requires the friendly name and command line to describe the same read.
-// The one exception is a series named from comm (see fromComm).
+// The one exception is a provisional series (see provisional).
 type series struct {
 	pid          int
 	startTime    uint64
 	pidLabel     string
 	friendlyName string
 	commandLine  string
-	// fromComm is set when the process had no command line when first
-	// seen. A holder of a device is past its execve, so that was a scan
-	// racing the exec (or a zombie): once a command line can be read, the
-	// series is ended and started again under the real name.
-	fromComm bool
-	seen     uint64 // the scan generation that last listed this PID
+	// provisional is set when the process had no command line when first
+	// seen, or its identity read had not returned in time (it is then
+	// named after its PID). A holder of a device is past its execve, so an
+	// empty command line was a scan racing the exec (or a zombie). Once a
+	// real identity arrives, the series is ended and started again under
+	// the real name.
+	provisional bool
+	seen        uint64 // the scan generation that last listed this PID
 }
 
 // ttScraper turns procscan results into tt_process gauges. It remembers the
@@ -96,6 +98,9 @@ func (s *ttScraper) start(context.Context, component.Host) error {
 		ProcPath:   s.cfg.ProcPath,
 		SelfPID:    self,
 		Redact:     redactor(redactions),
+		// Half the scrape's time for identity reads, so that a scan
+		// waiting on a stuck read still ends inside the scrape.
+		ReadTimeout: s.cfg.scrapeTimeout() / 2,
 	})
 	s.logger.Info("Excluding the collector's own PID from tt_process", zap.Int("pid", self),
 		zap.String("driver_path", s.cfg.DriverPath), zap.String("hostname", s.hostname))
@@ -125,19 +130,21 @@ func redactor(res []*regexp.Regexp) func(string) string {
 	}
 }
 
-func (s *ttScraper) scrape(context.Context) (pmetric.Metrics, error) {
+func (s *ttScraper) scrape(ctx context.Context) (pmetric.Metrics, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.scrapeTimeout())
+	defer cancel()
 	now := pcommon.NewTimestampFromTime(s.now())
-	res := s.scanner.Scan()
+	res := s.scanner.ScanContext(ctx)
 	s.generation++
 
 	s.retired = s.retired[:0]
 	for i := range res.Processes {
 		p := &res.Processes[i]
 		cur, ok := s.series[p.PID]
-		renamed := ok && cur.fromComm && p.Identity.Source == procscan.SourceCmdline
+		renamed := ok && cur.provisional && !p.Identity.Pending
 		if ok && (cur.startTime != p.Identity.StartTime || renamed) {
-			// The PID was reused by another process, or the process named
-			// from comm has its command line now: the old series ends,
+			// The PID was reused by another process, or a provisionally
+			// named process has its real identity now: the old series ends,
 			// unless the new one has the very same labels, in which case
 			// Prometheus sees one series that simply goes on.
 			next := newSeries(p)
@@ -223,7 +230,7 @@ func newSeries(p *procscan.Process) *series {
 		pidLabel:     strconv.Itoa(p.PID),
 		friendlyName: p.Identity.FriendlyName,
 		commandLine:  p.Identity.CommandLine,
-		fromComm:     p.Identity.Source == procscan.SourceComm,
+		provisional:  p.Identity.Source == procscan.SourceComm || p.Identity.Pending,
 	}
 }
 
