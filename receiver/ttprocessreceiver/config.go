@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"time"
 
+	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/scraper/scraperhelper"
 
 	"github.com/ttkit/ttkit/receiver/ttprocessreceiver/internal/metadata"
@@ -52,6 +53,27 @@ type Config struct {
 
 	// prevent unkeyed literal initialization
 	_ struct{}
+}
+
+// Unmarshal refuses the per-metric attributes and aggregation_strategy
+// settings with a reason before decoding the rest. mdatagen offers them for
+// metrics whose attributes may be dropped; here every attribute is required
+// (see metadata.yaml), because dropping one merges series: with pid dropped,
+// the point of a process that exited and the point of a live process with
+// the same name would fold into one, and the staleness marker meant for the
+// first would delete the second. Without the explanation, the collector's
+// own message would only say the key is invalid.
+func (cfg *Config) Unmarshal(conf *confmap.Conf) error {
+	for _, m := range []string{"tt_process", "tt_process_count", "tt_device_process_count"} {
+		for _, key := range []string{"attributes", "aggregation_strategy"} {
+			if path := "metrics::" + m + "::" + key; conf.IsSet(path) {
+				return fmt.Errorf("%s cannot be set: every attribute is part of the series' identity, and merging series "+
+					"would let one process's staleness marker delete another's live series; drop or rename labels downstream "+
+					"(a transform processor or Prometheus relabelling) instead", path)
+			}
+		}
+	}
+	return conf.Unmarshal(cfg)
 }
 
 // Validate rejects a configuration the receiver could not run with, naming

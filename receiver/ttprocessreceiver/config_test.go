@@ -39,6 +39,8 @@ func TestLoadConfig(t *testing.T) {
 		{id: component.NewIDWithName(metadata.Type, "relative_driver"), wantErr: `driver_path must be absolute: "proc/driver/tenstorrent"`},
 		{id: component.NewIDWithName(metadata.Type, "relative_proc"), wantErr: `proc_path must be absolute: "./proc"`},
 		{id: component.NewIDWithName(metadata.Type, "zero_interval"), wantErr: "collection_interval must be positive: 0s"},
+		{id: component.NewIDWithName(metadata.Type, "drop_pid"), wantErr: "metrics::tt_process::attributes cannot be set: every attribute is part of the series' identity"},
+		{id: component.NewIDWithName(metadata.Type, "aggregate_count"), wantErr: "metrics::tt_process_count::aggregation_strategy cannot be set"},
 		{id: component.NewIDWithName(metadata.Type, "bad_regexp"), wantErr: "command_line_redact[0] is not a valid regular expression \"secret=(\""},
 	}
 	for _, tt := range tests {
@@ -47,9 +49,10 @@ func TestLoadConfig(t *testing.T) {
 			cfg := NewFactory().CreateDefaultConfig()
 			sub, err := cm.Sub(tt.id.String())
 			require.NoError(t, err)
-			require.NoError(t, sub.Unmarshal(cfg))
-
-			err = confmap.Validate(cfg)
+			err = sub.Unmarshal(cfg)
+			if err == nil {
+				err = confmap.Validate(cfg)
+			}
 			if tt.wantErr != "" {
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), tt.wantErr)
