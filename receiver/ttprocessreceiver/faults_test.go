@@ -111,8 +111,10 @@ func TestScrape_ChurnLeaksNothing(t *testing.T) {
 			dp, ok := got[strconv.Itoa(p.Process.Pid)]
 			require.True(t, ok && stale(dp), "cycle %d: pid %d not retired", cycle, p.Process.Pid)
 		}
-		require.Len(t, got, 1+perCycle+len(prev), "cycle %d: live, new and just-retired series only", cycle)
+		ending := perCycle * min(cycle, removalRepeats)
+		require.Len(t, got, 1+perCycle+ending, "cycle %d: live, new and recently retired series only", cycle)
 		require.Len(t, s.series, 1+perCycle, "cycle %d: remembered series", cycle)
+		require.Len(t, s.ending, perCycle*min(cycle, removalRepeats-1), "cycle %d: removals still to repeat", cycle)
 		prev = cur
 
 		if cycle == warmCycle {

@@ -60,10 +60,12 @@ type ttScraper struct {
 	now      func() time.Time
 	selfPID  int // the collector's own PID, excluded from every scan
 
-	generation   uint64
-	series       map[int]*series
-	live         []*series // scratch, sorted by PID each cycle
-	retired      []*series // scratch
+	generation uint64
+	series     map[int]*series
+	live       []*series // scratch, sorted by PID each cycle
+	// ending holds the series whose process is gone, each with the cycles
+	// left in which its staleness point is sent again.
+	ending       []ending
 	warnedOnlyNS bool
 }
 
@@ -137,7 +139,6 @@ func (s *ttScraper) scrape(ctx context.Context) (pmetric.Metrics, error) {
 	res := s.scanner.ScanContext(ctx)
 	s.generation++
 
-	s.retired = s.retired[:0]
 	for i := range res.Processes {
 		p := &res.Processes[i]
 		cur, ok := s.series[p.PID]
@@ -177,9 +178,7 @@ func (s *ttScraper) scrape(ctx context.Context) (pmetric.Metrics, error) {
 	for _, cur := range s.live {
 		s.mb.RecordTtProcessDataPoint(now, 1, s.hostname, cur.pidLabel, cur.friendlyName, cur.commandLine)
 	}
-	for _, old := range s.retired {
-		s.mb.RecordTtProcessDataPoint(now, 0, s.hostname, old.pidLabel, old.friendlyName, old.commandLine)
-	}
+	retired := s.recordEnding(now)
 
 	count := len(s.series)
 	if res.Foreign {
@@ -196,7 +195,7 @@ func (s *ttScraper) scrape(ctx context.Context) (pmetric.Metrics, error) {
 	rb := s.mb.NewResourceBuilder()
 	rb.SetHostName(s.hostname)
 	md := s.mb.Emit(metadata.WithResource(rb.Emit()))
-	if len(s.retired) > 0 {
+	if retired > 0 {
 		markRetired(md)
 	}
 
@@ -207,9 +206,45 @@ func (s *ttScraper) scrape(ctx context.Context) (pmetric.Metrics, error) {
 	return md, errs.Combine()
 }
 
-// retire queues a staleness point for a series whose process is gone.
+// removalRepeats is how many cycles in a row a removal is sent. The
+// staleness point travels once per cycle like any other, and if the
+// pipeline refuses that batch (memory_limiter, an exporter error), the dead
+// process would stay at 1 in Prometheus for the exporter's five-minute
+// expiry; a NoRecordedValue point for a series already gone is harmless.
+const removalRepeats = 3
+
+// ending is a series whose process is gone and the cycles its staleness
+// point is still to be sent in.
+type ending struct {
+	s    *series
+	left int
+}
+
+// retire queues staleness points for a series whose process is gone.
 func (s *ttScraper) retire(old *series) {
-	s.retired = append(s.retired, old)
+	s.ending = append(s.ending, ending{s: old, left: removalRepeats})
+}
+
+// recordEnding records this cycle's staleness points, value 0, and returns
+// how many. A series whose very labels are live again (a PID reused by an
+// identical command line) is not ended: the staleness marker would delete
+// the live series.
+func (s *ttScraper) recordEnding(now pcommon.Timestamp) int {
+	kept := s.ending[:0]
+	n := 0
+	for _, e := range s.ending {
+		if cur, ok := s.series[e.s.pid]; ok && cur.friendlyName == e.s.friendlyName && cur.commandLine == e.s.commandLine {
+			continue
+		}
+		s.mb.RecordTtProcessDataPoint(now, 0, s.hostname, e.s.pidLabel, e.s.friendlyName, e.s.commandLine)
+		n++
+		if e.left--; e.left > 0 {
+			kept = append(kept, e)
+		}
+	}
+	clear(s.ending[len(kept):])
+	s.ending = kept
+	return n
 }
 
 // warnIfOnlyForeign warns once when every holder the driver lists is outside

@@ -224,12 +224,26 @@ func TestScrape_SeriesNamedMidExecIsRenamed(t *testing.T) {
 	assert.Equal(t, "train.py", attr(fresh, "friendly_name"))
 	assert.Equal(t, "python3 train.py", attr(fresh, "command_line"))
 
-	got := processPoints(t, b.scrape(t))
-	require.Len(t, got, 1)
-	assert.Equal(t, "python3 train.py", attr(got["4242"], "command_line"))
+	live := livePoints(b.scrape(t))
+	require.Len(t, live, 1)
+	assert.Equal(t, "python3 train.py", attr(live[0], "command_line"))
 }
 
-func TestScrape_GoneProcessEmitsOneStalenessPoint(t *testing.T) {
+// livePoints returns the tt_process points not flagged NoRecordedValue.
+func livePoints(md pmetric.Metrics) []pmetric.NumberDataPoint {
+	var out []pmetric.NumberDataPoint
+	for _, dp := range points(md, "tt_process") {
+		if !stale(dp) {
+			out = append(out, dp)
+		}
+	}
+	return out
+}
+
+// TestScrape_GoneProcessEmitsStalenessPoints: a removal is sent in
+// removalRepeats cycles in a row (the pipeline may refuse one batch; see
+// TestIntegration_RemovalSurvivesARefusedBatch), then never again.
+func TestScrape_GoneProcessEmitsStalenessPoints(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	b.host.process(4242, 9001, "python3", "python3", "train.py")
@@ -248,6 +262,11 @@ func TestScrape_GoneProcessEmitsOneStalenessPoint(t *testing.T) {
 	assert.EqualValues(t, 1, count(t, md))
 	compareGolden(t, "process_gone", md)
 
+	for range removalRepeats - 1 {
+		got = processPoints(t, b.scrape(t))
+		require.Len(t, got, 2)
+		assert.True(t, stale(got["4243"]), "the removal is repeated")
+	}
 	got = processPoints(t, b.scrape(t))
 	assert.Len(t, got, 1)
 	assert.Contains(t, got, "4242")
