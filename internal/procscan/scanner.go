@@ -58,6 +58,10 @@ type Options struct {
 	// the PID fallback (Identity.Pending) and named by a later scan once the
 	// read returns. Zero means DefaultReadTimeout.
 	ReadTimeout time.Duration
+	// CountOnly reads the pids files and nothing in ProcPath: Processes
+	// carry their PIDs and devices and a zero Identity. For a reader whose
+	// ProcPath is not of its own PID namespace (see CheckPIDNamespace).
+	CountOnly bool
 }
 
 // Scanner is a long-lived reader of the driver's pids files. It caches each
@@ -73,6 +77,7 @@ type Scanner struct {
 	self        int
 	redact      func(string) string
 	readTimeout time.Duration
+	countOnly   bool
 
 	// gen numbers scans, so an entry can tell whether it was listed in the
 	// current one without a per-scan set.
@@ -139,6 +144,7 @@ func New(opts Options) *Scanner {
 		self:        opts.SelfPID,
 		redact:      opts.Redact,
 		readTimeout: cmp.Or(opts.ReadTimeout, DefaultReadTimeout),
+		countOnly:   opts.CountOnly,
 		cache:       make(map[int]*entry),
 		pidsPaths:   make(map[int]string),
 		maxHeld:     heldCap(),
@@ -275,6 +281,7 @@ func (s *Scanner) scan() Result {
 	s.applyFinished()
 	for _, e := range s.listed {
 		switch {
+		case s.countOnly:
 		case e.job != nil:
 			// A read of this PID is in flight: never a second one.
 		case !e.named || e.id.Source == SourceComm:
@@ -401,7 +408,10 @@ func (s *Scanner) processes() []Process {
 	for i, e := range s.listed {
 		from := len(flat)
 		flat = append(flat, e.devices...)
-		out[i] = Process{PID: e.pid, Devices: flat[from:len(flat):len(flat)], Identity: e.reported()}
+		out[i] = Process{PID: e.pid, Devices: flat[from:len(flat):len(flat)]}
+		if !s.countOnly {
+			out[i].Identity = e.reported()
+		}
 	}
 	return out
 }
@@ -414,7 +424,7 @@ func (s *Scanner) forget(complete bool) {
 		if e.gen == s.gen {
 			continue
 		}
-		if complete || !e.named || s.check(e) != alive {
+		if complete || !e.named || s.countOnly || s.check(e) != alive {
 			s.release(e)
 			delete(s.cache, pid)
 		}

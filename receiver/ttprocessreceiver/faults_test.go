@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/receiver/receivertest"
+	"go.uber.org/zap/zapcore"
 
 	"github.com/ttkit/ttkit/internal/kmdtest"
 	"github.com/ttkit/ttkit/receiver/ttprocessreceiver/internal/metadata"
@@ -187,4 +188,26 @@ func TestScrape_ExitedHolderKeepsItsLabels(t *testing.T) {
 	md, err = s.scrape(context.Background())
 	require.NoError(t, err)
 	require.True(t, stale(processPoints(t, md)[pid]), "retired once the driver stops listing it")
+}
+
+// proc_path from another PID namespace (hostPID off, the host's procfs
+// mounted at /host/proc): the pids file's PIDs are the collector's
+// namespace's, and looking them up in the host's procfs would attach some
+// unrelated process's command line to them. The receiver names nothing,
+// counts, and says why and how to fix it.
+func TestScrape_ProcPathOfAnotherNamespaceNamesNothing(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	populate(b.host)
+	// The procfs's self is some other PID: not our namespace's procfs.
+	b.host.selfIs(777)
+	b.start(t)
+	md := b.scrape(t)
+	assert.Empty(t, points(md, "tt_process"), "no PID is named from a foreign procfs")
+	assert.EqualValues(t, 4, count(t, md), "the count is still exact")
+	errs := b.logs.FilterLevelExact(zapcore.ErrorLevel).All()
+	require.Len(t, errs, 1)
+	assert.Contains(t, errs[0].Message, "proc_path")
+	assert.Contains(t, errs[0].Message, "hostPID: true")
+	assert.Contains(t, errs[0].Message, b.host.proc)
 }

@@ -3,6 +3,7 @@ package ttprocessreceiver
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -94,6 +95,7 @@ func waitFor(t *testing.T, sink *consumertest.MetricsSink, ok func(map[string]pm
 // ends, and it is sent for a few cycles only.
 func TestIntegration_RemovalSurvivesARefusedBatch(t *testing.T) {
 	host := newFakeHost(t)
+	host.selfIs(os.Getpid()) // the factory's scraper is this process
 	host.process(4242, 9001, "python3", "python3", "train.py")
 	host.process(4243, 9002, "sleep", "sleep", "600")
 	host.pids(0, 4242, 4243)

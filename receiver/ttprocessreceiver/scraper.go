@@ -59,6 +59,9 @@ type ttScraper struct {
 	scanner  *procscan.Scanner
 	now      func() time.Time
 	selfPID  int // the collector's own PID, excluded from every scan
+	// countOnly is set when proc_path is of another PID namespace: no
+	// process is named, only counted.
+	countOnly bool
 
 	generation uint64
 	series     map[int]*series
@@ -95,7 +98,19 @@ func (s *ttScraper) start(context.Context, component.Host) error {
 		return err
 	}
 	self := s.selfPID
+	if err := procscan.CheckPIDNamespace(s.cfg.ProcPath, self); err != nil {
+		// Reading it would attach unrelated processes' command lines to
+		// the PIDs the driver lists: name nothing, count only.
+		s.countOnly = true
+		s.logger.Error("proc_path is not this collector's PID namespace's procfs, so tt_process names no process "+
+			"(tt_process_count and tt_device_process_count are still exact): "+err.Error()+". "+
+			"Fix the deployment: set proc_path to /proc, and to see the host's processes share the host PID namespace "+
+			"(Kubernetes: hostPID: true, the chart's daemonset.hostPID; Docker: --pid=host); a host procfs mounted "+
+			"elsewhere does not help, because the driver renders its PIDs in the collector's namespace",
+			zap.String("proc_path", s.cfg.ProcPath), zap.Int("pid", self))
+	}
 	s.scanner = procscan.New(procscan.Options{
+		CountOnly:  s.countOnly,
 		DriverPath: s.cfg.DriverPath,
 		ProcPath:   s.cfg.ProcPath,
 		SelfPID:    self,
@@ -139,8 +154,12 @@ func (s *ttScraper) scrape(ctx context.Context) (pmetric.Metrics, error) {
 	res := s.scanner.ScanContext(ctx)
 	s.generation++
 
-	for i := range res.Processes {
-		p := &res.Processes[i]
+	named := res.Processes
+	if s.countOnly {
+		named = nil
+	}
+	for i := range named {
+		p := &named[i]
 		cur, ok := s.series[p.PID]
 		renamed := ok && cur.provisional && !p.Identity.Pending
 		if ok && (cur.startTime != p.Identity.StartTime || renamed) {
@@ -181,6 +200,9 @@ func (s *ttScraper) scrape(ctx context.Context) (pmetric.Metrics, error) {
 	retired := s.recordEnding(now)
 
 	count := len(s.series)
+	if s.countOnly {
+		count = len(res.Processes)
+	}
 	if res.Foreign {
 		count++
 	}
