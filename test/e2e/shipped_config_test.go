@@ -101,3 +101,36 @@ func mib(t *testing.T, name, v string) int {
 	}
 	return n
 }
+
+// TestShippedTelemetryPort checks that the collector's own telemetry does
+// not listen on the collector's default 8888 (Jupyter's default, common on
+// ML hosts, where otelcol-tt would exit at start), that an OTELCOL_TT_*
+// variable moves it, and that the README's variable table lists it.
+func TestShippedTelemetryPort(t *testing.T) {
+	conf, err := confmaptest.LoadConf(filepath.Join("..", "..", "deploy", "otelcol-tt", "config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	readers, _ := conf.Get("service::telemetry::metrics::readers").([]any)
+	if len(readers) != 1 {
+		t.Fatalf("service::telemetry::metrics::readers = %v; want one pull reader", conf.Get("service::telemetry::metrics::readers"))
+	}
+	prom, _ := readers[0].(map[string]any)["pull"].(map[string]any)["exporter"].(map[string]any)["prometheus"].(map[string]any)
+	for key, want := range map[string]string{
+		"host": "${env:OTELCOL_TT_TELEMETRY_HOST:-127.0.0.1}",
+		"port": "${env:OTELCOL_TT_TELEMETRY_PORT:-9465}",
+	} {
+		if got := prom[key]; got != want {
+			t.Errorf("telemetry prometheus %s = %v; want %s", key, got, want)
+		}
+	}
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"OTELCOL_TT_TELEMETRY_HOST", "OTELCOL_TT_TELEMETRY_PORT", "OTELCOL_TT_TELEMETRY_LEVEL"} {
+		if !strings.Contains(string(readme), "| `"+name+"`") {
+			t.Errorf("README.md's variable table does not list %s", name)
+		}
+	}
+}
