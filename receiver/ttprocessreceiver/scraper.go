@@ -68,7 +68,11 @@ type ttScraper struct {
 	live       []*series // scratch, sorted by PID each cycle
 	// ending holds the series whose process is gone, each with the cycles
 	// left in which its staleness point is sent again.
-	ending       []ending
+	ending []ending
+	// devices is what is known of each device; endedDevices names the
+	// devices whose series end this cycle (scratch).
+	devices      map[int]*deviceState
+	endedDevices []string
 	warnedOnlyNS bool
 }
 
@@ -81,6 +85,7 @@ func newScraper(cfg *Config, set receiver.Settings) *ttScraper {
 		now:      time.Now,
 		selfPID:  os.Getpid(),
 		series:   make(map[int]*series),
+		devices:  make(map[int]*deviceState),
 	}
 }
 
@@ -199,19 +204,15 @@ func (s *ttScraper) scrape(ctx context.Context) (pmetric.Metrics, error) {
 	}
 	retired := s.recordEnding(now)
 
+	foreign := s.recordDevices(now, &res)
 	count := len(s.series)
 	if s.countOnly {
 		count = len(res.Processes)
 	}
-	if res.Foreign {
+	if foreign {
 		count++
 	}
 	s.mb.RecordTtProcessCountDataPoint(now, int64(count), s.hostname)
-	for _, d := range res.Devices {
-		if d.Read {
-			s.mb.RecordTtDeviceProcessCountDataPoint(now, int64(d.Holders), s.hostname, strconv.Itoa(d.Number))
-		}
-	}
 	s.warnIfOnlyForeign(&res)
 
 	rb := s.mb.NewResourceBuilder()
@@ -219,6 +220,9 @@ func (s *ttScraper) scrape(ctx context.Context) (pmetric.Metrics, error) {
 	md := s.mb.Emit(metadata.WithResource(rb.Emit()))
 	if retired > 0 {
 		markRetired(md)
+	}
+	if len(s.endedDevices) > 0 {
+		markEndedDevices(md, s.endedDevices)
 	}
 
 	var errs scrapererror.ScrapeErrors
@@ -297,23 +301,9 @@ func newSeries(p *procscan.Process) *series {
 // series lingering for the exporter's five-minute expiry.
 func markRetired(md pmetric.Metrics) {
 	stale := pmetric.DefaultDataPointFlags.WithNoRecordedValue(true)
-	rms := md.ResourceMetrics()
-	for i := 0; i < rms.Len(); i++ {
-		sms := rms.At(i).ScopeMetrics()
-		for j := 0; j < sms.Len(); j++ {
-			ms := sms.At(j).Metrics()
-			for k := 0; k < ms.Len(); k++ {
-				m := ms.At(k)
-				if m.Name() != "tt_process" {
-					continue
-				}
-				dps := m.Gauge().DataPoints()
-				for l := 0; l < dps.Len(); l++ {
-					if dps.At(l).IntValue() == 0 {
-						dps.At(l).SetFlags(stale)
-					}
-				}
-			}
+	forEachPoint(md, "tt_process", func(dp pmetric.NumberDataPoint) {
+		if dp.IntValue() == 0 {
+			dp.SetFlags(stale)
 		}
-	}
+	})
 }
