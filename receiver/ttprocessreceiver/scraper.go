@@ -2,7 +2,9 @@ package ttprocessreceiver // import "github.com/ttkit/ttkit/receiver/ttprocessre
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"regexp"
 	"slices"
@@ -71,9 +73,10 @@ type ttScraper struct {
 	ending []ending
 	// devices is what is known of each device; endedDevices names the
 	// devices whose series end this cycle (scratch).
-	devices      map[int]*deviceState
-	endedDevices []string
-	warnedOnlyNS bool
+	devices         map[int]*deviceState
+	endedDevices    []string
+	warnedOnlyNS    bool
+	warnedNoDevices bool
 }
 
 func newScraper(cfg *Config, set receiver.Settings) *ttScraper {
@@ -214,6 +217,7 @@ func (s *ttScraper) scrape(ctx context.Context) (pmetric.Metrics, error) {
 	}
 	s.mb.RecordTtProcessCountDataPoint(now, int64(count), s.hostname)
 	s.warnIfOnlyForeign(&res)
+	s.warnIfNoDevices(&res)
 
 	rb := s.mb.NewResourceBuilder()
 	rb.SetHostName(s.hostname)
@@ -282,6 +286,24 @@ func (s *ttScraper) warnIfOnlyForeign(res *procscan.Result) {
 	}
 	s.warnedOnlyNS = true
 	s.logger.Warn("Every process holding a Tenstorrent device is listed as PID 0: " + privateNamespaceRemedy)
+}
+
+// warnIfNoDevices warns once when a complete scan finds no device
+// directory: reported as an idle host, but more often a deployment that
+// cannot see the driver.
+func (s *ttScraper) warnIfNoDevices(res *procscan.Result) {
+	if s.warnedNoDevices || !res.Complete || len(res.Devices) > 0 {
+		return
+	}
+	s.warnedNoDevices = true
+	state := "empty"
+	if _, err := os.Stat(s.cfg.DriverPath); errors.Is(err, fs.ErrNotExist) {
+		state = "missing"
+	}
+	s.logger.Warn("The driver directory is "+state+", so this host reports no device and tt_process_count 0. "+
+		"Usually driver_path is wrong, /proc/driver is masked in a container (runtimes mask it by default; "+
+		"the chart's privileged pod unmasks it), or no Tenstorrent KMD is loaded (lsmod | grep tenstorrent)",
+		zap.String("driver_path", s.cfg.DriverPath))
 }
 
 func newSeries(p *procscan.Process) *series {

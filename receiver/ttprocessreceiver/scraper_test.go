@@ -380,13 +380,32 @@ func TestScrape_IncompleteScanRetiresNothing(t *testing.T) {
 	assert.False(t, stale(got["4244"]))
 }
 
+// A missing or empty driver directory is a host with no holders, but it is
+// more often a deployment mistake than an idle host: it is said once, with
+// the path and the usual causes.
 func TestScrape_MissingDriverIsAnEmptyHost(t *testing.T) {
 	t.Parallel()
-	b := setup(t, func(cfg *Config) { cfg.DriverPath = filepath.Join(cfg.DriverPath, "not-loaded") })
-	b.start(t)
-	md := b.scrape(t)
-	assert.Empty(t, points(md, "tt_process"))
-	assert.EqualValues(t, 0, count(t, md))
+	for name, mutate := range map[string]func(*Config){
+		"missing": func(cfg *Config) { cfg.DriverPath = filepath.Join(cfg.DriverPath, "not-loaded") },
+		"empty":   nil,
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, mutate)
+			b.start(t)
+			md := b.scrape(t)
+			assert.Empty(t, points(md, "tt_process"))
+			assert.EqualValues(t, 0, count(t, md))
+			b.scrape(t)
+			warnings := b.logs.FilterLevelExact(zapcore.WarnLevel).All()
+			require.Len(t, warnings, 1, "warned once")
+			assert.Contains(t, warnings[0].Message, name)
+			assert.Equal(t, b.s.cfg.DriverPath, warnings[0].ContextMap()["driver_path"])
+			for _, cause := range []string{"driver_path", "masked", "KMD"} {
+				assert.Contains(t, warnings[0].Message, cause)
+			}
+		})
+	}
 }
 
 func TestScrape_DegradedIdentities(t *testing.T) {
