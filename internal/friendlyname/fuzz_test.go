@@ -31,7 +31,9 @@ func FuzzDerive(f *testing.F) {
 			// Only a Python interpreter given -c (alone or in a cluster
 			// such as -uc) earns the name.
 			if !anyToken(line, func(tok string) bool { return isPython(basename(tok)) }) ||
-				!anyToken(line, func(tok string) bool { return isOption(tok) && !strings.HasPrefix(tok, "--") && strings.Contains(tok, "c") }) {
+				!anyToken(line, func(tok string) bool {
+					return isOption(tok) && !strings.HasPrefix(tok, "--") && strings.Contains(tok, "c")
+				}) {
 				t.Fatalf("Derive(%q) = %q without a Python interpreter and a -c", line, got)
 			}
 		case got == pytestName && !strings.Contains(line, pytestName):
