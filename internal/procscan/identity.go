@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 
 	"github.com/ttkit/ttkit/internal/friendlyname"
 )
@@ -155,17 +156,39 @@ func (r *reader) readIdentity(pid int, dir string) Identity {
 }
 
 // cmdlineIdentity names a process from its non-empty raw cmdline. The redact
-// hook sees the sanitized command line, and its output is sanitized again so
-// that whatever it returns keeps the label bounds; the friendly name is then
-// derived from exactly the command line reported, so one is always a
-// substring of the other.
+// hook sees the sanitized command line with ArgSpace for spaces inside an
+// argument, and its output is sanitized again so that whatever it returns
+// keeps the label bounds; the friendly name is then derived from exactly the
+// command line reported, so one is always a substring of the other, and is
+// never a redacted token when another can be had.
 func (r *reader) cmdlineIdentity(pid int, raw []byte) Identity {
-	cl := Sanitize(raw)
-	if cl != "" && r.redact != nil {
-		cl = Sanitize([]byte(r.redact(cl)))
+	var cl string
+	if r.redact == nil {
+		cl = Sanitize(raw)
+	} else if marked := sanitize(raw, ArgSpace); marked != "" {
+		cl = Sanitize([]byte(strings.ReplaceAll(r.redact(marked), string(rune(ArgSpace)), " ")))
 	}
 	if cl == "" {
 		return Identity{PID: pid, CommandLine: Unknown, FriendlyName: Unknown, Source: SourceCmdline}
 	}
-	return Identity{PID: pid, CommandLine: cl, FriendlyName: friendlyname.Derive(cl), Source: SourceCmdline}
+	name := friendlyname.Derive(cl)
+	if r.redact != nil && strings.Contains(name, RedactedMark) {
+		if better := friendlyname.Derive(withoutRedacted(cl)); better != Unknown && !strings.Contains(better, RedactedMark) {
+			name = better
+		}
+	}
+	return Identity{PID: pid, CommandLine: cl, FriendlyName: name, Source: SourceCmdline}
+}
+
+// withoutRedacted drops the tokens of cl that hold RedactedMark. Every token
+// left is still a token of cl.
+func withoutRedacted(cl string) string {
+	toks := strings.Fields(cl)
+	kept := toks[:0]
+	for _, tok := range toks {
+		if !strings.Contains(tok, RedactedMark) {
+			kept = append(kept, tok)
+		}
+	}
+	return strings.Join(kept, " ")
 }

@@ -47,10 +47,11 @@ type Options struct {
 	SelfPID int
 	// Redact, when set, rewrites a sanitized command line before it is
 	// reported and before the friendly name is derived from it (the receiver
-	// replaces command_line_redact matches with "***"). Its output is
-	// sanitized again. It is called once per newly seen process, and only for
-	// identities read from cmdline. It may be called from several
-	// goroutines at once.
+	// replaces command_line_redact matches with RedactedMark). It sees a
+	// space inside an argument as ArgSpace, so a pattern can take a whole
+	// argument with \S+. Its output is sanitized again. It is called once per
+	// newly seen process, and only for identities read from cmdline. It may
+	// be called from several goroutines at once.
 	Redact func(commandLine string) string
 	// ReadTimeout bounds how long a scan waits for the identities it reads.
 	// A read of /proc/<pid>/cmdline blocks while the target is stuck in the

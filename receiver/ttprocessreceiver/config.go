@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"time"
 
 	"go.opentelemetry.io/collector/confmap"
@@ -46,9 +47,13 @@ type Config struct {
 
 	// CommandLineRedact lists regular expressions whose matches in a
 	// command line are replaced by *** before the command_line label is set
-	// and the friendly name derived. A process chooses its own command
+	// and the friendly name derived; an expression with capturing groups
+	// has only its groups' text replaced. A process chooses its own command
 	// line, so a secret passed as an argument (--token=..., a password in a
-	// URL) would otherwise be stored in Prometheus.
+	// URL) would otherwise be stored in Prometheus. The expressions see a
+	// space inside one argument as \x1f (procscan.ArgSpace), so \S+ takes a
+	// whole argument even where it held spaces. Default defaultRedactions;
+	// an empty list turns redaction off.
 	CommandLineRedact []string `mapstructure:"command_line_redact"`
 
 	// prevent unkeyed literal initialization
@@ -122,6 +127,18 @@ func (cfg *Config) scrapeTimeout() time.Duration {
 	return cfg.CollectionInterval
 }
 
+// defaultRedactions is the default command_line_redact: the value of any
+// option or assignment whose name mentions a password, secret, token,
+// credentials or an API, access or private key (--password "correct horse",
+// --db-password=pw, --auth-token x, API_KEY=x), and the userinfo of any URL
+// (https://user:secret@host becomes https://***@host). A configured list
+// replaces it, so repeat these to extend them.
+var defaultRedactions = []string{
+	`(?i)(?:^|\s)-{1,2}[\w.-]*(?:password|passwd|passphrase|secret|token|credentials?|api[-_]?key|access[-_]?key|private[-_]?key)[\w.-]*[= ](\S+)`,
+	`(?i)(?:^|\s)[\w.]*(?:password|passwd|passphrase|secret|token|credentials?|api[-_]?key|access[-_]?key|private[-_]?key)[\w.]*=(\S+)`,
+	`(?i)\b[a-z][a-z0-9+.-]*://([^/@\s]+)@`,
+}
+
 func createDefaultConfig() *Config {
 	cc := scraperhelper.NewDefaultControllerConfig()
 	cc.CollectionInterval = defaultCollectionInterval
@@ -131,5 +148,6 @@ func createDefaultConfig() *Config {
 		MetricsBuilderConfig: metadata.NewDefaultMetricsBuilderConfig(),
 		DriverPath:           defaultDriverPath,
 		ProcPath:             defaultProcPath,
+		CommandLineRedact:    slices.Clone(defaultRedactions),
 	}
 }

@@ -83,7 +83,7 @@ func TestDefaultConfig(t *testing.T) {
 	assert.Equal(t, "/proc/driver/tenstorrent", cfg.DriverPath)
 	assert.Equal(t, "/proc", cfg.ProcPath)
 	assert.Empty(t, cfg.Hostname)
-	assert.Empty(t, cfg.CommandLineRedact)
+	assert.Equal(t, defaultRedactions, cfg.CommandLineRedact, "redaction is on by default")
 	assert.True(t, cfg.Metrics.TtProcess.Enabled)
 	assert.True(t, cfg.Metrics.TtProcessCount.Enabled)
 	assert.False(t, cfg.Metrics.TtDeviceProcessCount.Enabled, "tt_device_process_count is opt-in")

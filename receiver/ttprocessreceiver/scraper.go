@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
@@ -142,17 +143,39 @@ func (s *ttScraper) shutdown(context.Context) error {
 	return s.scanner.Close()
 }
 
-// redactor replaces every match of every expression with ***, in order.
+// redactor replaces, for every expression in order, each match with
+// procscan.RedactedMark, or, when the expression has capturing groups, only
+// the text of each group that took part in the match: so
+// --password[= ](\S+) keeps the option's name and hides its value.
 func redactor(res []*regexp.Regexp) func(string) string {
 	if len(res) == 0 {
 		return nil
 	}
 	return func(cmdline string) string {
 		for _, re := range res {
-			cmdline = re.ReplaceAllLiteralString(cmdline, "***")
+			cmdline = redactOne(re, cmdline)
 		}
 		return cmdline
 	}
+}
+
+func redactOne(re *regexp.Regexp, s string) string {
+	if re.NumSubexp() == 0 {
+		return re.ReplaceAllLiteralString(s, procscan.RedactedMark)
+	}
+	var b strings.Builder
+	last := 0
+	for _, m := range re.FindAllStringSubmatchIndex(s, -1) {
+		for g := 2; g+1 < len(m); g += 2 {
+			if from, to := m[g], m[g+1]; from >= last && to > from {
+				b.WriteString(s[last:from])
+				b.WriteString(procscan.RedactedMark)
+				last = to
+			}
+		}
+	}
+	b.WriteString(s[last:])
+	return b.String()
 }
 
 func (s *ttScraper) scrape(ctx context.Context) (pmetric.Metrics, error) {

@@ -60,7 +60,7 @@ func TestOtelcolTTWithPrometheus(t *testing.T) {
 	train, pytest, sleeper := work[0], work[1], work[2]
 	writeFile(t, filepath.Join(dir, "serve.py"), "import sys\nsys.stdin.read()\n")
 	secret := kmdtest.Start(t, dir, nil, "python3", "serve.py", "--token=hunter2")
-	secret.FriendlyName, secret.CommandLine = "serve.py", "python3 serve.py ***"
+	secret.FriendlyName, secret.CommandLine = "serve.py", "python3 serve.py --token=***"
 	work = append(work, secret)
 
 	// The host tree: several devices, duplicate lines (one per open fd),
