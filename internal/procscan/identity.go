@@ -133,7 +133,7 @@ func parseUint(b []byte, limit uint64) (uint64, bool) {
 // directory dir (/proc/<pid>): cmdline, else comm, else the PID itself.
 func (r *reader) readIdentity(pid int, dir string) Identity {
 	cmdlinePath := dir + "/cmdline"
-	raw, cmdlineErr := readFile(cmdlinePath, &r.buf, maxCmdlineRead)
+	raw, cmdlineErr := readCmdline(cmdlinePath, &r.buf)
 	if cmdlineErr == nil && len(raw) > 0 {
 		return r.cmdlineIdentity(pid, raw)
 	}
@@ -144,7 +144,14 @@ func (r *reader) readIdentity(pid int, dir string) Identity {
 	commPath := dir + "/comm"
 	raw, commErr := readFile(commPath, &r.buf, maxCommRead)
 	if commErr == nil {
-		if comm := Sanitize(bytes.TrimSuffix(raw, []byte("\n"))); comm != "" {
+		raw = bytes.TrimSuffix(raw, []byte("\n"))
+		comm := Sanitize(raw)
+		if comm == "" && len(raw) > 0 {
+			// Read, but nothing printable: the spec's answer for a name
+			// that sanitizes to nothing, not the PID.
+			comm = Unknown
+		}
+		if comm != "" {
 			return Identity{PID: pid, CommandLine: comm, FriendlyName: comm, Source: SourceComm}
 		}
 		commErr = fmt.Errorf("%s is empty", commPath)

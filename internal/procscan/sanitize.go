@@ -16,9 +16,9 @@ const Unknown = "<unknown>"
 // command line, in the order DESIGN.md fixes: NUL separators become spaces,
 // trailing NULs and spaces are trimmed, every byte outside printable ASCII
 // (0x20-0x7E) is dropped, and the result is cut to [MaxCommandLine] bytes.
-// Trailing spaces left behind by a dropped byte or by the cut are trimmed
-// too, so a label never ends in blank space and a line of nothing but
-// control bytes is empty. It returns "" when nothing is left; callers render
+// Leading spaces, and trailing ones left behind by a dropped byte or by the
+// cut, are trimmed too, so a label never begins or ends in blank space and a
+// line of nothing but control bytes is empty. It returns "" when nothing is left; callers render
 // that as [Unknown].
 //
 // Like ps, the rendering is not reversible: an argument containing a space
@@ -51,6 +51,9 @@ func sanitize(raw []byte, argSpace byte) string {
 			break
 		}
 		switch {
+		case out.Len() == 0 && (c == 0 || c == ' '):
+			// Leading blanks (an empty argv[0], or one of only
+			// non-printable bytes) are trimmed like trailing ones.
 		case c == 0:
 			out.WriteByte(' ')
 		case c == ' ':

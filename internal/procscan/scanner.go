@@ -18,10 +18,11 @@ const (
 )
 
 const (
-	// maxCmdlineRead bounds how much of /proc/<pid>/cmdline is read. The
-	// label keeps 256 bytes; the rest only matters if the first 64 KiB are
-	// almost all dropped as non-printable.
-	maxCmdlineRead = 64 << 10
+	// maxCmdlineRead bounds how much of /proc/<pid>/cmdline is read: the
+	// kernel's bound on a process's argument vector (a quarter of an 8 MiB
+	// stack limit times three, 6 MiB). readCmdline stops far earlier on any
+	// line whose first bytes are printable.
+	maxCmdlineRead = 6 << 20
 	// maxCommRead bounds /proc/<pid>/comm (the kernel keeps at most 64 bytes).
 	maxCommRead = 256
 	// statBufSize holds /proc/<pid>/stat through field 22: a 64-byte comm

@@ -143,6 +143,10 @@ func createDefaultConfig() *Config {
 	cc := scraperhelper.NewDefaultControllerConfig()
 	cc.CollectionInterval = defaultCollectionInterval
 	cc.Timeout = defaultTimeout
+	// The first scan at start, not a second later: a reload (SIGHUP)
+	// rebuilds the pipeline with an empty Prometheus exporter, and until
+	// the first scan /metrics would hold no tt_process at all.
+	cc.InitialDelay = 0
 	return &Config{
 		ControllerConfig:     cc,
 		MetricsBuilderConfig: metadata.NewDefaultMetricsBuilderConfig(),

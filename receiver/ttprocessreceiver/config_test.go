@@ -80,6 +80,9 @@ func TestDefaultConfig(t *testing.T) {
 	t.Parallel()
 	cfg := createDefaultConfig()
 	assert.Equal(t, 10*time.Second, cfg.CollectionInterval)
+	// A reload (SIGHUP) restarts the pipeline with an empty exporter: the
+	// first scan comes at once rather than after the controller's 1s.
+	assert.Zero(t, cfg.InitialDelay)
 	assert.Equal(t, "/proc/driver/tenstorrent", cfg.DriverPath)
 	assert.Equal(t, "/proc", cfg.ProcPath)
 	assert.Empty(t, cfg.Hostname)

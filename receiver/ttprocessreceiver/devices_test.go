@@ -76,3 +76,24 @@ func TestScrape_DeviceCountHeldOrEnded(t *testing.T) {
 	}
 	assert.NotContains(t, got, "1", "and is then forgotten")
 }
+
+// Two ttprocess receivers reporting the same hostname would overwrite each
+// other's tt_process_count in Prometheus: the second to start warns.
+func TestScrape_TwoReceiversOneHostnameWarn(t *testing.T) {
+	t.Parallel()
+	first := setup(t, func(cfg *Config) { cfg.Hostname = "twin-host" })
+	first.start(t)
+	second := setup(t, func(cfg *Config) { cfg.Hostname = "twin-host" })
+	second.start(t)
+	warnings := second.logs.FilterMessageSnippet("same hostname").All()
+	require.Len(t, warnings, 1)
+	assert.Equal(t, "twin-host", warnings[0].ContextMap()["hostname"])
+	assert.Empty(t, first.logs.FilterMessageSnippet("same hostname").All())
+
+	// Once the first is shut down, a third with that name is alone.
+	require.NoError(t, first.s.shutdown(context.Background()))
+	require.NoError(t, second.s.shutdown(context.Background()))
+	third := setup(t, func(cfg *Config) { cfg.Hostname = "twin-host" })
+	third.start(t)
+	assert.Empty(t, third.logs.FilterMessageSnippet("same hostname").All())
+}

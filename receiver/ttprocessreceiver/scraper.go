@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
@@ -76,6 +77,7 @@ type ttScraper struct {
 	// devices whose series end this cycle (scratch).
 	devices         map[int]*deviceState
 	endedDevices    []string
+	registered      bool // counted in hostnames
 	warnedOnlyNS    bool
 	warnedNoDevices bool
 }
@@ -105,6 +107,13 @@ func (s *ttScraper) start(context.Context, component.Host) error {
 	redactions, err := compileRedactions(s.cfg.CommandLineRedact)
 	if err != nil {
 		return err
+	}
+	s.registered = true
+	if others := hostnames.claim(s.hostname); others > 0 {
+		s.logger.Warn("Another ttprocess receiver in this collector reports the same hostname: their "+
+			"tt_process_count and tt_device_process_count series are the same and overwrite each other. "+
+			"Give each receiver its own hostname setting",
+			zap.String("hostname", s.hostname), zap.String("driver_path", s.cfg.DriverPath))
 	}
 	self := s.selfPID
 	if err := procscan.CheckPIDNamespace(s.cfg.ProcPath, self); err != nil {
@@ -137,10 +146,41 @@ func (s *ttScraper) start(context.Context, component.Host) error {
 }
 
 func (s *ttScraper) shutdown(context.Context) error {
+	if s.registered {
+		s.registered = false
+		hostnames.release(s.hostname)
+	}
 	if s.scanner == nil {
 		return nil
 	}
 	return s.scanner.Close()
+}
+
+// hostnames counts the running ttprocess receivers of this process by the
+// hostname they report. Two with one hostname write the same
+// tt_process_count{hostname} series, each overwriting the other's value.
+var hostnames = hostnameRegistry{n: make(map[string]int)}
+
+type hostnameRegistry struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+// claim registers one more receiver reporting hostname and returns how many
+// already did.
+func (r *hostnameRegistry) claim(hostname string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.n[hostname]++
+	return r.n[hostname] - 1
+}
+
+func (r *hostnameRegistry) release(hostname string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.n[hostname]--; r.n[hostname] <= 0 {
+		delete(r.n, hostname)
+	}
 }
 
 // redactor replaces, for every expression in order, each match with

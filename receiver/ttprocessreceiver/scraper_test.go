@@ -6,6 +6,7 @@ import (
 	"flag"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -42,7 +43,10 @@ func setup(t *testing.T, mutate func(*Config)) *testBundle {
 	cfg := createDefaultConfig()
 	cfg.DriverPath = host.driver.Dir
 	cfg.ProcPath = host.proc
-	cfg.Hostname = "bh-glx-c09u02"
+	// One hostname per test: receivers of one process that share a
+	// hostname warn (see TestScrape_TwoReceiversOneHostnameWarn), and the
+	// tests run in parallel in one process.
+	cfg.Hostname = "h-" + strings.ReplaceAll(t.Name(), "/", "-")
 	if mutate != nil {
 		mutate(cfg)
 	}
@@ -160,7 +164,10 @@ func populate(h *fakeHost) {
 
 func TestScrape_Golden(t *testing.T) {
 	t.Parallel()
-	b := setup(t, func(cfg *Config) { cfg.Metrics.TtDeviceProcessCount.Enabled = true })
+	b := setup(t, func(cfg *Config) {
+		cfg.Metrics.TtDeviceProcessCount.Enabled = true
+		cfg.Hostname = "bh-glx-c09u02"
+	})
 	populate(b.host)
 	b.start(t)
 	md := b.scrape(t)
@@ -245,7 +252,7 @@ func livePoints(md pmetric.Metrics) []pmetric.NumberDataPoint {
 // TestIntegration_RemovalSurvivesARefusedBatch), then never again.
 func TestScrape_GoneProcessEmitsStalenessPoints(t *testing.T) {
 	t.Parallel()
-	b := setup(t, nil)
+	b := setup(t, func(cfg *Config) { cfg.Hostname = "bh-glx-c09u02" }) // as in the golden file
 	b.host.process(4242, 9001, "python3", "python3", "train.py")
 	b.host.process(4243, 9002, "sleep", "sleep", "600")
 	b.host.pids(0, 4242, 4243)
@@ -448,5 +455,5 @@ func TestScrape_ResourceHostName(t *testing.T) {
 	require.Equal(t, 1, md.ResourceMetrics().Len())
 	v, ok := md.ResourceMetrics().At(0).Resource().Attributes().Get("host.name")
 	require.True(t, ok)
-	assert.Equal(t, "bh-glx-c09u02", v.Str())
+	assert.Equal(t, b.s.cfg.Hostname, v.Str())
 }

@@ -200,8 +200,7 @@ func startCollector(t *testing.T, dir, otelcol, name, driver, hostname string) s
 		"OTELCOL_TT_HOSTNAME=" + hostname,
 	}
 	startServer(t, "otelcol-tt-"+name, dir, env, otelcol, "--config="+config,
-		"--set=receivers::ttprocess::collection_interval="+collectionInterval.String(),
-		"--set=receivers::ttprocess::initial_delay=0s")
+		"--set=receivers::ttprocess::collection_interval="+collectionInterval.String())
 	waitHTTP(t, "http://"+health+"/")
 	// The collector's own metrics, on the port the variable moved them to.
 	waitHTTP(t, fmt.Sprintf("http://127.0.0.1:%d/metrics", telemetry))
