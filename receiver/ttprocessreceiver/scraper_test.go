@@ -443,8 +443,9 @@ func TestScrape_CommandLineRedact(t *testing.T) {
 	assert.Equal(t, "python3 serve.py *** --db postgres***db/x", attr(got["4242"], "command_line"))
 	assert.Equal(t, "serve.py", attr(got["4242"], "friendly_name"))
 	// The friendly name is derived after redaction, so it stays a
-	// substring of the label.
+	// substring of the label, and it is not the redacted token.
 	assert.Equal(t, "python3 *** fetch.py", attr(got["4243"], "command_line"))
+	assert.Equal(t, "fetch.py", attr(got["4243"], "friendly_name"))
 }
 
 func TestScrape_ResourceHostName(t *testing.T) {
