@@ -88,10 +88,6 @@ func (cfg *Config) Validate() error {
 	if cfg.CollectionInterval <= 0 {
 		errs = append(errs, fmt.Errorf("collection_interval must be positive: %s", cfg.CollectionInterval))
 	}
-	if cfg.Timeout > cfg.CollectionInterval && cfg.CollectionInterval > 0 {
-		errs = append(errs, fmt.Errorf("timeout %s must not exceed collection_interval %s: a scrape must end before the next begins",
-			cfg.Timeout, cfg.CollectionInterval))
-	}
 	if !filepath.IsAbs(cfg.DriverPath) {
 		errs = append(errs, fmt.Errorf("driver_path must be absolute: %q", cfg.DriverPath))
 	}
@@ -117,26 +113,14 @@ func compileRedactions(exprs []string) ([]*regexp.Regexp, error) {
 	return res, nil
 }
 
-// scrapeTimeout is how long a scrape may take: timeout, or the collection
-// interval when timeout is 0 (the controller's "no deadline"), since no
-// scrape may outlast the cycle it belongs to.
+// scrapeTimeout is how long a scrape may take: timeout, capped at the
+// collection interval (and the interval when timeout is 0, the controller's
+// "no deadline"), since no scrape may outlast the cycle it belongs to.
 func (cfg *Config) scrapeTimeout() time.Duration {
-	if cfg.Timeout > 0 {
+	if cfg.Timeout > 0 && cfg.Timeout < cfg.CollectionInterval {
 		return cfg.Timeout
 	}
 	return cfg.CollectionInterval
-}
-
-// defaultRedactions is the default command_line_redact: the value of any
-// option or assignment whose name mentions a password, secret, token,
-// credentials or an API, access or private key (--password "correct horse",
-// --db-password=pw, --auth-token x, API_KEY=x), and the userinfo of any URL
-// (https://user:secret@host becomes https://***@host). A configured list
-// replaces it, so repeat these to extend them.
-var defaultRedactions = []string{
-	`(?i)(?:^|\s)-{1,2}[\w.-]*(?:password|passwd|passphrase|secret|token|credentials?|api[-_]?key|access[-_]?key|private[-_]?key)[\w.-]*[= ](\S+)`,
-	`(?i)(?:^|\s)[\w.]*(?:password|passwd|passphrase|secret|token|credentials?|api[-_]?key|access[-_]?key|private[-_]?key)[\w.]*=(\S+)`,
-	`(?i)\b[a-z][a-z0-9+.-]*://([^/@\s]+)@`,
 }
 
 func createDefaultConfig() *Config {

@@ -92,3 +92,19 @@ func TestDefaultConfig(t *testing.T) {
 	assert.False(t, cfg.Metrics.TtDeviceProcessCount.Enabled, "tt_device_process_count is opt-in")
 	require.NoError(t, confmap.Validate(cfg))
 }
+
+// A scrape never outlasts its cycle: timeout is capped at the collection
+// interval, and 0 (the controller's "no deadline") means the interval.
+func TestScrapeTimeout(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ timeout, interval, want time.Duration }{
+		{5 * time.Second, 10 * time.Second, 5 * time.Second},
+		{5 * time.Second, time.Second, time.Second},
+		{0, 10 * time.Second, 10 * time.Second},
+	} {
+		cfg := createDefaultConfig()
+		cfg.Timeout, cfg.CollectionInterval = tc.timeout, tc.interval
+		require.NoError(t, confmap.Validate(cfg))
+		assert.Equal(t, tc.want, cfg.scrapeTimeout(), "timeout %s, interval %s", tc.timeout, tc.interval)
+	}
+}
