@@ -123,6 +123,18 @@ func (cfg *Config) scrapeTimeout() time.Duration {
 	return cfg.CollectionInterval
 }
 
+// defaultRedactions is the default command_line_redact: the value of any
+// option or assignment whose name mentions a password, secret, token,
+// credentials or an API, access or private key (--password "correct horse",
+// --db-password=pw, --auth-token x, API_KEY=x), and the userinfo of any URL
+// (https://user:secret@host becomes https://***@host). A configured list
+// replaces it, so repeat these to extend them.
+var defaultRedactions = []string{
+	`(?i)(?:^|\s)-{1,2}[\w.-]*(?:password|passwd|passphrase|secret|token|credentials?|api[-_]?key|access[-_]?key|private[-_]?key)[\w.-]*[= ](\S+)`,
+	`(?i)(?:^|\s)[\w.]*(?:password|passwd|passphrase|secret|token|credentials?|api[-_]?key|access[-_]?key|private[-_]?key)[\w.]*=(\S+)`,
+	`(?i)\b[a-z][a-z0-9+.-]*://([^/@\s]+)@`,
+}
+
 func createDefaultConfig() *Config {
 	cc := scraperhelper.NewDefaultControllerConfig()
 	cc.CollectionInterval = defaultCollectionInterval
