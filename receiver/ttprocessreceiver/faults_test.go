@@ -211,3 +211,33 @@ func TestScrape_ProcPathOfAnotherNamespaceNamesNothing(t *testing.T) {
 	assert.Contains(t, errs[0].Message, "hostPID: true")
 	assert.Contains(t, errs[0].Message, b.host.proc)
 }
+
+// The neighbour of TestScrape_ExitedHolderKeepsItsLabels: the holder's only
+// device cannot be read in the cycle it exits, so the scanner forgets it;
+// when the device reads again, the driver still lists the PID, and the
+// scanner meets it as new with nothing to read. The series still keeps its
+// labels: nothing shows another process holds the PID.
+func TestScrape_ExitedHolderOnAnUnreadableDeviceKeepsItsLabels(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	b.host.process(4242, 9001, "python3", "python3", "train.py")
+	b.host.pids(1, 4242)
+	b.start(t)
+	require.Equal(t, "train.py", attr(processPoints(t, b.scrape(t))["4242"], "friendly_name"))
+
+	// It exits (its stat reads nothing any more) while device 1 is unreadable.
+	b.host.write(filepath.Join(b.host.proc, "4242", "stat"), "")
+	require.NoError(t, os.Remove(filepath.Join(b.host.proc, "4242", "cmdline")))
+	require.NoError(t, os.Remove(filepath.Join(b.host.proc, "4242", "comm")))
+	b.host.breakPids(1)
+	_, err := b.s.scrape(context.Background())
+	require.Error(t, err)
+
+	b.host.pids(1, 4242)
+	for range 2 {
+		dps := points(b.scrape(t), "tt_process")
+		require.Len(t, dps, 1, "no PID-named twin")
+		assert.False(t, stale(dps[0]))
+		assert.Equal(t, "train.py", attr(dps[0], "friendly_name"))
+	}
+}

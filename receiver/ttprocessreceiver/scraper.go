@@ -232,7 +232,16 @@ func (s *ttScraper) scrape(ctx context.Context) (pmetric.Metrics, error) {
 	for i := range named {
 		p := &named[i]
 		cur, ok := s.series[p.PID]
+		// A series is only replaced by an identity that proves another
+		// process: one read with a start time. The PID fallback of a
+		// process that could not be read (it exited while the driver
+		// still lists it) or is still being read proves nothing.
+		unverified := p.Identity.Pending || (p.Identity.Source == procscan.SourcePID && p.Identity.StartTime == 0)
 		renamed := ok && cur.provisional && !p.Identity.Pending
+		if ok && !cur.provisional && unverified {
+			cur.seen = s.generation
+			continue
+		}
 		if ok && (cur.startTime != p.Identity.StartTime || renamed) {
 			// The PID was reused by another process, or a provisionally
 			// named process has its real identity now: the old series ends,
