@@ -97,3 +97,19 @@ func TestScrape_TwoReceiversOneHostnameWarn(t *testing.T) {
 	third.start(t)
 	assert.Empty(t, third.logs.FilterMessageSnippet("same hostname").All())
 }
+
+// The count-only mode (proc_path of another namespace) holds its count on
+// an incomplete scan too: the unread device's holders still count.
+func TestScrape_CountOnlyHoldsOnIncompleteScan(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	b.host.selfIs(777) // another namespace's procfs: count only
+	b.host.pids(0, 4242)
+	b.host.pids(1, 4243, 4244)
+	b.start(t)
+	require.EqualValues(t, 3, count(t, b.scrape(t)))
+	b.host.breakPids(1)
+	md, err := b.s.scrape(context.Background())
+	require.Error(t, err)
+	assert.EqualValues(t, 3, count(t, md))
+}

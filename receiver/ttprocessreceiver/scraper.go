@@ -66,6 +66,9 @@ type ttScraper struct {
 	// countOnly is set when proc_path is of another PID namespace: no
 	// process is named, only counted.
 	countOnly bool
+	// countOnlyHeld is the holder count a count-only scraper reports while
+	// a scan is incomplete.
+	countOnlyHeld int
 
 	generation uint64
 	series     map[int]*series
@@ -282,7 +285,12 @@ func (s *ttScraper) scrape(ctx context.Context) (pmetric.Metrics, error) {
 	foreign := s.recordDevices(now, &res)
 	count := len(s.series)
 	if s.countOnly {
-		count = len(res.Processes)
+		// No series to hold: hold the count itself while a scan is
+		// incomplete (new holders on the devices read still raise it).
+		if res.Complete || len(res.Processes) > s.countOnlyHeld {
+			s.countOnlyHeld = len(res.Processes)
+		}
+		count = s.countOnlyHeld
 	}
 	if foreign {
 		count++
