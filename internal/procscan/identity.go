@@ -56,7 +56,9 @@ type Identity struct {
 	// Source says which of the above applies.
 	Source Source
 	// StartTime is field 22 of /proc/<pid>/stat, the process start time in
-	// clock ticks since boot, or 0 when the stat file could not be read.
+	// clock ticks since boot, or 0 when the stat file could not be read. A
+	// pending identity carries it when it is known: the PID was seen to
+	// pass to another process whose name is still being read.
 	// Together with PID it identifies a process across PID reuse.
 	StartTime uint64
 	// Pending reports a PID-fallback identity given because the read of the

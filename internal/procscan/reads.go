@@ -218,7 +218,7 @@ func (s *Scanner) apply(j *readJob) {
 		return
 	}
 	s.release(e)
-	e.id, e.startOK, e.named = j.id, j.startOK, true
+	e.id, e.startOK, e.named, e.nextStart = j.id, j.startOK, true, 0
 	if j.startOK && s.held < s.maxHeld {
 		e.statFD, j.fd = j.fd, -1
 		s.held++
@@ -232,7 +232,7 @@ func (e *entry) reported() Identity {
 		return e.id
 	}
 	id := pidIdentity(e.pid, ErrReadPending)
-	id.Pending = true
+	id.Pending, id.StartTime = true, e.nextStart
 	return id
 }
 

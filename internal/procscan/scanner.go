@@ -132,6 +132,9 @@ type entry struct {
 	statFD int
 	// job is the identity read in flight for this PID: there is at most one.
 	job *readJob
+	// nextStart is the start time of a process seen to have taken the PID
+	// over, reported with the pending identity until its read returns.
+	nextStart uint64
 	// gen is the last scan that listed the PID; devices lists its devices in
 	// that scan, in ascending order because devices are read in that order.
 	gen     uint64
@@ -289,9 +292,11 @@ func (s *Scanner) scan() Result {
 		case !e.named || e.id.Source == SourceComm:
 			s.dispatch(e)
 		default:
-			if s.check(e) == replaced {
+			if live, start := s.check(e); live == replaced {
+				// Another process holds the PID: its start time is
+				// known now, its name once the read returns.
 				s.release(e)
-				e.named = false
+				e.named, e.nextStart = false, start
 				s.dispatch(e)
 			}
 		}
@@ -367,34 +372,36 @@ const (
 )
 
 // check tells whether e's PID still names the process whose identity is
-// cached (see ScanContext for the rules).
-func (s *Scanner) check(e *entry) liveness {
+// cached (see ScanContext for the rules) and, when another process holds
+// it, that process's start time.
+func (s *Scanner) check(e *entry) (liveness, uint64) {
 	if e.statFD >= 0 {
 		start, err := s.rd.preadStart(e.statFD)
 		if err == nil {
 			if start == e.id.StartTime {
-				return alive
+				return alive, 0
 			}
-			return replaced
+			return replaced, start
 		}
 		// The process behind the descriptor is gone; whoever holds the
 		// PID now is checked by path.
 		s.release(e)
-		if _, err := s.rd.readStart(e.pid); err != nil {
-			return gone
+		start, err = s.rd.readStart(e.pid)
+		if err != nil {
+			return gone, 0
 		}
-		return replaced
+		return replaced, start
 	}
 	start, err := s.rd.readStart(e.pid)
 	switch {
 	case err != nil && !e.startOK:
-		return alive // never verifiable: trusted as it is
+		return alive, 0 // never verifiable: trusted as it is
 	case err != nil:
-		return gone
+		return gone, 0
 	case !e.startOK || start != e.id.StartTime:
-		return replaced
+		return replaced, start
 	}
-	return alive
+	return alive, 0
 }
 
 // processes builds Result.Processes from the sorted listed entries. All
@@ -426,7 +433,12 @@ func (s *Scanner) forget(complete bool) {
 		if e.gen == s.gen {
 			continue
 		}
-		if complete || !e.named || s.countOnly || s.check(e) != alive {
+		if complete || !e.named || s.countOnly {
+			s.release(e)
+			delete(s.cache, pid)
+			continue
+		}
+		if live, _ := s.check(e); live != alive {
 			s.release(e)
 			delete(s.cache, pid)
 		}

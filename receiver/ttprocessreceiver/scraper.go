@@ -236,10 +236,11 @@ func (s *ttScraper) scrape(ctx context.Context) (pmetric.Metrics, error) {
 		p := &named[i]
 		cur, ok := s.series[p.PID]
 		// A series is only replaced by an identity that proves another
-		// process: one read with a start time. The PID fallback of a
+		// process: one with a start time read. The PID fallback of a
 		// process that could not be read (it exited while the driver
-		// still lists it) or is still being read proves nothing.
-		unverified := p.Identity.Pending || (p.Identity.Source == procscan.SourcePID && p.Identity.StartTime == 0)
+		// still lists it), or of one still being read whose start time is
+		// unknown, proves nothing.
+		unverified := p.Identity.Source == procscan.SourcePID && p.Identity.StartTime == 0
 		renamed := ok && cur.provisional && !p.Identity.Pending
 		if ok && !cur.provisional && unverified {
 			cur.seen = s.generation

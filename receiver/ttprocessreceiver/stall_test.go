@@ -150,3 +150,24 @@ func filterPID(md pmetric.Metrics, pid string) pmetric.Metrics {
 	})
 	return out
 }
+
+// A PID reused by a process whose command line read blocks: the start time
+// proves another process, so the old series ends at once and the new one is
+// reported under its PID until its read returns.
+func TestScrape_ReusedPIDWithStuckRead(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(cfg *Config) { cfg.Timeout = 400 * time.Millisecond })
+	b.host.process(4242, 9001, "python3", "python3", "train.py")
+	b.host.pids(0, 4242)
+	b.start(t)
+	require.Equal(t, "train.py", attr(processPoints(t, b.scrape(t))["4242"], "friendly_name"))
+
+	b.host.process(4242, 12345, "python3", "python3", "eval.py")
+	release := fifo(t, filepath.Join(b.host.proc, "4242", "cmdline"))
+	md, err := scrapeWithin(t, b, 5*time.Second)
+	require.NoError(t, err)
+	old, fresh := replaced(t, md)
+	assert.Equal(t, "train.py", attr(old, "friendly_name"), "the old process's series ends")
+	assert.Equal(t, "4242", attr(fresh, "friendly_name"), "the new one is named after its PID for now")
+	release("python3\x00eval.py\x00")
+}
