@@ -39,11 +39,30 @@ ratio() {
 		}' "$out"
 }
 
+# scaling NAME SMALL LARGE prints NAME/LARGE's ns/op over NAME/SMALL's next
+# to the linear ratio LARGE/SMALL and the quadratic one; within twice the
+# linear ratio passes.
+scaling() {
+	awk -v a="$1/$3" -v b="$1/$2" -v lin="$(($3 / $2))" '
+		function nsop(line,   i, f) { n = split(line, f, /[ \t]+/); for (i = 2; i < n; i++) if (f[i+1] == "ns/op") return f[i]; return 0 }
+		$1 ~ "^Benchmark" a "(-[0-9]+)?$" { x = nsop($0) }
+		$1 ~ "^Benchmark" b "(-[0-9]+)?$" { y = nsop($0) }
+		END {
+			if (x == 0 || y == 0) { printf "  %-36s missing from this run\n", a; exit }
+			r = x / y
+			printf "  %-36s %10.0f ns/op = %.2fx %s (linear %dx, quadratic %dx; target <= %dx) %s\n", a, x, r, b, lin, lin * lin, 2 * lin, (r <= 2 * lin ? "pass" : "MISS")
+		}' "$out"
+}
+
 echo
 echo "== Ratios to floors, measured in this run =="
 ratio ScanSteadyState Floor 3
 ratio Scrape ScrapeFloor 3
 ratio Run SpawnFloor 1.3
+
+echo
+echo "== Scaling with holders, measured in this run =="
+scaling ScrapeHolders 1000 8000
 
 echo
 echo "== queuebench: queued against tsp, nq and a floor =="

@@ -218,10 +218,10 @@ OTELCOL_TT_DRIVER_PATH=$WORK/driver \
 	OTELCOL_TT_HEALTH_ENDPOINT=$HEALTH \
 	OTELCOL_TT_OTLP_GRPC_ENDPOINT=127.0.0.1:$(free_port) \
 	OTELCOL_TT_OTLP_HTTP_ENDPOINT=127.0.0.1:$(free_port) \
+	OTELCOL_TT_TELEMETRY_PORT=$(free_port) \
 	otelcol-tt --config="$ROOT/deploy/otelcol-tt/config.yaml" \
 	--set=receivers::ttprocess::collection_interval=1s \
-	--set=receivers::ttprocess::initial_delay=0s \
-	--set=service::telemetry::metrics::level=none >"$WORK/otelcol-tt.log" 2>&1 &
+	--set=receivers::ttprocess::initial_delay=0s >"$WORK/otelcol-tt.log" 2>&1 &
 OTELCOL_PID=$!
 until_ok http_get "$HEALTH" / >/dev/null || die "otelcol-tt did not become healthy"
 has_series() { [[ $(http_get "$METRICS" /metrics | grep -c '^tt_process{') -ge 3 ]]; }

@@ -198,14 +198,17 @@ var deriveCases = []struct {
 	// Rule 3: pytest.
 	{"pytest -x -q tests/unit/test_foo.py", "test_foo.py"},
 	{"py.test tests/test_a.py", "test_a.py"},
-	{"py.test -v", "py.test"},
+	{"py.test -v", "pytest"}, // py.test is pytest, whose name it takes
+	{"pytest-3 tests/test_a.py", "test_a.py"},
+	{"pytest-3 -q", "pytest"},
+	{"/usr/bin/pytest-3.11 -x tests/", "tests"},
 	{"/venv/bin/pytest", "pytest"},
 	{"python3 -m pytest", "pytest"},
 	{"python3 -mpytest -v", "pytest"},
 	{"python3 -m pytest tests/test_b.py::test_c", "test_b.py"},
 	{"python3 -m py.test tests/x/", "x"},
 	{"python3 /venv/bin/pytest tests/", "tests"},
-	{"python3 -u /venv/bin/py.test -x", "py.test"},
+	{"python3 -u /venv/bin/py.test -x", "pytest"},
 	{"pytest tests/test_x.py::T::t[a b]", "test_x.py"}, // params with a space
 	{"pytest ::weird", "::weird"},
 	{"pytest -k slow tests/t.py", "t.py"},

@@ -17,20 +17,25 @@
 //     module name with its dots, otherwise the first positional argument's
 //     basename (the script or console entry point). An interpreter with
 //     nothing to run, or reading its program from stdin (-), keeps its name.
-//  3. pytest, run as pytest or py.test, as python -m pytest, or as a Python
-//     script of that name, is named by its first test target: the basename of
-//     the part before the first "::" (a/b/test_x.py::TestC::test_y gives
-//     test_x.py, a/b/c/ gives c). Options are skipped with their values,
+//  3. pytest, run as pytest, py.test or pytest-3, as python -m pytest, or as
+//     a Python script of that name, is named by its first test target: the
+//     basename of the part before the first "::" (a/b/test_x.py::TestC::test_y
+//     gives test_x.py, a/b/c/ gives c). Options are skipped with their values,
 //     including -k and -m expressions whose quotes the kernel did not keep.
-//     With no target it is named pytest (or py.test, as it was invoked).
+//     An option of a plugin or conftest (--device-id 0) is unknown, and may
+//     have taken the next token as its value: that token is the target only
+//     if it looks like one (a node ID, a .py file, a directory with its
+//     trailing slash); else a later target is preferred, then such a token
+//     holding a slash. With no target it is named pytest, however invoked.
 //  4. Anything else is the basename of its first token. A basename drops
 //     trailing slashes; the basename of a run of slashes is "/".
 //
 // The result is a single token, or part of one, lifted straight out of the
 // command line, never anything invented, so it inherits the command line's
 // bounds (printable ASCII, at most 256 bytes) and can never disagree with the
-// command_line label. There are two exceptions: "python -c", and "<unknown>"
-// for a command line that is empty or only spaces.
+// command_line label. There are three exceptions: "python -c", "pytest" for a
+// py.test or pytest-3 run without a target, and "<unknown>" for a command line
+// that is empty or only spaces.
 //
 // Derive expects the command line as procscan sanitizes it: NUL separators
 // turned into spaces, only bytes 0x20-0x7E, at most 256 bytes. Tokens are what

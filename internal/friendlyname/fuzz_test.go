@@ -28,13 +28,33 @@ func FuzzDerive(f *testing.F) {
 				t.Fatalf("Derive(%q) = %q for a line with tokens", line, got)
 			}
 		case got == pythonCommand:
-			if !strings.Contains(line, "c") {
-				t.Fatalf("Derive(%q) = %q without any -c", line, got)
+			// Only a Python interpreter given -c (alone or in a cluster
+			// such as -uc) earns the name.
+			if !anyToken(line, func(tok string) bool { return isPython(basename(tok)) }) ||
+				!anyToken(line, func(tok string) bool {
+					return isOption(tok) && !strings.HasPrefix(tok, "--") && strings.Contains(tok, "c")
+				}) {
+				t.Fatalf("Derive(%q) = %q without a Python interpreter and a -c", line, got)
+			}
+		case got == pytestName && !strings.Contains(line, pytestName):
+			// py.test and pytest-3 are named pytest.
+			if !anyToken(line, func(tok string) bool { return isPytest(basename(tok)) }) {
+				t.Fatalf("Derive(%q) = %q without any pytest", line, got)
 			}
 		case !strings.Contains(line, got) || strings.Contains(got, " "):
 			t.Fatalf("Derive(%q) = %q, which is not part of one of its tokens", line, got)
 		}
 	})
+}
+
+// anyToken reports whether some space-separated token of line satisfies ok.
+func anyToken(line string, ok func(string) bool) bool {
+	for _, tok := range strings.Fields(line) {
+		if ok(tok) {
+			return true
+		}
+	}
+	return false
 }
 
 // sanitize does to a raw /proc/<pid>/cmdline what procscan does before it

@@ -40,29 +40,68 @@ var pytestOptions = grammar{
 	},
 }
 
-// isPytest reports whether name, a program's basename or a module, is pytest.
+// pytestName names a pytest run that has no test target, however pytest
+// was invoked (pytest, py.test, pytest-3): one name for one program.
+const pytestName = "pytest"
+
+// isPytest reports whether name, a program's basename or a module, is
+// pytest: pytest, py.test, or a distribution's versioned pytest-3 or
+// pytest-3.11.
 func isPytest(name string) bool {
-	return name == "pytest" || name == "py.test"
+	if name == "pytest" || name == "py.test" {
+		return true
+	}
+	version, ok := strings.CutPrefix(name, "pytest-")
+	return ok && version != "" && strings.Trim(version, "0123456789.") == "" && version[0] != '.'
 }
 
 // pytest names a pytest run by its first test target, given the arguments
-// after the program, script or module self; with no target it is self.
-func pytest(c *cursor, self string) string {
+// after the program, script or module; with no target it is pytestName.
+//
+// Options are read with pytestOptions, but a project's conftest and
+// plugins add options of their own (--device-id 0, --benchmark-json
+// out.json) that no table can know, and the spec forbids knowing them. So a
+// long option not in the table may have taken the next token as its value:
+// that token is the target only if it looks like one (see looksLikeTarget);
+// otherwise it is skipped, and if it at least holds a slash it is kept as
+// the name for a run where no other target follows.
+func pytest(c *cursor, _ string) string {
+	fallback := ""
+	maybeValue := false
 	for {
 		tok := c.next()
 		if tok == "--" {
-			tok = c.next()
+			tok, maybeValue = c.next(), false
 		} else if isOption(tok) {
-			if opt := pytestOptions.scan(c, tok); opt.name == "k" || opt.name == "m" {
+			opt := pytestOptions.scan(c, tok)
+			if opt.name == "k" || opt.name == "m" {
 				skipExpression(c, opt.value)
 			}
+			maybeValue = opt == (option{}) && strings.HasPrefix(tok, "--") && !strings.Contains(tok, "=")
 			continue
 		}
-		if tok == "" {
-			return self
+		switch {
+		case tok == "" && fallback != "":
+			return testTarget(fallback)
+		case tok == "":
+			return pytestName
+		case maybeValue && !looksLikeTarget(tok):
+			if fallback == "" && strings.Contains(tok, "/") {
+				fallback = tok
+			}
+			maybeValue = false
+			continue
 		}
 		return testTarget(tok)
 	}
+}
+
+// looksLikeTarget reports whether tok is unmistakably a test target rather
+// than an option's value: a node ID (a/test_x.py::test_y), a Python file,
+// or a directory written with its trailing slash.
+func looksLikeTarget(tok string) bool {
+	path, _, nodeID := strings.Cut(tok, "::")
+	return nodeID || strings.HasSuffix(path, ".py") || strings.HasSuffix(path, "/")
 }
 
 // testTarget names a test target by the basename of its part before the

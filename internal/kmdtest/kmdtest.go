@@ -204,3 +204,38 @@ func Workloads(tb testing.TB, dir string) []*Process {
 	}
 	return work
 }
+
+// FakeSelfPID is the PID a fake procfs made by FakeProcs names as its own
+// (its self link), for the code under test to take as the collector's.
+const FakeSelfPID = 31337
+
+// FakeProcs writes a fake procfs at dir describing n processes with PIDs
+// from first upwards, each running "python3 worker.py <i>", and a self link
+// naming FakeSelfPID. It returns the PIDs. Benchmarks of thousands of
+// holders use it: real processes cost too much to start.
+func FakeProcs(tb testing.TB, dir string, first, n int) []int {
+	tb.Helper()
+	pids := make([]int, n)
+	for i := range pids {
+		pid := first + i
+		pids[i] = pid
+		pd := filepath.Join(dir, strconv.Itoa(pid))
+		if err := os.MkdirAll(pd, 0o755); err != nil {
+			tb.Fatal(err)
+		}
+		stat := fmt.Sprintf("%d (python3) S 1 %d %d 0 -1 4194304 0 0 0 0 0 0 0 0 20 0 1 0 %d 0 0\n", pid, pid, pid, 1000+i)
+		for name, content := range map[string]string{
+			"stat":    stat,
+			"cmdline": "python3\x00worker.py\x00" + strconv.Itoa(i) + "\x00",
+			"comm":    "python3\n",
+		} {
+			if err := os.WriteFile(filepath.Join(pd, name), []byte(content), 0o644); err != nil {
+				tb.Fatal(err)
+			}
+		}
+	}
+	if err := os.Symlink(strconv.Itoa(FakeSelfPID), filepath.Join(dir, "self")); err != nil {
+		tb.Fatal(err)
+	}
+	return pids
+}

@@ -72,7 +72,7 @@ func BenchmarkStartTimeCheck(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			for _, fd := range fds {
-				if _, err := s.preadStart(fd); err != nil {
+				if _, err := s.rd.preadStart(fd); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -82,7 +82,7 @@ func BenchmarkStartTimeCheck(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			for _, pid := range pids {
-				if _, err := s.readStart(pid); err != nil {
+				if _, err := s.rd.readStart(pid); err != nil {
 					b.Fatal(err)
 				}
 			}

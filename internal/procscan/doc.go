@@ -10,6 +10,14 @@
 // because a caller may only conclude that a process has gone away on the
 // strength of a complete scan.
 //
+// No read can hold a scan for long: a read of /proc/<pid>/cmdline blocks
+// while its process is stuck in the kernel, so identities are read on
+// goroutines of their own, at most one per PID, and [Scanner.ScanContext]
+// returns at its context's deadline even if a pids file never answers (see
+// [Options.ReadTimeout], [Identity.Pending], [ScanTimeoutError]).
+// [CheckPIDNamespace] tells whether a procfs is the reader's own namespace's,
+// the only one in which the PIDs of the pids files mean anything.
+//
 // Both the OpenTelemetry receiver (tt_process, tt_process_count) and the queue
 // daemon (which process holds this card?) use it, so it knows nothing about
 // either: paths are options, and nothing here logs.

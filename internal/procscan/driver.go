@@ -39,12 +39,20 @@ func listDevices(dir string, into []int) ([]int, error) {
 		return into, &ListError{Path: dir, Err: err}
 	}
 	for _, e := range entries {
-		if !e.IsDir() {
+		n, ok := parseDeviceName(e.Name())
+		if !ok {
 			continue
 		}
-		if n, ok := parseDeviceName(e.Name()); ok {
-			into = append(into, n)
+		if e.Type()&fs.ModeSymlink != 0 {
+			// A device directory may be a link to the real one: follow
+			// it (one stat, only for links).
+			if fi, err := os.Stat(dir + "/" + e.Name()); err != nil || !fi.IsDir() {
+				continue
+			}
+		} else if !e.IsDir() {
+			continue
 		}
+		into = append(into, n)
 	}
 	slices.Sort(into)
 	return into, nil
@@ -133,6 +141,46 @@ func open(path string) (int, error) {
 		}
 		return fd, nil
 	}
+}
+
+// readCmdline reads /proc/<pid>/cmdline at path into *buf as readFile
+// does, but only as far as the label needs: it stops once the bytes read
+// hold more than MaxCommandLine bytes that Sanitize keeps (after any leading
+// blanks), or at maxCmdlineRead, the kernel's bound on the argument vector.
+// So a line of a few hundred bytes costs one read, and a long run of
+// non-printable bytes before the first readable argument still yields it.
+func readCmdline(path string, buf *[]byte) ([]byte, error) {
+	fd, err := open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(fd)
+	b := (*buf)[:0]
+	kept := 0
+	for len(b) < maxCmdlineRead && kept <= MaxCommandLine {
+		if len(b) == cap(b) {
+			b = slices.Grow(b, min(max(cap(b), 4096), maxCmdlineRead-len(b)))
+		}
+		n, err := unix.Read(fd, b[len(b):min(cap(b), maxCmdlineRead)])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			*buf = b
+			return nil, &fs.PathError{Op: "read", Path: path, Err: err}
+		}
+		if n == 0 {
+			break
+		}
+		for _, c := range b[len(b) : len(b)+n] {
+			if (kept > 0 && c == 0) || (c > ' ' && c <= 0x7e) || (kept > 0 && c == ' ') {
+				kept++
+			}
+		}
+		b = b[:len(b)+n]
+	}
+	*buf = b
+	return b, nil
 }
 
 // errPIDsTooLarge reports a pids file that reached maxPIDsFile.

@@ -2,6 +2,7 @@ package procscan
 
 import (
 	"fmt"
+	"os"
 	"strconv"
 )
 
@@ -57,4 +58,44 @@ const maxLineText = 64
 
 func (e *LineError) Error() string {
 	return "line " + strconv.Itoa(e.Line) + ": " + strconv.Quote(e.Text) + " is not a decimal PID"
+}
+
+// NamespaceError reports that a procfs is not of the reader's PID
+// namespace: its self link does not name the reader's own PID. The KMD
+// renders the pids files in the reader's namespace, so looking those PIDs up
+// in such a procfs (the host's, mounted at /host/proc in a container
+// without the host PID namespace) would name unrelated processes.
+type NamespaceError struct {
+	// ProcPath is the procfs checked.
+	ProcPath string
+	// Self is the reader's own PID, in its namespace.
+	Self int
+	// Seen is what ProcPath/self names, when it could be read.
+	Seen string
+	// Err says why ProcPath/self could not be read, or is nil.
+	Err error
+}
+
+func (e *NamespaceError) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("cannot tell whether %s is this PID namespace's procfs: %v", e.ProcPath, e.Err)
+	}
+	return fmt.Sprintf("%s is the procfs of another PID namespace: its self is PID %s, but this process is PID %d",
+		e.ProcPath, e.Seen, e.Self)
+}
+
+// Unwrap returns the cause of an unreadable self link.
+func (e *NamespaceError) Unwrap() error { return e.Err }
+
+// CheckPIDNamespace returns a *NamespaceError unless procPath is the procfs
+// of the PID namespace whose PID self is (its self link names self).
+func CheckPIDNamespace(procPath string, self int) error {
+	link, err := os.Readlink(procPath + "/self")
+	if err != nil {
+		return &NamespaceError{ProcPath: procPath, Self: self, Err: err}
+	}
+	if n, err := strconv.Atoi(link); err != nil || n != self {
+		return &NamespaceError{ProcPath: procPath, Self: self, Seen: link}
+	}
+	return nil
 }

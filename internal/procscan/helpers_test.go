@@ -128,3 +128,17 @@ func pythonExe(t *testing.T) string {
 
 // readyScript prints "ready" once running, then blocks until stdin closes.
 const readyScript = "import sys\nprint('ready', flush=True)\nsys.stdin.read()\n"
+
+// outstandingReads is the number of identity reads in flight.
+func (s *Scanner) outstandingReads() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reads
+}
+
+// scanning reports whether a scan started by ScanContext is outstanding.
+func (s *Scanner) scanning() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.result != nil
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 
 	"github.com/ttkit/ttkit/internal/friendlyname"
 )
@@ -55,10 +56,18 @@ type Identity struct {
 	// Source says which of the above applies.
 	Source Source
 	// StartTime is field 22 of /proc/<pid>/stat, the process start time in
-	// clock ticks since boot, or 0 when the stat file could not be read.
+	// clock ticks since boot, or 0 when the stat file could not be read. A
+	// pending identity carries it when it is known: the PID was seen to
+	// pass to another process whose name is still being read.
 	// Together with PID it identifies a process across PID reuse.
 	StartTime uint64
-	// Err says why Source is SourcePID; nil otherwise.
+	// Pending reports a PID-fallback identity given because the read of the
+	// process's identity had not finished when the scan ended (see
+	// Options.ReadTimeout). A later scan names the process once the read
+	// returns, so a caller should treat it as provisional.
+	Pending bool
+	// Err says why Source is SourcePID (ErrReadPending when Pending); nil
+	// otherwise.
 	Err error
 }
 
@@ -124,20 +133,27 @@ func parseUint(b []byte, limit uint64) (uint64, bool) {
 
 // readIdentity reads the naming half of an Identity for pid from the
 // directory dir (/proc/<pid>): cmdline, else comm, else the PID itself.
-func (s *Scanner) readIdentity(pid int, dir string) Identity {
+func (r *reader) readIdentity(pid int, dir string) Identity {
 	cmdlinePath := dir + "/cmdline"
-	raw, cmdlineErr := readFile(cmdlinePath, &s.buf, maxCmdlineRead)
+	raw, cmdlineErr := readCmdline(cmdlinePath, &r.buf)
 	if cmdlineErr == nil && len(raw) > 0 {
-		return s.cmdlineIdentity(pid, raw)
+		return r.cmdlineIdentity(pid, raw)
 	}
 	if cmdlineErr == nil {
 		cmdlineErr = fmt.Errorf("%s is empty", cmdlinePath)
 	}
 
 	commPath := dir + "/comm"
-	raw, commErr := readFile(commPath, &s.buf, maxCommRead)
+	raw, commErr := readFile(commPath, &r.buf, maxCommRead)
 	if commErr == nil {
-		if comm := Sanitize(bytes.TrimSuffix(raw, []byte("\n"))); comm != "" {
+		raw = bytes.TrimSuffix(raw, []byte("\n"))
+		comm := Sanitize(raw)
+		if comm == "" && len(raw) > 0 {
+			// Read, but nothing printable: the spec's answer for a name
+			// that sanitizes to nothing, not the PID.
+			comm = Unknown
+		}
+		if comm != "" {
 			return Identity{PID: pid, CommandLine: comm, FriendlyName: comm, Source: SourceComm}
 		}
 		commErr = fmt.Errorf("%s is empty", commPath)
@@ -149,17 +165,39 @@ func (s *Scanner) readIdentity(pid int, dir string) Identity {
 }
 
 // cmdlineIdentity names a process from its non-empty raw cmdline. The redact
-// hook sees the sanitized command line, and its output is sanitized again so
-// that whatever it returns keeps the label bounds; the friendly name is then
-// derived from exactly the command line reported, so one is always a
-// substring of the other.
-func (s *Scanner) cmdlineIdentity(pid int, raw []byte) Identity {
-	cl := Sanitize(raw)
-	if cl != "" && s.redact != nil {
-		cl = Sanitize([]byte(s.redact(cl)))
+// hook sees the sanitized command line with ArgSpace for spaces inside an
+// argument, and its output is sanitized again so that whatever it returns
+// keeps the label bounds; the friendly name is then derived from exactly the
+// command line reported, so one is always a substring of the other, and is
+// never a redacted token when another can be had.
+func (r *reader) cmdlineIdentity(pid int, raw []byte) Identity {
+	var cl string
+	if r.redact == nil {
+		cl = Sanitize(raw)
+	} else if marked := sanitize(raw, ArgSpace); marked != "" {
+		cl = Sanitize([]byte(strings.ReplaceAll(r.redact(marked), string(rune(ArgSpace)), " ")))
 	}
 	if cl == "" {
 		return Identity{PID: pid, CommandLine: Unknown, FriendlyName: Unknown, Source: SourceCmdline}
 	}
-	return Identity{PID: pid, CommandLine: cl, FriendlyName: friendlyname.Derive(cl), Source: SourceCmdline}
+	name := friendlyname.Derive(cl)
+	if r.redact != nil && strings.Contains(name, RedactedMark) {
+		if better := friendlyname.Derive(withoutRedacted(cl)); better != Unknown && !strings.Contains(better, RedactedMark) {
+			name = better
+		}
+	}
+	return Identity{PID: pid, CommandLine: cl, FriendlyName: name, Source: SourceCmdline}
+}
+
+// withoutRedacted drops the tokens of cl that hold RedactedMark. Every token
+// left is still a token of cl.
+func withoutRedacted(cl string) string {
+	toks := strings.Fields(cl)
+	kept := toks[:0]
+	for _, tok := range toks {
+		if !strings.Contains(tok, RedactedMark) {
+			kept = append(kept, tok)
+		}
+	}
+	return strings.Join(kept, " ")
 }

@@ -234,8 +234,9 @@ func TestScan_Redact(t *testing.T) {
 	}
 	ids := identities(t, h.scanner(t, Options{Redact: redact}))
 	// The hook sees the sanitized line, its output is sanitized again, and
-	// the friendly name comes from the redacted line.
-	if got := ids[601]; got.CommandLine != "python3 ***.py --token ***" || got.FriendlyName != "***.py" {
+	// the friendly name comes from the redacted line, though not from a
+	// redacted token while another is there.
+	if got := ids[601]; got.CommandLine != "python3 ***.py --token ***" || got.FriendlyName != "python3" {
 		t.Errorf("cmdline identity %+v", got)
 	}
 	if !reflect.DeepEqual(seen, []string{"python3 secret_job.py --token s3cr3t"}) {
@@ -298,7 +299,7 @@ func TestScan_BeyondHeldDescriptorCap(t *testing.T) {
 	h.set(t, 701, "cmdline", "a\x00")
 	h.list(t, 701)
 	s := h.scanner(t, Options{})
-	s.held = maxHeldFDs // as if a thousand other holders were cached
+	s.held = s.maxHeld // as if the cap were reached by other holders
 	if got := identities(t, s)[701]; got.FriendlyName != "a" || s.cache[701].statFD != -1 {
 		t.Fatalf("got %+v, fd %d; want a with no held descriptor", got, s.cache[701].statFD)
 	}
@@ -312,8 +313,30 @@ func TestScan_BeyondHeldDescriptorCap(t *testing.T) {
 	if got := identities(t, s)[701]; got.FriendlyName != "b" || got.StartTime != 2 {
 		t.Errorf("changed start time: %+v; want b", got)
 	}
-	if s.held != maxHeldFDs {
+	if s.held != s.maxHeld {
 		t.Errorf("held = %d; want it untouched at the cap", s.held)
 	}
 	s.held = 0
+}
+
+// The Redact hook sees a space inside one argument as ArgSpace, so that a
+// pattern can take a whole argument; the reported line has the space back.
+func TestScan_RedactSeesArguments(t *testing.T) {
+	t.Parallel()
+	h := newFakeHost(t)
+	h.set(t, 603, "stat", fakeStat(603, "python3", 3))
+	h.set(t, 603, "cmdline", "python3\x00run.py\x00--password\x00correct horse\x00--n\x001 2\x00")
+	h.list(t, 603)
+	seen := make(chan string, 1)
+	redact := func(cl string) string {
+		seen <- cl
+		return strings.Replace(cl, "correct\x1fhorse", RedactedMark, 1)
+	}
+	got := identities(t, h.scanner(t, Options{Redact: redact}))[603]
+	if want := "python3 run.py --password\x20correct\x1fhorse --n 1\x1f2"; <-seen != want {
+		t.Errorf("hook saw another line; want %q", want)
+	}
+	if got.CommandLine != "python3 run.py --password *** --n 1 2" || got.FriendlyName != "run.py" {
+		t.Errorf("identity %+v", got)
+	}
 }

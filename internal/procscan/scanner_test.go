@@ -326,7 +326,7 @@ func bytesLastParen(b []byte) int {
 	return -1
 }
 
-func TestScan_ExitedHolderIsReadAfresh(t *testing.T) {
+func TestScan_ExitedHolderKeepsItsIdentity(t *testing.T) {
 	t.Parallel()
 	cmd := exec.Command("sleep", "600")
 	pid := startProcess(t, cmd, "sleep 600")
@@ -334,17 +334,20 @@ func TestScan_ExitedHolderIsReadAfresh(t *testing.T) {
 	writeFile(t, driver, "0/pids", pidLines(pid))
 	s := New(Options{DriverPath: driver})
 	t.Cleanup(func() { _ = s.Close() })
-	if got := s.Scan().Processes[0].Identity.FriendlyName; got != "sleep" {
-		t.Fatalf("FriendlyName = %q, want sleep", got)
+	first := s.Scan().Processes[0].Identity
+	if first.FriendlyName != "sleep" {
+		t.Fatalf("FriendlyName = %q, want sleep", first.FriendlyName)
 	}
 
-	// The process goes; the (fake) driver still lists its PID. The held
-	// stat descriptor fails, so the scanner does not vouch for the old name.
+	// The process goes; the (fake) driver still lists its PID. No other
+	// process can be shown to hold the PID, so the identity stays the one
+	// read while it ran: the PID is not renamed after itself.
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
-	id := s.Scan().Processes[0].Identity
-	if id.Source != SourcePID || id.FriendlyName != strconv.Itoa(pid) || id.CommandLine != strconv.Itoa(pid) || id.Err == nil {
-		t.Errorf("identity after exit %+v; want the PID for both with a reason", id)
+	for range 2 {
+		if id := s.Scan().Processes[0].Identity; id != first {
+			t.Errorf("identity after exit %+v; want the one read while it ran %+v", id, first)
+		}
 	}
 
 	// Unlisted on a complete scan: forgotten, descriptor closed.

@@ -2,6 +2,8 @@ package ttprocessreceiver
 
 import (
 	"context"
+	"path/filepath"
+	"strconv"
 	"testing"
 
 	"go.opentelemetry.io/collector/component/componenttest"
@@ -54,5 +56,45 @@ func BenchmarkScrapeFloor(b *testing.B) {
 		if err := floor.Run(); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkScrapeHolders measures a steady-state scrape of one device held
+// by 1,000 and by 8,000 processes (a fake procfs, since no test host runs
+// thousands of real holders cheaply). make bench prints the 8,000/1,000
+// ratio next to the linear one, 8: a cycle's cost must grow with the
+// holders, not with their square.
+func BenchmarkScrapeHolders(b *testing.B) {
+	for _, n := range []int{1000, 8000} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			dir := b.TempDir()
+			tree := kmdtest.NewTree(b, filepath.Join(dir, "driver"))
+			proc := filepath.Join(dir, "proc")
+			pids := kmdtest.FakeProcs(b, proc, 100000, n)
+			tree.SetPids(0, pids...)
+			cfg := createDefaultConfig()
+			cfg.DriverPath = tree.Dir
+			cfg.ProcPath = proc
+			cfg.Hostname = "bench"
+			s := newScraper(cfg, receivertest.NewNopSettings(metadata.Type))
+			s.selfPID = kmdtest.FakeSelfPID
+			if err := s.start(context.Background(), componenttest.NewNopHost()); err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { _ = s.shutdown(context.Background()) })
+			if _, err := s.scrape(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				md, err := s.scrape(context.Background())
+				if err != nil {
+					b.Fatal(err)
+				}
+				if got := md.DataPointCount(); got != n+1 {
+					b.Fatalf("%d points, want %d", got, n+1)
+				}
+			}
+		})
 	}
 }

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"time"
 
+	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/scraper/scraperhelper"
 
 	"github.com/ttkit/ttkit/receiver/ttprocessreceiver/internal/metadata"
@@ -17,8 +19,11 @@ import (
 // things.
 const (
 	defaultCollectionInterval = 10 * time.Second
-	defaultDriverPath         = "/proc/driver/tenstorrent"
-	defaultProcPath           = "/proc"
+	// defaultTimeout bounds a scrape: a procfs read can block while its
+	// target is stuck in the kernel, and a scrape must still end.
+	defaultTimeout    = 5 * time.Second
+	defaultDriverPath = "/proc/driver/tenstorrent"
+	defaultProcPath   = "/proc"
 )
 
 // Config is the ttprocess receiver's configuration.
@@ -42,13 +47,38 @@ type Config struct {
 
 	// CommandLineRedact lists regular expressions whose matches in a
 	// command line are replaced by *** before the command_line label is set
-	// and the friendly name derived. A process chooses its own command
+	// and the friendly name derived; an expression with capturing groups
+	// has only its groups' text replaced. A process chooses its own command
 	// line, so a secret passed as an argument (--token=..., a password in a
-	// URL) would otherwise be stored in Prometheus.
+	// URL) would otherwise be stored in Prometheus. The expressions see a
+	// space inside one argument as \x1f (procscan.ArgSpace), so \S+ takes a
+	// whole argument even where it held spaces. Default defaultRedactions;
+	// an empty list turns redaction off.
 	CommandLineRedact []string `mapstructure:"command_line_redact"`
 
 	// prevent unkeyed literal initialization
 	_ struct{}
+}
+
+// Unmarshal refuses the per-metric attributes and aggregation_strategy
+// settings with a reason before decoding the rest. mdatagen offers them for
+// metrics whose attributes may be dropped; here every attribute is required
+// (see metadata.yaml), because dropping one merges series: with pid dropped,
+// the point of a process that exited and the point of a live process with
+// the same name would fold into one, and the staleness marker meant for the
+// first would delete the second. Without the explanation, the collector's
+// own message would only say the key is invalid.
+func (cfg *Config) Unmarshal(conf *confmap.Conf) error {
+	for _, m := range []string{"tt_process", "tt_process_count", "tt_device_process_count"} {
+		for _, key := range []string{"attributes", "aggregation_strategy"} {
+			if path := "metrics::" + m + "::" + key; conf.IsSet(path) {
+				return fmt.Errorf("%s cannot be set: every attribute is part of the series' identity, and merging series "+
+					"would let one process's staleness marker delete another's live series; drop or rename labels downstream "+
+					"(a transform processor or Prometheus relabelling) instead", path)
+			}
+		}
+	}
+	return conf.Unmarshal(cfg)
 }
 
 // Validate rejects a configuration the receiver could not run with, naming
@@ -83,13 +113,41 @@ func compileRedactions(exprs []string) ([]*regexp.Regexp, error) {
 	return res, nil
 }
 
+// scrapeTimeout is how long a scrape may take: timeout, capped at the
+// collection interval (and the interval when timeout is 0, the controller's
+// "no deadline"), since no scrape may outlast the cycle it belongs to.
+func (cfg *Config) scrapeTimeout() time.Duration {
+	if cfg.Timeout > 0 && cfg.Timeout < cfg.CollectionInterval {
+		return cfg.Timeout
+	}
+	return cfg.CollectionInterval
+}
+
+// defaultRedactions is the default command_line_redact: the value of any
+// option or assignment whose name mentions a password, secret, token,
+// credentials or an API, access or private key (--password "correct horse",
+// --db-password=pw, --auth-token x, API_KEY=x), and the userinfo of any URL
+// (https://user:secret@host becomes https://***@host). A configured list
+// replaces it, so repeat these to extend them.
+var defaultRedactions = []string{
+	`(?i)(?:^|\s)-{1,2}[\w.-]*(?:password|passwd|passphrase|secret|token|credentials?|api[-_]?key|access[-_]?key|private[-_]?key)[\w.-]*[= ](\S+)`,
+	`(?i)(?:^|\s)[\w.]*(?:password|passwd|passphrase|secret|token|credentials?|api[-_]?key|access[-_]?key|private[-_]?key)[\w.]*=(\S+)`,
+	`(?i)\b[a-z][a-z0-9+.-]*://([^/@\s]+)@`,
+}
+
 func createDefaultConfig() *Config {
 	cc := scraperhelper.NewDefaultControllerConfig()
 	cc.CollectionInterval = defaultCollectionInterval
+	cc.Timeout = defaultTimeout
+	// The first scan at start, not a second later: a reload (SIGHUP)
+	// rebuilds the pipeline with an empty Prometheus exporter, and until
+	// the first scan /metrics would hold no tt_process at all.
+	cc.InitialDelay = 0
 	return &Config{
 		ControllerConfig:     cc,
 		MetricsBuilderConfig: metadata.NewDefaultMetricsBuilderConfig(),
 		DriverPath:           defaultDriverPath,
 		ProcPath:             defaultProcPath,
+		CommandLineRedact:    slices.Clone(defaultRedactions),
 	}
 }

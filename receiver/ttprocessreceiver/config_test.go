@@ -39,6 +39,8 @@ func TestLoadConfig(t *testing.T) {
 		{id: component.NewIDWithName(metadata.Type, "relative_driver"), wantErr: `driver_path must be absolute: "proc/driver/tenstorrent"`},
 		{id: component.NewIDWithName(metadata.Type, "relative_proc"), wantErr: `proc_path must be absolute: "./proc"`},
 		{id: component.NewIDWithName(metadata.Type, "zero_interval"), wantErr: "collection_interval must be positive: 0s"},
+		{id: component.NewIDWithName(metadata.Type, "drop_pid"), wantErr: "metrics::tt_process::attributes cannot be set: every attribute is part of the series' identity"},
+		{id: component.NewIDWithName(metadata.Type, "aggregate_count"), wantErr: "metrics::tt_process_count::aggregation_strategy cannot be set"},
 		{id: component.NewIDWithName(metadata.Type, "bad_regexp"), wantErr: "command_line_redact[0] is not a valid regular expression \"secret=(\""},
 	}
 	for _, tt := range tests {
@@ -47,9 +49,10 @@ func TestLoadConfig(t *testing.T) {
 			cfg := NewFactory().CreateDefaultConfig()
 			sub, err := cm.Sub(tt.id.String())
 			require.NoError(t, err)
-			require.NoError(t, sub.Unmarshal(cfg))
-
-			err = confmap.Validate(cfg)
+			err = sub.Unmarshal(cfg)
+			if err == nil {
+				err = confmap.Validate(cfg)
+			}
 			if tt.wantErr != "" {
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), tt.wantErr)
@@ -77,12 +80,31 @@ func TestDefaultConfig(t *testing.T) {
 	t.Parallel()
 	cfg := createDefaultConfig()
 	assert.Equal(t, 10*time.Second, cfg.CollectionInterval)
+	// A reload (SIGHUP) restarts the pipeline with an empty exporter: the
+	// first scan comes at once rather than after the controller's 1s.
+	assert.Zero(t, cfg.InitialDelay)
 	assert.Equal(t, "/proc/driver/tenstorrent", cfg.DriverPath)
 	assert.Equal(t, "/proc", cfg.ProcPath)
 	assert.Empty(t, cfg.Hostname)
-	assert.Empty(t, cfg.CommandLineRedact)
+	assert.Equal(t, defaultRedactions, cfg.CommandLineRedact, "redaction is on by default")
 	assert.True(t, cfg.Metrics.TtProcess.Enabled)
 	assert.True(t, cfg.Metrics.TtProcessCount.Enabled)
 	assert.False(t, cfg.Metrics.TtDeviceProcessCount.Enabled, "tt_device_process_count is opt-in")
 	require.NoError(t, confmap.Validate(cfg))
+}
+
+// A scrape never outlasts its cycle: timeout is capped at the collection
+// interval, and 0 (the controller's "no deadline") means the interval.
+func TestScrapeTimeout(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ timeout, interval, want time.Duration }{
+		{5 * time.Second, 10 * time.Second, 5 * time.Second},
+		{5 * time.Second, time.Second, time.Second},
+		{0, 10 * time.Second, 10 * time.Second},
+	} {
+		cfg := createDefaultConfig()
+		cfg.Timeout, cfg.CollectionInterval = tc.timeout, tc.interval
+		require.NoError(t, confmap.Validate(cfg))
+		assert.Equal(t, tc.want, cfg.scrapeTimeout(), "timeout %s, interval %s", tc.timeout, tc.interval)
+	}
 }

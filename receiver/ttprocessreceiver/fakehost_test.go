@@ -27,6 +27,11 @@ func newFakeHost(t *testing.T) *fakeHost {
 	if err := os.MkdirAll(h.proc, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// A procfs names the reader's own PID in self: the receiver checks
+	// it to know proc_path is of its own PID namespace.
+	if err := os.Symlink(strconv.Itoa(ownPID), filepath.Join(h.proc, "self")); err != nil {
+		t.Fatal(err)
+	}
 	return h
 }
 
@@ -44,6 +49,19 @@ func (h *fakeHost) process(pid int, start uint64, comm string, argv ...string) {
 	h.write(filepath.Join(dir, "cmdline"), cmdline)
 	h.write(filepath.Join(dir, "comm"), comm+"\n")
 	h.write(filepath.Join(dir, "stat"), stat)
+}
+
+// selfIs makes the fake procfs's self link name pid: the receiver checks it
+// against its own PID (ownPID in tests that set it, os.Getpid() otherwise).
+func (h *fakeHost) selfIs(pid int) {
+	h.t.Helper()
+	link := filepath.Join(h.proc, "self")
+	if err := os.Remove(link); err != nil {
+		h.t.Fatal(err)
+	}
+	if err := os.Symlink(strconv.Itoa(pid), link); err != nil {
+		h.t.Fatal(err)
+	}
 }
 
 // pids writes a device's pids file, one line per open file descriptor.

@@ -8,11 +8,13 @@ import (
 	"runtime"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/receiver/receivertest"
+	"go.uber.org/zap/zapcore"
 
 	"github.com/ttkit/ttkit/internal/kmdtest"
 	"github.com/ttkit/ttkit/receiver/ttprocessreceiver/internal/metadata"
@@ -110,8 +112,10 @@ func TestScrape_ChurnLeaksNothing(t *testing.T) {
 			dp, ok := got[strconv.Itoa(p.Process.Pid)]
 			require.True(t, ok && stale(dp), "cycle %d: pid %d not retired", cycle, p.Process.Pid)
 		}
-		require.Len(t, got, 1+perCycle+len(prev), "cycle %d: live, new and just-retired series only", cycle)
+		ending := perCycle * min(cycle, removalRepeats)
+		require.Len(t, got, 1+perCycle+ending, "cycle %d: live, new and recently retired series only", cycle)
 		require.Len(t, s.series, 1+perCycle, "cycle %d: remembered series", cycle)
+		require.Len(t, s.ending, perCycle*min(cycle, removalRepeats-1), "cycle %d: removals still to repeat", cycle)
 		prev = cur
 
 		if cycle == warmCycle {
@@ -146,4 +150,94 @@ func openFDs(t *testing.T) int {
 	entries, err := os.ReadDir("/proc/self/fd")
 	require.NoError(t, err)
 	return len(entries)
+}
+
+// A holder that exits while the driver still lists it (the driver drops a
+// PID's descriptors a moment after the exit) keeps its series and labels:
+// no other process can be shown to hold the PID.
+func TestScrape_ExitedHolderKeepsItsLabels(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	tree := kmdtest.NewTree(t, filepath.Join(dir, "driver"))
+	p := kmdtest.Start(t, dir, nil, "sleep", "600")
+	p.WaitCommandLine(t, 10*time.Second)
+	tree.SetPids(0, p.PID())
+	cfg := createDefaultConfig()
+	cfg.DriverPath = tree.Dir
+	cfg.Hostname = "exit"
+	s := newScraper(cfg, receivertest.NewNopSettings(metadata.Type))
+	require.NoError(t, s.start(context.Background(), componenttest.NewNopHost()))
+	t.Cleanup(func() { require.NoError(t, s.shutdown(context.Background())) })
+	pid := strconv.Itoa(p.PID())
+	md, err := s.scrape(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, "sleep", attr(processPoints(t, md)[pid], "friendly_name"))
+
+	p.Stop()
+	for range 2 {
+		md, err = s.scrape(context.Background())
+		require.NoError(t, err)
+		dps := points(md, "tt_process")
+		require.Len(t, dps, 1, "the series neither ends nor gains a PID-named twin")
+		assert.False(t, stale(dps[0]))
+		assert.Equal(t, "sleep", attr(dps[0], "friendly_name"))
+		assert.Equal(t, "sleep 600", attr(dps[0], "command_line"))
+	}
+
+	tree.SetPids(0)
+	md, err = s.scrape(context.Background())
+	require.NoError(t, err)
+	require.True(t, stale(processPoints(t, md)[pid]), "retired once the driver stops listing it")
+}
+
+// proc_path from another PID namespace (hostPID off, the host's procfs
+// mounted at /host/proc): the pids file's PIDs are the collector's
+// namespace's, and looking them up in the host's procfs would attach some
+// unrelated process's command line to them. The receiver names nothing,
+// counts, and says why and how to fix it.
+func TestScrape_ProcPathOfAnotherNamespaceNamesNothing(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	populate(b.host)
+	// The procfs's self is some other PID: not our namespace's procfs.
+	b.host.selfIs(777)
+	b.start(t)
+	md := b.scrape(t)
+	assert.Empty(t, points(md, "tt_process"), "no PID is named from a foreign procfs")
+	assert.EqualValues(t, 4, count(t, md), "the count is still exact")
+	errs := b.logs.FilterLevelExact(zapcore.ErrorLevel).All()
+	require.Len(t, errs, 1)
+	assert.Contains(t, errs[0].Message, "proc_path")
+	assert.Contains(t, errs[0].Message, "hostPID: true")
+	assert.Contains(t, errs[0].Message, b.host.proc)
+}
+
+// The neighbour of TestScrape_ExitedHolderKeepsItsLabels: the holder's only
+// device cannot be read in the cycle it exits, so the scanner forgets it;
+// when the device reads again, the driver still lists the PID, and the
+// scanner meets it as new with nothing to read. The series still keeps its
+// labels: nothing shows another process holds the PID.
+func TestScrape_ExitedHolderOnAnUnreadableDeviceKeepsItsLabels(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	b.host.process(4242, 9001, "python3", "python3", "train.py")
+	b.host.pids(1, 4242)
+	b.start(t)
+	require.Equal(t, "train.py", attr(processPoints(t, b.scrape(t))["4242"], "friendly_name"))
+
+	// It exits (its stat reads nothing any more) while device 1 is unreadable.
+	b.host.write(filepath.Join(b.host.proc, "4242", "stat"), "")
+	require.NoError(t, os.Remove(filepath.Join(b.host.proc, "4242", "cmdline")))
+	require.NoError(t, os.Remove(filepath.Join(b.host.proc, "4242", "comm")))
+	b.host.breakPids(1)
+	_, err := b.s.scrape(context.Background())
+	require.Error(t, err)
+
+	b.host.pids(1, 4242)
+	for range 2 {
+		dps := points(b.scrape(t), "tt_process")
+		require.Len(t, dps, 1, "no PID-named twin")
+		assert.False(t, stale(dps[0]))
+		assert.Equal(t, "train.py", attr(dps[0], "friendly_name"))
+	}
 }

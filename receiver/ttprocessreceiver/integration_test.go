@@ -2,14 +2,18 @@ package ttprocessreceiver
 
 import (
 	"context"
+	"errors"
+	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/receiver/receivertest"
@@ -83,4 +87,60 @@ func waitFor(t *testing.T, sink *consumertest.MetricsSink, ok func(map[string]pm
 	}
 	t.Fatalf("no scrape matched within 15s (%d scrapes seen)", seen)
 	return nil
+}
+
+// TestIntegration_RemovalSurvivesARefusedBatch: the pipeline refuses the
+// batch carrying a removal (memory_limiter, an exporter error). The
+// staleness point is sent again in the next cycles, so the series still
+// ends, and it is sent for a few cycles only.
+func TestIntegration_RemovalSurvivesARefusedBatch(t *testing.T) {
+	host := newFakeHost(t)
+	host.selfIs(os.Getpid()) // the factory's scraper is this process
+	host.process(4242, 9001, "python3", "python3", "train.py")
+	host.process(4243, 9002, "sleep", "sleep", "600")
+	host.pids(0, 4242, 4243)
+
+	f := NewFactory()
+	cfg := f.CreateDefaultConfig().(*Config)
+	cfg.CollectionInterval = 20 * time.Millisecond
+	cfg.Timeout = 0
+	cfg.InitialDelay = 0
+	cfg.DriverPath = host.driver.Dir
+	cfg.ProcPath = host.proc
+	cfg.Hostname = "refused"
+	sink := new(consumertest.MetricsSink)
+	var mu sync.Mutex
+	refused := 0
+	next, err := consumer.NewMetrics(func(ctx context.Context, md pmetric.Metrics) error {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, dp := range points(md, "tt_process") {
+			if stale(dp) && refused == 0 {
+				refused++
+				return errors.New("data refused due to high memory usage")
+			}
+		}
+		return sink.ConsumeMetrics(ctx, md)
+	})
+	require.NoError(t, err)
+	rcvr, err := f.CreateMetrics(context.Background(), receivertest.NewNopSettings(metadata.Type), cfg, next)
+	require.NoError(t, err)
+	require.NoError(t, rcvr.Start(context.Background(), componenttest.NewNopHost()))
+	t.Cleanup(func() { require.NoError(t, rcvr.Shutdown(context.Background())) })
+
+	waitFor(t, sink, func(pts map[string]pmetric.NumberDataPoint) bool { return len(pts) == 2 })
+	host.pids(0, 4242)
+	got := waitFor(t, sink, func(pts map[string]pmetric.NumberDataPoint) bool {
+		dp, ok := pts["4243"]
+		return ok && stale(dp)
+	})
+	assert.Equal(t, "sleep", attr(got["4243"], "friendly_name"))
+	mu.Lock()
+	assert.Equal(t, 1, refused, "the first batch with the removal was refused")
+	mu.Unlock()
+	// Repeated for a few cycles, then no more.
+	waitFor(t, sink, func(pts map[string]pmetric.NumberDataPoint) bool {
+		_, ok := pts["4243"]
+		return !ok && len(pts) == 1
+	})
 }

@@ -2,11 +2,15 @@ package ttprocessreceiver // import "github.com/ttkit/ttkit/receiver/ttprocessre
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
@@ -28,19 +32,21 @@ const privateNamespaceRemedy = "the collector runs in a private PID namespace an
 // series is one live tt_process series. Its labels are fixed when the
 // process is first seen: a Prometheus label set is immutable, and the seed
 // requires the friendly name and command line to describe the same read.
-// The one exception is a series named from comm (see fromComm).
+// The one exception is a provisional series (see provisional).
 type series struct {
 	pid          int
 	startTime    uint64
 	pidLabel     string
 	friendlyName string
 	commandLine  string
-	// fromComm is set when the process had no command line when first
-	// seen. A holder of a device is past its execve, so that was a scan
-	// racing the exec (or a zombie): once a command line can be read, the
-	// series is ended and started again under the real name.
-	fromComm bool
-	seen     uint64 // the scan generation that last listed this PID
+	// provisional is set when the process had no command line when first
+	// seen, or its identity read had not returned in time (it is then
+	// named after its PID). A holder of a device is past its execve, so an
+	// empty command line was a scan racing the exec (or a zombie). Once a
+	// real identity arrives, the series is ended and started again under
+	// the real name.
+	provisional bool
+	seen        uint64 // the scan generation that last listed this PID
 }
 
 // ttScraper turns procscan results into tt_process gauges. It remembers the
@@ -57,12 +63,26 @@ type ttScraper struct {
 	scanner  *procscan.Scanner
 	now      func() time.Time
 	selfPID  int // the collector's own PID, excluded from every scan
+	// countOnly is set when proc_path is of another PID namespace: no
+	// process is named, only counted.
+	countOnly bool
+	// countOnlyHeld is the holder count a count-only scraper reports while
+	// a scan is incomplete.
+	countOnlyHeld int
 
-	generation   uint64
-	series       map[int]*series
-	live         []*series // scratch, sorted by PID each cycle
-	retired      []*series // scratch
-	warnedOnlyNS bool
+	generation uint64
+	series     map[int]*series
+	live       []*series // scratch, sorted by PID each cycle
+	// ending holds the series whose process is gone, each with the cycles
+	// left in which its staleness point is sent again.
+	ending []ending
+	// devices is what is known of each device; endedDevices names the
+	// devices whose series end this cycle (scratch).
+	devices         map[int]*deviceState
+	endedDevices    []string
+	registered      bool // counted in hostnames
+	warnedOnlyNS    bool
+	warnedNoDevices bool
 }
 
 func newScraper(cfg *Config, set receiver.Settings) *ttScraper {
@@ -74,6 +94,7 @@ func newScraper(cfg *Config, set receiver.Settings) *ttScraper {
 		now:      time.Now,
 		selfPID:  os.Getpid(),
 		series:   make(map[int]*series),
+		devices:  make(map[int]*deviceState),
 	}
 }
 
@@ -90,12 +111,34 @@ func (s *ttScraper) start(context.Context, component.Host) error {
 	if err != nil {
 		return err
 	}
+	s.registered = true
+	if others := hostnames.claim(s.hostname); others > 0 {
+		s.logger.Warn("Another ttprocess receiver in this collector reports the same hostname: their "+
+			"tt_process_count and tt_device_process_count series are the same and overwrite each other. "+
+			"Give each receiver its own hostname setting",
+			zap.String("hostname", s.hostname), zap.String("driver_path", s.cfg.DriverPath))
+	}
 	self := s.selfPID
+	if err := procscan.CheckPIDNamespace(s.cfg.ProcPath, self); err != nil {
+		// Reading it would attach unrelated processes' command lines to
+		// the PIDs the driver lists: name nothing, count only.
+		s.countOnly = true
+		s.logger.Error("proc_path is not this collector's PID namespace's procfs, so tt_process names no process "+
+			"(tt_process_count and tt_device_process_count are still exact): "+err.Error()+". "+
+			"Fix the deployment: set proc_path to /proc, and to see the host's processes share the host PID namespace "+
+			"(Kubernetes: hostPID: true, the chart's daemonset.hostPID; Docker: --pid=host); a host procfs mounted "+
+			"elsewhere does not help, because the driver renders its PIDs in the collector's namespace",
+			zap.String("proc_path", s.cfg.ProcPath), zap.Int("pid", self))
+	}
 	s.scanner = procscan.New(procscan.Options{
+		CountOnly:  s.countOnly,
 		DriverPath: s.cfg.DriverPath,
 		ProcPath:   s.cfg.ProcPath,
 		SelfPID:    self,
 		Redact:     redactor(redactions),
+		// Half the scrape's time for identity reads, so that a scan
+		// waiting on a stuck read still ends inside the scrape.
+		ReadTimeout: s.cfg.scrapeTimeout() / 2,
 	})
 	s.logger.Info("Excluding the collector's own PID from tt_process", zap.Int("pid", self),
 		zap.String("driver_path", s.cfg.DriverPath), zap.String("hostname", s.hostname))
@@ -106,38 +149,106 @@ func (s *ttScraper) start(context.Context, component.Host) error {
 }
 
 func (s *ttScraper) shutdown(context.Context) error {
+	if s.registered {
+		s.registered = false
+		hostnames.release(s.hostname)
+	}
 	if s.scanner == nil {
 		return nil
 	}
 	return s.scanner.Close()
 }
 
-// redactor replaces every match of every expression with ***, in order.
+// hostnames counts the running ttprocess receivers of this process by the
+// hostname they report. Two with one hostname write the same
+// tt_process_count{hostname} series, each overwriting the other's value.
+var hostnames = hostnameRegistry{n: make(map[string]int)}
+
+type hostnameRegistry struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+// claim registers one more receiver reporting hostname and returns how many
+// already did.
+func (r *hostnameRegistry) claim(hostname string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.n[hostname]++
+	return r.n[hostname] - 1
+}
+
+func (r *hostnameRegistry) release(hostname string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.n[hostname]--; r.n[hostname] <= 0 {
+		delete(r.n, hostname)
+	}
+}
+
+// redactor replaces, for every expression in order, each match with
+// procscan.RedactedMark, or, when the expression has capturing groups, only
+// the text of each group that took part in the match: so
+// --password[= ](\S+) keeps the option's name and hides its value.
 func redactor(res []*regexp.Regexp) func(string) string {
 	if len(res) == 0 {
 		return nil
 	}
 	return func(cmdline string) string {
 		for _, re := range res {
-			cmdline = re.ReplaceAllLiteralString(cmdline, "***")
+			cmdline = redactOne(re, cmdline)
 		}
 		return cmdline
 	}
 }
 
-func (s *ttScraper) scrape(context.Context) (pmetric.Metrics, error) {
+func redactOne(re *regexp.Regexp, s string) string {
+	if re.NumSubexp() == 0 {
+		return re.ReplaceAllLiteralString(s, procscan.RedactedMark)
+	}
+	var b strings.Builder
+	last := 0
+	for _, m := range re.FindAllStringSubmatchIndex(s, -1) {
+		for g := 2; g+1 < len(m); g += 2 {
+			if from, to := m[g], m[g+1]; from >= last && to > from {
+				b.WriteString(s[last:from])
+				b.WriteString(procscan.RedactedMark)
+				last = to
+			}
+		}
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}
+
+func (s *ttScraper) scrape(ctx context.Context) (pmetric.Metrics, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.scrapeTimeout())
+	defer cancel()
 	now := pcommon.NewTimestampFromTime(s.now())
-	res := s.scanner.Scan()
+	res := s.scanner.ScanContext(ctx)
 	s.generation++
 
-	s.retired = s.retired[:0]
-	for i := range res.Processes {
-		p := &res.Processes[i]
+	named := res.Processes
+	if s.countOnly {
+		named = nil
+	}
+	for i := range named {
+		p := &named[i]
 		cur, ok := s.series[p.PID]
-		renamed := ok && cur.fromComm && p.Identity.Source == procscan.SourceCmdline
+		// A series is only replaced by an identity that proves another
+		// process: one with a start time read. The PID fallback of a
+		// process that could not be read (it exited while the driver
+		// still lists it), or of one still being read whose start time is
+		// unknown, proves nothing.
+		unverified := p.Identity.Source == procscan.SourcePID && p.Identity.StartTime == 0
+		renamed := ok && cur.provisional && !p.Identity.Pending
+		if ok && !cur.provisional && unverified {
+			cur.seen = s.generation
+			continue
+		}
 		if ok && (cur.startTime != p.Identity.StartTime || renamed) {
-			// The PID was reused by another process, or the process named
-			// from comm has its command line now: the old series ends,
+			// The PID was reused by another process, or a provisionally
+			// named process has its real identity now: the old series ends,
 			// unless the new one has the very same labels, in which case
 			// Prometheus sees one series that simply goes on.
 			next := newSeries(p)
@@ -170,27 +281,33 @@ func (s *ttScraper) scrape(context.Context) (pmetric.Metrics, error) {
 	for _, cur := range s.live {
 		s.mb.RecordTtProcessDataPoint(now, 1, s.hostname, cur.pidLabel, cur.friendlyName, cur.commandLine)
 	}
-	for _, old := range s.retired {
-		s.mb.RecordTtProcessDataPoint(now, 0, s.hostname, old.pidLabel, old.friendlyName, old.commandLine)
-	}
+	retired := s.recordEnding(now)
 
+	foreign := s.recordDevices(now, &res)
 	count := len(s.series)
-	if res.Foreign {
+	if s.countOnly {
+		// No series to hold: hold the count itself while a scan is
+		// incomplete (new holders on the devices read still raise it).
+		if res.Complete || len(res.Processes) > s.countOnlyHeld {
+			s.countOnlyHeld = len(res.Processes)
+		}
+		count = s.countOnlyHeld
+	}
+	if foreign {
 		count++
 	}
 	s.mb.RecordTtProcessCountDataPoint(now, int64(count), s.hostname)
-	for _, d := range res.Devices {
-		if d.Read {
-			s.mb.RecordTtDeviceProcessCountDataPoint(now, int64(d.Holders), s.hostname, strconv.Itoa(d.Number))
-		}
-	}
 	s.warnIfOnlyForeign(&res)
+	s.warnIfNoDevices(&res)
 
 	rb := s.mb.NewResourceBuilder()
 	rb.SetHostName(s.hostname)
 	md := s.mb.Emit(metadata.WithResource(rb.Emit()))
-	if len(s.retired) > 0 {
+	if retired > 0 {
 		markRetired(md)
+	}
+	if len(s.endedDevices) > 0 {
+		markEndedDevices(md, s.endedDevices)
 	}
 
 	var errs scrapererror.ScrapeErrors
@@ -200,9 +317,45 @@ func (s *ttScraper) scrape(context.Context) (pmetric.Metrics, error) {
 	return md, errs.Combine()
 }
 
-// retire queues a staleness point for a series whose process is gone.
+// removalRepeats is how many cycles in a row a removal is sent. The
+// staleness point travels once per cycle like any other, and if the
+// pipeline refuses that batch (memory_limiter, an exporter error), the dead
+// process would stay at 1 in Prometheus for the exporter's five-minute
+// expiry; a NoRecordedValue point for a series already gone is harmless.
+const removalRepeats = 3
+
+// ending is a series whose process is gone and the cycles its staleness
+// point is still to be sent in.
+type ending struct {
+	s    *series
+	left int
+}
+
+// retire queues staleness points for a series whose process is gone.
 func (s *ttScraper) retire(old *series) {
-	s.retired = append(s.retired, old)
+	s.ending = append(s.ending, ending{s: old, left: removalRepeats})
+}
+
+// recordEnding records this cycle's staleness points, value 0, and returns
+// how many. A series whose very labels are live again (a PID reused by an
+// identical command line) is not ended: the staleness marker would delete
+// the live series.
+func (s *ttScraper) recordEnding(now pcommon.Timestamp) int {
+	kept := s.ending[:0]
+	n := 0
+	for _, e := range s.ending {
+		if cur, ok := s.series[e.s.pid]; ok && cur.friendlyName == e.s.friendlyName && cur.commandLine == e.s.commandLine {
+			continue
+		}
+		s.mb.RecordTtProcessDataPoint(now, 0, s.hostname, e.s.pidLabel, e.s.friendlyName, e.s.commandLine)
+		n++
+		if e.left--; e.left > 0 {
+			kept = append(kept, e)
+		}
+	}
+	clear(s.ending[len(kept):])
+	s.ending = kept
+	return n
 }
 
 // warnIfOnlyForeign warns once when every holder the driver lists is outside
@@ -216,6 +369,24 @@ func (s *ttScraper) warnIfOnlyForeign(res *procscan.Result) {
 	s.logger.Warn("Every process holding a Tenstorrent device is listed as PID 0: " + privateNamespaceRemedy)
 }
 
+// warnIfNoDevices warns once when a complete scan finds no device
+// directory: reported as an idle host, but more often a deployment that
+// cannot see the driver.
+func (s *ttScraper) warnIfNoDevices(res *procscan.Result) {
+	if s.warnedNoDevices || !res.Complete || len(res.Devices) > 0 {
+		return
+	}
+	s.warnedNoDevices = true
+	state := "empty"
+	if _, err := os.Stat(s.cfg.DriverPath); errors.Is(err, fs.ErrNotExist) {
+		state = "missing"
+	}
+	s.logger.Warn("The driver directory is "+state+", so this host reports no device and tt_process_count 0. "+
+		"Usually driver_path is wrong, /proc/driver is masked in a container (runtimes mask it by default; "+
+		"the chart's privileged pod unmasks it), or no Tenstorrent KMD is loaded (lsmod | grep tenstorrent)",
+		zap.String("driver_path", s.cfg.DriverPath))
+}
+
 func newSeries(p *procscan.Process) *series {
 	return &series{
 		pid:          p.PID,
@@ -223,7 +394,7 @@ func newSeries(p *procscan.Process) *series {
 		pidLabel:     strconv.Itoa(p.PID),
 		friendlyName: p.Identity.FriendlyName,
 		commandLine:  p.Identity.CommandLine,
-		fromComm:     p.Identity.Source == procscan.SourceComm,
+		provisional:  p.Identity.Source == procscan.SourceComm || p.Identity.Pending,
 	}
 }
 
@@ -233,23 +404,9 @@ func newSeries(p *procscan.Process) *series {
 // series lingering for the exporter's five-minute expiry.
 func markRetired(md pmetric.Metrics) {
 	stale := pmetric.DefaultDataPointFlags.WithNoRecordedValue(true)
-	rms := md.ResourceMetrics()
-	for i := 0; i < rms.Len(); i++ {
-		sms := rms.At(i).ScopeMetrics()
-		for j := 0; j < sms.Len(); j++ {
-			ms := sms.At(j).Metrics()
-			for k := 0; k < ms.Len(); k++ {
-				m := ms.At(k)
-				if m.Name() != "tt_process" {
-					continue
-				}
-				dps := m.Gauge().DataPoints()
-				for l := 0; l < dps.Len(); l++ {
-					if dps.At(l).IntValue() == 0 {
-						dps.At(l).SetFlags(stale)
-					}
-				}
-			}
+	forEachPoint(md, "tt_process", func(dp pmetric.NumberDataPoint) {
+		if dp.IntValue() == 0 {
+			dp.SetFlags(stale)
 		}
-	}
+	})
 }

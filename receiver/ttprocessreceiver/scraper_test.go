@@ -6,6 +6,7 @@ import (
 	"flag"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -42,7 +43,10 @@ func setup(t *testing.T, mutate func(*Config)) *testBundle {
 	cfg := createDefaultConfig()
 	cfg.DriverPath = host.driver.Dir
 	cfg.ProcPath = host.proc
-	cfg.Hostname = "bh-glx-c09u02"
+	// One hostname per test: receivers of one process that share a
+	// hostname warn (see TestScrape_TwoReceiversOneHostnameWarn), and the
+	// tests run in parallel in one process.
+	cfg.Hostname = "h-" + strings.ReplaceAll(t.Name(), "/", "-")
 	if mutate != nil {
 		mutate(cfg)
 	}
@@ -160,7 +164,10 @@ func populate(h *fakeHost) {
 
 func TestScrape_Golden(t *testing.T) {
 	t.Parallel()
-	b := setup(t, func(cfg *Config) { cfg.Metrics.TtDeviceProcessCount.Enabled = true })
+	b := setup(t, func(cfg *Config) {
+		cfg.Metrics.TtDeviceProcessCount.Enabled = true
+		cfg.Hostname = "bh-glx-c09u02"
+	})
 	populate(b.host)
 	b.start(t)
 	md := b.scrape(t)
@@ -224,14 +231,28 @@ func TestScrape_SeriesNamedMidExecIsRenamed(t *testing.T) {
 	assert.Equal(t, "train.py", attr(fresh, "friendly_name"))
 	assert.Equal(t, "python3 train.py", attr(fresh, "command_line"))
 
-	got := processPoints(t, b.scrape(t))
-	require.Len(t, got, 1)
-	assert.Equal(t, "python3 train.py", attr(got["4242"], "command_line"))
+	live := livePoints(b.scrape(t))
+	require.Len(t, live, 1)
+	assert.Equal(t, "python3 train.py", attr(live[0], "command_line"))
 }
 
-func TestScrape_GoneProcessEmitsOneStalenessPoint(t *testing.T) {
+// livePoints returns the tt_process points not flagged NoRecordedValue.
+func livePoints(md pmetric.Metrics) []pmetric.NumberDataPoint {
+	var out []pmetric.NumberDataPoint
+	for _, dp := range points(md, "tt_process") {
+		if !stale(dp) {
+			out = append(out, dp)
+		}
+	}
+	return out
+}
+
+// TestScrape_GoneProcessEmitsStalenessPoints: a removal is sent in
+// removalRepeats cycles in a row (the pipeline may refuse one batch; see
+// TestIntegration_RemovalSurvivesARefusedBatch), then never again.
+func TestScrape_GoneProcessEmitsStalenessPoints(t *testing.T) {
 	t.Parallel()
-	b := setup(t, nil)
+	b := setup(t, func(cfg *Config) { cfg.Hostname = "bh-glx-c09u02" }) // as in the golden file
 	b.host.process(4242, 9001, "python3", "python3", "train.py")
 	b.host.process(4243, 9002, "sleep", "sleep", "600")
 	b.host.pids(0, 4242, 4243)
@@ -248,6 +269,11 @@ func TestScrape_GoneProcessEmitsOneStalenessPoint(t *testing.T) {
 	assert.EqualValues(t, 1, count(t, md))
 	compareGolden(t, "process_gone", md)
 
+	for range removalRepeats - 1 {
+		got = processPoints(t, b.scrape(t))
+		require.Len(t, got, 2)
+		assert.True(t, stale(got["4243"]), "the removal is repeated")
+	}
 	got = processPoints(t, b.scrape(t))
 	assert.Len(t, got, 1)
 	assert.Contains(t, got, "4242")
@@ -361,13 +387,32 @@ func TestScrape_IncompleteScanRetiresNothing(t *testing.T) {
 	assert.False(t, stale(got["4244"]))
 }
 
+// A missing or empty driver directory is a host with no holders, but it is
+// more often a deployment mistake than an idle host: it is said once, with
+// the path and the usual causes.
 func TestScrape_MissingDriverIsAnEmptyHost(t *testing.T) {
 	t.Parallel()
-	b := setup(t, func(cfg *Config) { cfg.DriverPath = filepath.Join(cfg.DriverPath, "not-loaded") })
-	b.start(t)
-	md := b.scrape(t)
-	assert.Empty(t, points(md, "tt_process"))
-	assert.EqualValues(t, 0, count(t, md))
+	for name, mutate := range map[string]func(*Config){
+		"missing": func(cfg *Config) { cfg.DriverPath = filepath.Join(cfg.DriverPath, "not-loaded") },
+		"empty":   nil,
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, mutate)
+			b.start(t)
+			md := b.scrape(t)
+			assert.Empty(t, points(md, "tt_process"))
+			assert.EqualValues(t, 0, count(t, md))
+			b.scrape(t)
+			warnings := b.logs.FilterLevelExact(zapcore.WarnLevel).All()
+			require.Len(t, warnings, 1, "warned once")
+			assert.Contains(t, warnings[0].Message, name)
+			assert.Equal(t, b.s.cfg.DriverPath, warnings[0].ContextMap()["driver_path"])
+			for _, cause := range []string{"driver_path", "masked", "KMD"} {
+				assert.Contains(t, warnings[0].Message, cause)
+			}
+		})
+	}
 }
 
 func TestScrape_DegradedIdentities(t *testing.T) {
@@ -398,8 +443,9 @@ func TestScrape_CommandLineRedact(t *testing.T) {
 	assert.Equal(t, "python3 serve.py *** --db postgres***db/x", attr(got["4242"], "command_line"))
 	assert.Equal(t, "serve.py", attr(got["4242"], "friendly_name"))
 	// The friendly name is derived after redaction, so it stays a
-	// substring of the label.
+	// substring of the label, and it is not the redacted token.
 	assert.Equal(t, "python3 *** fetch.py", attr(got["4243"], "command_line"))
+	assert.Equal(t, "fetch.py", attr(got["4243"], "friendly_name"))
 }
 
 func TestScrape_ResourceHostName(t *testing.T) {
@@ -410,5 +456,5 @@ func TestScrape_ResourceHostName(t *testing.T) {
 	require.Equal(t, 1, md.ResourceMetrics().Len())
 	v, ok := md.ResourceMetrics().At(0).Resource().Attributes().Get("host.name")
 	require.True(t, ok)
-	assert.Equal(t, "bh-glx-c09u02", v.Str())
+	assert.Equal(t, b.s.cfg.Hostname, v.Str())
 }

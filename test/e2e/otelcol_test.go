@@ -50,12 +50,17 @@ func TestOtelcolTTWithPrometheus(t *testing.T) {
 		t.Fatalf("prometheus server: %v (install Debian's prometheus package)", err)
 	}
 	dir := t.TempDir()
+	// Something holds the collector's usual telemetry port 8888 (Jupyter's
+	// default): otelcol-tt must start all the same.
+	if l, err := net.Listen("tcp", "127.0.0.1:8888"); err == nil {
+		t.Cleanup(func() { l.Close() })
+	}
 
 	work := kmdtest.Workloads(t, dir)
 	train, pytest, sleeper := work[0], work[1], work[2]
 	writeFile(t, filepath.Join(dir, "serve.py"), "import sys\nsys.stdin.read()\n")
 	secret := kmdtest.Start(t, dir, nil, "python3", "serve.py", "--token=hunter2")
-	secret.FriendlyName, secret.CommandLine = "serve.py", "python3 serve.py ***"
+	secret.FriendlyName, secret.CommandLine = "serve.py", "python3 serve.py --token=***"
 	work = append(work, secret)
 
 	// The host tree: several devices, duplicate lines (one per open fd),
@@ -184,7 +189,9 @@ func startCollector(t *testing.T, dir, otelcol, name, driver, hostname string) s
 	}
 	metrics := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	health := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	telemetry := freePort(t)
 	env := []string{
+		fmt.Sprintf("OTELCOL_TT_TELEMETRY_PORT=%d", telemetry),
 		"OTELCOL_TT_PROMETHEUS_ENDPOINT=" + metrics,
 		"OTELCOL_TT_HEALTH_ENDPOINT=" + health,
 		fmt.Sprintf("OTELCOL_TT_OTLP_GRPC_ENDPOINT=127.0.0.1:%d", freePort(t)),
@@ -193,10 +200,10 @@ func startCollector(t *testing.T, dir, otelcol, name, driver, hostname string) s
 		"OTELCOL_TT_HOSTNAME=" + hostname,
 	}
 	startServer(t, "otelcol-tt-"+name, dir, env, otelcol, "--config="+config,
-		"--set=receivers::ttprocess::collection_interval="+collectionInterval.String(),
-		"--set=receivers::ttprocess::initial_delay=0s",
-		"--set=service::telemetry::metrics::level=none")
+		"--set=receivers::ttprocess::collection_interval="+collectionInterval.String())
 	waitHTTP(t, "http://"+health+"/")
+	// The collector's own metrics, on the port the variable moved them to.
+	waitHTTP(t, fmt.Sprintf("http://127.0.0.1:%d/metrics", telemetry))
 	return metrics
 }
 

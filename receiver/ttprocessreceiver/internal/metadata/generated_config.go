@@ -3,27 +3,14 @@
 package metadata
 
 import (
-	"fmt"
-
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/filter"
-)
-
-// TtDeviceProcessCountMetricAttributeKey specifies the key of an attribute for the tt_device_process_count metric.
-type TtDeviceProcessCountMetricAttributeKey string
-
-const (
-	TtDeviceProcessCountMetricAttributeKeyHostname TtDeviceProcessCountMetricAttributeKey = "hostname"
-	TtDeviceProcessCountMetricAttributeKeyDevice   TtDeviceProcessCountMetricAttributeKey = "device"
 )
 
 // TtDeviceProcessCountMetricConfig provides config for the tt_device_process_count metric.
 type TtDeviceProcessCountMetricConfig struct {
 	Enabled          bool `mapstructure:"enabled"`
 	enabledSetByUser bool
-
-	AggregationStrategy string                                   `mapstructure:"aggregation_strategy"`
-	EnabledAttributes   []TtDeviceProcessCountMetricAttributeKey `mapstructure:"attributes"`
 }
 
 func (ms *TtDeviceProcessCountMetricConfig) Unmarshal(parser *confmap.Conf) error {
@@ -40,41 +27,10 @@ func (ms *TtDeviceProcessCountMetricConfig) Unmarshal(parser *confmap.Conf) erro
 	return nil
 }
 
-func (ms *TtDeviceProcessCountMetricConfig) Validate() error {
-	for _, val := range ms.EnabledAttributes {
-		switch val {
-		case TtDeviceProcessCountMetricAttributeKeyHostname, TtDeviceProcessCountMetricAttributeKeyDevice:
-		default:
-			return fmt.Errorf("metric tt_device_process_count doesn't have an attribute %v, valid attributes: [hostname, device]", val)
-		}
-	}
-
-	switch ms.AggregationStrategy {
-	case AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax:
-	default:
-		return fmt.Errorf("invalid aggregation strategy %q, valid strategies: [%s, %s, %s, %s]", ms.AggregationStrategy, AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax)
-	}
-
-	return nil
-}
-
-// TtProcessMetricAttributeKey specifies the key of an attribute for the tt_process metric.
-type TtProcessMetricAttributeKey string
-
-const (
-	TtProcessMetricAttributeKeyHostname     TtProcessMetricAttributeKey = "hostname"
-	TtProcessMetricAttributeKeyPid          TtProcessMetricAttributeKey = "pid"
-	TtProcessMetricAttributeKeyFriendlyName TtProcessMetricAttributeKey = "friendly_name"
-	TtProcessMetricAttributeKeyCommandLine  TtProcessMetricAttributeKey = "command_line"
-)
-
 // TtProcessMetricConfig provides config for the tt_process metric.
 type TtProcessMetricConfig struct {
 	Enabled          bool `mapstructure:"enabled"`
 	enabledSetByUser bool
-
-	AggregationStrategy string                        `mapstructure:"aggregation_strategy"`
-	EnabledAttributes   []TtProcessMetricAttributeKey `mapstructure:"attributes"`
 }
 
 func (ms *TtProcessMetricConfig) Unmarshal(parser *confmap.Conf) error {
@@ -91,38 +47,10 @@ func (ms *TtProcessMetricConfig) Unmarshal(parser *confmap.Conf) error {
 	return nil
 }
 
-func (ms *TtProcessMetricConfig) Validate() error {
-	for _, val := range ms.EnabledAttributes {
-		switch val {
-		case TtProcessMetricAttributeKeyHostname, TtProcessMetricAttributeKeyPid, TtProcessMetricAttributeKeyFriendlyName, TtProcessMetricAttributeKeyCommandLine:
-		default:
-			return fmt.Errorf("metric tt_process doesn't have an attribute %v, valid attributes: [hostname, pid, friendly_name, command_line]", val)
-		}
-	}
-
-	switch ms.AggregationStrategy {
-	case AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax:
-	default:
-		return fmt.Errorf("invalid aggregation strategy %q, valid strategies: [%s, %s, %s, %s]", ms.AggregationStrategy, AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax)
-	}
-
-	return nil
-}
-
-// TtProcessCountMetricAttributeKey specifies the key of an attribute for the tt_process_count metric.
-type TtProcessCountMetricAttributeKey string
-
-const (
-	TtProcessCountMetricAttributeKeyHostname TtProcessCountMetricAttributeKey = "hostname"
-)
-
 // TtProcessCountMetricConfig provides config for the tt_process_count metric.
 type TtProcessCountMetricConfig struct {
 	Enabled          bool `mapstructure:"enabled"`
 	enabledSetByUser bool
-
-	AggregationStrategy string                             `mapstructure:"aggregation_strategy"`
-	EnabledAttributes   []TtProcessCountMetricAttributeKey `mapstructure:"attributes"`
 }
 
 func (ms *TtProcessCountMetricConfig) Unmarshal(parser *confmap.Conf) error {
@@ -139,24 +67,6 @@ func (ms *TtProcessCountMetricConfig) Unmarshal(parser *confmap.Conf) error {
 	return nil
 }
 
-func (ms *TtProcessCountMetricConfig) Validate() error {
-	for _, val := range ms.EnabledAttributes {
-		switch val {
-		case TtProcessCountMetricAttributeKeyHostname:
-		default:
-			return fmt.Errorf("metric tt_process_count doesn't have an attribute %v, valid attributes: [hostname]", val)
-		}
-	}
-
-	switch ms.AggregationStrategy {
-	case AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax:
-	default:
-		return fmt.Errorf("invalid aggregation strategy %q, valid strategies: [%s, %s, %s, %s]", ms.AggregationStrategy, AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax)
-	}
-
-	return nil
-}
-
 // MetricsConfig provides config for ttprocess metrics.
 type MetricsConfig struct {
 	TtDeviceProcessCount TtDeviceProcessCountMetricConfig `mapstructure:"tt_device_process_count"`
@@ -167,19 +77,13 @@ type MetricsConfig struct {
 func DefaultMetricsConfig() MetricsConfig {
 	return MetricsConfig{
 		TtDeviceProcessCount: TtDeviceProcessCountMetricConfig{
-			Enabled:             false,
-			AggregationStrategy: AggregationStrategyAvg,
-			EnabledAttributes:   []TtDeviceProcessCountMetricAttributeKey{TtDeviceProcessCountMetricAttributeKeyHostname, TtDeviceProcessCountMetricAttributeKeyDevice},
+			Enabled: false,
 		},
 		TtProcess: TtProcessMetricConfig{
-			Enabled:             true,
-			AggregationStrategy: AggregationStrategyAvg,
-			EnabledAttributes:   []TtProcessMetricAttributeKey{TtProcessMetricAttributeKeyHostname, TtProcessMetricAttributeKeyPid, TtProcessMetricAttributeKeyFriendlyName, TtProcessMetricAttributeKeyCommandLine},
+			Enabled: true,
 		},
 		TtProcessCount: TtProcessCountMetricConfig{
-			Enabled:             true,
-			AggregationStrategy: AggregationStrategyAvg,
-			EnabledAttributes:   []TtProcessCountMetricAttributeKey{TtProcessCountMetricAttributeKeyHostname},
+			Enabled: true,
 		},
 	}
 }

@@ -27,19 +27,13 @@ func TestMetricsBuilderConfig(t *testing.T) {
 			want: MetricsBuilderConfig{
 				Metrics: MetricsConfig{
 					TtDeviceProcessCount: TtDeviceProcessCountMetricConfig{
-						Enabled:             true,
-						AggregationStrategy: AggregationStrategyAvg,
-						EnabledAttributes:   []TtDeviceProcessCountMetricAttributeKey{TtDeviceProcessCountMetricAttributeKeyHostname, TtDeviceProcessCountMetricAttributeKeyDevice},
+						Enabled: true,
 					},
 					TtProcess: TtProcessMetricConfig{
-						Enabled:             true,
-						AggregationStrategy: AggregationStrategyAvg,
-						EnabledAttributes:   []TtProcessMetricAttributeKey{TtProcessMetricAttributeKeyHostname, TtProcessMetricAttributeKeyPid, TtProcessMetricAttributeKeyFriendlyName, TtProcessMetricAttributeKeyCommandLine},
+						Enabled: true,
 					},
 					TtProcessCount: TtProcessCountMetricConfig{
-						Enabled:             true,
-						AggregationStrategy: AggregationStrategyAvg,
-						EnabledAttributes:   []TtProcessCountMetricAttributeKey{TtProcessCountMetricAttributeKeyHostname},
+						Enabled: true,
 					},
 				},
 				ResourceAttributes: ResourceAttributesConfig{
@@ -52,19 +46,13 @@ func TestMetricsBuilderConfig(t *testing.T) {
 			want: MetricsBuilderConfig{
 				Metrics: MetricsConfig{
 					TtDeviceProcessCount: TtDeviceProcessCountMetricConfig{
-						Enabled:             false,
-						AggregationStrategy: AggregationStrategyAvg,
-						EnabledAttributes:   []TtDeviceProcessCountMetricAttributeKey{TtDeviceProcessCountMetricAttributeKeyHostname, TtDeviceProcessCountMetricAttributeKeyDevice},
+						Enabled: false,
 					},
 					TtProcess: TtProcessMetricConfig{
-						Enabled:             false,
-						AggregationStrategy: AggregationStrategyAvg,
-						EnabledAttributes:   []TtProcessMetricAttributeKey{TtProcessMetricAttributeKeyHostname, TtProcessMetricAttributeKeyPid, TtProcessMetricAttributeKeyFriendlyName, TtProcessMetricAttributeKeyCommandLine},
+						Enabled: false,
 					},
 					TtProcessCount: TtProcessCountMetricConfig{
-						Enabled:             false,
-						AggregationStrategy: AggregationStrategyAvg,
-						EnabledAttributes:   []TtProcessCountMetricAttributeKey{TtProcessCountMetricAttributeKeyHostname},
+						Enabled: false,
 					},
 				},
 				ResourceAttributes: ResourceAttributesConfig{
@@ -80,41 +68,6 @@ func TestMetricsBuilderConfig(t *testing.T) {
 			require.Emptyf(t, diff, "Config mismatch (-expected +actual):\n%s", diff)
 		})
 	}
-}
-func TestTtDeviceProcessCountMetricsConfig_Validate(t *testing.T) {
-	cfg := DefaultMetricsConfig().TtDeviceProcessCount
-	require.NoError(t, cfg.Validate())
-
-	cfg.EnabledAttributes = []TtDeviceProcessCountMetricAttributeKey{"invalid"}
-	require.ErrorContains(t, cfg.Validate(), "metric tt_device_process_count doesn't have an attribute invalid, valid attributes: [hostname, device]")
-
-	cfg = DefaultMetricsConfig().TtDeviceProcessCount
-	cfg.AggregationStrategy = "invalid"
-	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
-}
-
-func TestTtProcessMetricsConfig_Validate(t *testing.T) {
-	cfg := DefaultMetricsConfig().TtProcess
-	require.NoError(t, cfg.Validate())
-
-	cfg.EnabledAttributes = []TtProcessMetricAttributeKey{"invalid"}
-	require.ErrorContains(t, cfg.Validate(), "metric tt_process doesn't have an attribute invalid, valid attributes: [hostname, pid, friendly_name, command_line]")
-
-	cfg = DefaultMetricsConfig().TtProcess
-	cfg.AggregationStrategy = "invalid"
-	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
-}
-
-func TestTtProcessCountMetricsConfig_Validate(t *testing.T) {
-	cfg := DefaultMetricsConfig().TtProcessCount
-	require.NoError(t, cfg.Validate())
-
-	cfg.EnabledAttributes = []TtProcessCountMetricAttributeKey{"invalid"}
-	require.ErrorContains(t, cfg.Validate(), "metric tt_process_count doesn't have an attribute invalid, valid attributes: [hostname]")
-
-	cfg = DefaultMetricsConfig().TtProcessCount
-	cfg.AggregationStrategy = "invalid"
-	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
 }
 
 func loadMetricsBuilderConfig(t *testing.T, name string) MetricsBuilderConfig {

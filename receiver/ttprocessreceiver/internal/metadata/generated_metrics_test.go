@@ -19,7 +19,6 @@ const (
 	testDataSetDefault testDataSet = iota
 	testDataSetAll
 	testDataSetNone
-	testDataSetReag
 )
 
 func TestMetricsBuilder(t *testing.T) {
@@ -36,11 +35,6 @@ func TestMetricsBuilder(t *testing.T) {
 			name:        "all_set",
 			metricsSet:  testDataSetAll,
 			resAttrsSet: testDataSetAll,
-		},
-		{
-			name:        "reaggregate_set",
-			metricsSet:  testDataSetReag,
-			resAttrsSet: testDataSetReag,
 		},
 		{
 			name:        "none_set",
@@ -66,46 +60,26 @@ func TestMetricsBuilder(t *testing.T) {
 			settings := receivertest.NewNopSettings(receivertest.NopType)
 			settings.Logger = zap.New(observedZapCore)
 			mb := NewMetricsBuilder(loadMetricsBuilderConfig(t, tt.name), settings, WithStartTime(start))
-			aggMap := make(map[string]string) // contains the aggregation strategies for each metric name
-			aggMap["tt_device_process_count"] = mb.metricTtDeviceProcessCount.config.AggregationStrategy
-			aggMap["tt_process"] = mb.metricTtProcess.config.AggregationStrategy
-			aggMap["tt_process_count"] = mb.metricTtProcessCount.config.AggregationStrategy
 
 			expectedWarnings := 0
-			if tt.metricsSet != testDataSetReag {
-				assert.Equal(t, expectedWarnings, observedLogs.Len())
-			}
+			assert.Equal(t, expectedWarnings, observedLogs.Len())
 
 			defaultMetricsCount := 0
 			allMetricsCount := 0
 
 			allMetricsCount++
 			mb.RecordTtDeviceProcessCountDataPoint(ts, 1, "hostname-val", "device-val")
-			if tt.name == "reaggregate_set" {
-				mb.RecordTtDeviceProcessCountDataPoint(ts, 3, "hostname-val-2", "device-val-2")
-			}
 			defaultMetricsCount++
 			allMetricsCount++
 			mb.RecordTtProcessDataPoint(ts, 1, "hostname-val", "pid-val", "friendly_name-val", "command_line-val")
-			if tt.name == "reaggregate_set" {
-				mb.RecordTtProcessDataPoint(ts, 3, "hostname-val-2", "pid-val-2", "friendly_name-val-2", "command_line-val-2")
-			}
 			defaultMetricsCount++
 			allMetricsCount++
 			mb.RecordTtProcessCountDataPoint(ts, 1, "hostname-val")
-			if tt.name == "reaggregate_set" {
-				mb.RecordTtProcessCountDataPoint(ts, 3, "hostname-val-2")
-			}
 
 			rb := mb.NewResourceBuilder()
 			rb.SetHostName("host.name-val")
 			res := rb.Emit()
 			metrics := mb.Emit(WithResource(res))
-			if tt.name == "reaggregate_set" {
-				assert.Empty(t, mb.metricTtDeviceProcessCount.aggDataPoints)
-				assert.Empty(t, mb.metricTtProcess.aggDataPoints)
-				assert.Empty(t, mb.metricTtProcessCount.aggDataPoints)
-			}
 
 			if tt.expectEmpty {
 				assert.Equal(t, 0, metrics.ResourceMetrics().Len())
@@ -133,145 +107,62 @@ func TestMetricsBuilder(t *testing.T) {
 			for _, mi := range allMetricsList {
 				switch mi.Name() {
 				case "tt_device_process_count":
-					if tt.name != "reaggregate_set" {
-						assert.False(t, validatedMetrics["tt_device_process_count"], "Found a duplicate in the metrics slice: tt_device_process_count")
-						validatedMetrics["tt_device_process_count"] = true
-						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
-						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
-						assert.Equal(t, "Number of distinct processes holding each Tenstorrent device. Holders outside the collector's PID namespace count once per device.", mi.Description())
-						assert.Equal(t, "{process}", mi.Unit())
-						dp := mi.Gauge().DataPoints().At(0)
-						assert.Equal(t, start, dp.StartTimestamp())
-						assert.Equal(t, ts, dp.Timestamp())
-						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
-						assert.Equal(t, int64(1), dp.IntValue())
-						hostnameAttrVal, ok := dp.Attributes().Get("hostname")
-						assert.True(t, ok)
-						assert.Equal(t, "hostname-val", hostnameAttrVal.Str())
-						deviceAttrVal, ok := dp.Attributes().Get("device")
-						assert.True(t, ok)
-						assert.Equal(t, "device-val", deviceAttrVal.Str())
-					} else {
-						assert.False(t, validatedMetrics["tt_device_process_count"], "Found a duplicate in the metrics slice: tt_device_process_count")
-						validatedMetrics["tt_device_process_count"] = true
-						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
-						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
-						assert.Equal(t, "Number of distinct processes holding each Tenstorrent device. Holders outside the collector's PID namespace count once per device.", mi.Description())
-						assert.Equal(t, "{process}", mi.Unit())
-						dp := mi.Gauge().DataPoints().At(0)
-						assert.Equal(t, start, dp.StartTimestamp())
-						assert.Equal(t, ts, dp.Timestamp())
-						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
-						switch aggMap["tt_device_process_count"] {
-						case "sum":
-							assert.Equal(t, int64(4), dp.IntValue())
-						case "avg":
-							assert.Equal(t, int64(2), dp.IntValue())
-						case "min":
-							assert.Equal(t, int64(1), dp.IntValue())
-						case "max":
-							assert.Equal(t, int64(3), dp.IntValue())
-						}
-						_, ok := dp.Attributes().Get("hostname")
-						assert.False(t, ok)
-						_, ok = dp.Attributes().Get("device")
-						assert.False(t, ok)
-					}
+					assert.False(t, validatedMetrics["tt_device_process_count"], "Found a duplicate in the metrics slice: tt_device_process_count")
+					validatedMetrics["tt_device_process_count"] = true
+					assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+					assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+					assert.Equal(t, "Number of distinct processes holding each Tenstorrent device. Holders outside the collector's PID namespace count once per device.", mi.Description())
+					assert.Equal(t, "{process}", mi.Unit())
+					dp := mi.Gauge().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+					assert.Equal(t, int64(1), dp.IntValue())
+					hostnameAttrVal, ok := dp.Attributes().Get("hostname")
+					assert.True(t, ok)
+					assert.Equal(t, "hostname-val", hostnameAttrVal.Str())
+					deviceAttrVal, ok := dp.Attributes().Get("device")
+					assert.True(t, ok)
+					assert.Equal(t, "device-val", deviceAttrVal.Str())
 				case "tt_process":
-					if tt.name != "reaggregate_set" {
-						assert.False(t, validatedMetrics["tt_process"], "Found a duplicate in the metrics slice: tt_process")
-						validatedMetrics["tt_process"] = true
-						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
-						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
-						assert.Equal(t, "A host process that currently holds an open handle to a Tenstorrent KMD device. Always 1; one series per process.", mi.Description())
-						assert.Equal(t, "{process}", mi.Unit())
-						dp := mi.Gauge().DataPoints().At(0)
-						assert.Equal(t, start, dp.StartTimestamp())
-						assert.Equal(t, ts, dp.Timestamp())
-						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
-						assert.Equal(t, int64(1), dp.IntValue())
-						hostnameAttrVal, ok := dp.Attributes().Get("hostname")
-						assert.True(t, ok)
-						assert.Equal(t, "hostname-val", hostnameAttrVal.Str())
-						pidAttrVal, ok := dp.Attributes().Get("pid")
-						assert.True(t, ok)
-						assert.Equal(t, "pid-val", pidAttrVal.Str())
-						friendlyNameAttrVal, ok := dp.Attributes().Get("friendly_name")
-						assert.True(t, ok)
-						assert.Equal(t, "friendly_name-val", friendlyNameAttrVal.Str())
-						commandLineAttrVal, ok := dp.Attributes().Get("command_line")
-						assert.True(t, ok)
-						assert.Equal(t, "command_line-val", commandLineAttrVal.Str())
-					} else {
-						assert.False(t, validatedMetrics["tt_process"], "Found a duplicate in the metrics slice: tt_process")
-						validatedMetrics["tt_process"] = true
-						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
-						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
-						assert.Equal(t, "A host process that currently holds an open handle to a Tenstorrent KMD device. Always 1; one series per process.", mi.Description())
-						assert.Equal(t, "{process}", mi.Unit())
-						dp := mi.Gauge().DataPoints().At(0)
-						assert.Equal(t, start, dp.StartTimestamp())
-						assert.Equal(t, ts, dp.Timestamp())
-						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
-						switch aggMap["tt_process"] {
-						case "sum":
-							assert.Equal(t, int64(4), dp.IntValue())
-						case "avg":
-							assert.Equal(t, int64(2), dp.IntValue())
-						case "min":
-							assert.Equal(t, int64(1), dp.IntValue())
-						case "max":
-							assert.Equal(t, int64(3), dp.IntValue())
-						}
-						_, ok := dp.Attributes().Get("hostname")
-						assert.False(t, ok)
-						_, ok = dp.Attributes().Get("pid")
-						assert.False(t, ok)
-						_, ok = dp.Attributes().Get("friendly_name")
-						assert.False(t, ok)
-						_, ok = dp.Attributes().Get("command_line")
-						assert.False(t, ok)
-					}
+					assert.False(t, validatedMetrics["tt_process"], "Found a duplicate in the metrics slice: tt_process")
+					validatedMetrics["tt_process"] = true
+					assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+					assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+					assert.Equal(t, "A host process that currently holds an open handle to a Tenstorrent KMD device. Always 1; one series per process.", mi.Description())
+					assert.Equal(t, "{process}", mi.Unit())
+					dp := mi.Gauge().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+					assert.Equal(t, int64(1), dp.IntValue())
+					hostnameAttrVal, ok := dp.Attributes().Get("hostname")
+					assert.True(t, ok)
+					assert.Equal(t, "hostname-val", hostnameAttrVal.Str())
+					pidAttrVal, ok := dp.Attributes().Get("pid")
+					assert.True(t, ok)
+					assert.Equal(t, "pid-val", pidAttrVal.Str())
+					friendlyNameAttrVal, ok := dp.Attributes().Get("friendly_name")
+					assert.True(t, ok)
+					assert.Equal(t, "friendly_name-val", friendlyNameAttrVal.Str())
+					commandLineAttrVal, ok := dp.Attributes().Get("command_line")
+					assert.True(t, ok)
+					assert.Equal(t, "command_line-val", commandLineAttrVal.Str())
 				case "tt_process_count":
-					if tt.name != "reaggregate_set" {
-						assert.False(t, validatedMetrics["tt_process_count"], "Found a duplicate in the metrics slice: tt_process_count")
-						validatedMetrics["tt_process_count"] = true
-						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
-						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
-						assert.Equal(t, "Number of distinct host processes holding a handle to a Tenstorrent device. Holders outside the collector's PID namespace are collapsed into one, so it is a floor there.", mi.Description())
-						assert.Equal(t, "{process}", mi.Unit())
-						dp := mi.Gauge().DataPoints().At(0)
-						assert.Equal(t, start, dp.StartTimestamp())
-						assert.Equal(t, ts, dp.Timestamp())
-						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
-						assert.Equal(t, int64(1), dp.IntValue())
-						hostnameAttrVal, ok := dp.Attributes().Get("hostname")
-						assert.True(t, ok)
-						assert.Equal(t, "hostname-val", hostnameAttrVal.Str())
-					} else {
-						assert.False(t, validatedMetrics["tt_process_count"], "Found a duplicate in the metrics slice: tt_process_count")
-						validatedMetrics["tt_process_count"] = true
-						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
-						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
-						assert.Equal(t, "Number of distinct host processes holding a handle to a Tenstorrent device. Holders outside the collector's PID namespace are collapsed into one, so it is a floor there.", mi.Description())
-						assert.Equal(t, "{process}", mi.Unit())
-						dp := mi.Gauge().DataPoints().At(0)
-						assert.Equal(t, start, dp.StartTimestamp())
-						assert.Equal(t, ts, dp.Timestamp())
-						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
-						switch aggMap["tt_process_count"] {
-						case "sum":
-							assert.Equal(t, int64(4), dp.IntValue())
-						case "avg":
-							assert.Equal(t, int64(2), dp.IntValue())
-						case "min":
-							assert.Equal(t, int64(1), dp.IntValue())
-						case "max":
-							assert.Equal(t, int64(3), dp.IntValue())
-						}
-						_, ok := dp.Attributes().Get("hostname")
-						assert.False(t, ok)
-					}
+					assert.False(t, validatedMetrics["tt_process_count"], "Found a duplicate in the metrics slice: tt_process_count")
+					validatedMetrics["tt_process_count"] = true
+					assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+					assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+					assert.Equal(t, "Number of distinct host processes holding a handle to a Tenstorrent device. Holders outside the collector's PID namespace are collapsed into one, so it is a floor there.", mi.Description())
+					assert.Equal(t, "{process}", mi.Unit())
+					dp := mi.Gauge().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+					assert.Equal(t, int64(1), dp.IntValue())
+					hostnameAttrVal, ok := dp.Attributes().Get("hostname")
+					assert.True(t, ok)
+					assert.Equal(t, "hostname-val", hostnameAttrVal.Str())
 				}
 			}
 		})
