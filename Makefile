@@ -19,12 +19,13 @@ test: ## Run every unit and integration test with the race detector (the CI test
 	$(GO) test -race -count=1 ./...
 
 .PHONY: lint
-lint: ## Check formatting (gofmt), run go vet, and fail when generated code is stale.
+lint: ## Check formatting (gofmt), go vet, stale generated code and that every relative Markdown link resolves.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) vet -tags e2e ./test/...
 	$(GO) vet -tags stress,chromium,demo ./test/... ./queued/...
 	@bash -n scripts/*.sh .ci/run
+	@python3 scripts/checklinks.py
 	@$(MAKE) --no-print-directory generate >/dev/null
 	@stale=$$(git status --porcelain -- receiver); if [ -n "$$stale" ]; then \
 		echo "generated files are stale; run make generate and commit:"; echo "$$stale"; exit 1; fi

@@ -133,7 +133,7 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// Setting documents one environment variable: the README's settings table
+// Setting documents one environment variable: the settings table of docs/operations.md
 // and `queued --help` are both generated from this list, so they cannot
 // drift from what FromEnv reads.
 type Setting struct {

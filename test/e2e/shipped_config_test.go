@@ -105,7 +105,7 @@ func mib(t *testing.T, name, v string) int {
 // TestShippedTelemetryPort checks that the collector's own telemetry does
 // not listen on the collector's default 8888 (Jupyter's default, common on
 // ML hosts, where otelcol-tt would exit at start), that an OTELCOL_TT_*
-// variable moves it, and that the README's variable table lists it.
+// variable moves it, and that the variable table of docs/otelcol-tt.md lists it.
 func TestShippedTelemetryPort(t *testing.T) {
 	conf, err := confmaptest.LoadConf(filepath.Join("..", "..", "deploy", "otelcol-tt", "config.yaml"))
 	if err != nil {
@@ -124,13 +124,13 @@ func TestShippedTelemetryPort(t *testing.T) {
 			t.Errorf("telemetry prometheus %s = %v; want %s", key, got, want)
 		}
 	}
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	readme, err := os.ReadFile(filepath.Join("..", "..", "docs", "otelcol-tt.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"OTELCOL_TT_TELEMETRY_HOST", "OTELCOL_TT_TELEMETRY_PORT", "OTELCOL_TT_TELEMETRY_LEVEL"} {
 		if !strings.Contains(string(readme), "| `"+name+"`") {
-			t.Errorf("README.md's variable table does not list %s", name)
+			t.Errorf("the variable table of docs/otelcol-tt.md does not list %s", name)
 		}
 	}
 }
