@@ -89,7 +89,10 @@ func startDaemonWith(t *testing.T, prepare func(state string), extra ...string) 
 	base := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + d.home, "TT_DEVICE_LOG_DIR=" + d.state}
 	d.env = append([]string(nil), base...)
 	d.cmd = exec.Command(filepath.Join(bin, "queued"), "--listen", "127.0.0.1:0")
-	d.cmd.Env = append(append(base, "TT_DEVICE_IDS=0,1", "TT_DEVICE_KILL_GRACE=1",
+	// A grace long enough that a job killed while the machine is loaded
+	// still ends by its SIGINT (exit -2), as the tests expect; none of
+	// them waits for a grace to run out.
+	d.cmd.Env = append(append(base, "TT_DEVICE_IDS=0,1", "TT_DEVICE_KILL_GRACE=10",
 		"TT_DEVICE_RESET_CMD=true", "TT_DEVICE_HEALTH_CHECK_CMD=true"), extra...)
 	d.cmd.Stdout, d.cmd.Stderr = d.log, d.log
 	if err := d.cmd.Start(); err != nil {
