@@ -58,7 +58,7 @@ func TestCompletion(t *testing.T) {
 		if got := complete("tt-device-queue", "logs", "--f"); got != "--follow" {
 			t.Fatalf("completing logs --f = %q", got)
 		}
-		if got := complete("tt-device-queue", "import", "../legacyimport/testdata/make_d"); got != "../legacyimport/testdata/make_db.py" {
+		if got := complete("tt-device-queue", "import", "../../testdata/python-tool/make_d"); got != "../../testdata/python-tool/make_db.py" {
 			t.Fatalf("completing import's path = %q, want the file", got)
 		}
 	}

@@ -22,7 +22,7 @@ func makeLegacyDB(t *testing.T, spec map[string]any) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("python3", "../legacyimport/testdata/make_db.py")
+	cmd := exec.Command("python3", "../../testdata/python-tool/make_db.py")
 	cmd.Stdin = bytes.NewReader(body)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("building %v: %v\n%s", spec["path"], err, out)

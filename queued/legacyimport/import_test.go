@@ -20,14 +20,14 @@ import (
 )
 
 // makeDB builds a database laid out as the Python tool's, with python3's
-// own sqlite3 module (testdata/make_db.py describes spec).
+// own sqlite3 module (../../testdata/python-tool/make_db.py describes spec).
 func makeDB(t *testing.T, spec map[string]any) {
 	t.Helper()
 	body, err := json.Marshal(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("python3", "testdata/make_db.py")
+	cmd := exec.Command("python3", "../../testdata/python-tool/make_db.py")
 	cmd.Stdin = bytes.NewReader(body)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("building %v: %v\n%s", spec["path"], err, out)

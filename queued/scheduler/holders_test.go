@@ -123,3 +123,18 @@ func TestHolders_WaitForeignPausesDispatchUntilTheyGo(t *testing.T) {
 	b.waitDone(first.ID)
 	b.waitDone(second.ID)
 }
+
+// TestHolders_ContainerView reads the shared container's-view tree
+// (testdata/kmd/container-view), which otelcol-tt's tests read too: holders
+// outside queued's PID namespace are foreign on both cards, and unnamed.
+func TestHolders_ContainerView(t *testing.T) {
+	t.Parallel()
+	driver := kmdtest.CopyTree(t, "container-view")
+	b := setup(t, func(o *Options) { o.DriverPath = driver })
+	st := b.s.Status()
+	for _, c := range st.Cards {
+		if len(c.Foreign) != 1 || c.Foreign[0].PID != 0 || c.Foreign[0].FriendlyName != "(outside this PID namespace)" {
+			t.Fatalf("card %d foreign = %+v; want one holder outside the namespace", c.ID, c.Foreign)
+		}
+	}
+}
