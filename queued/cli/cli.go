@@ -55,6 +55,7 @@ type CLI struct {
 	Resubmit    ResubmitCmd    `cmd:"" help:"Queue a new job with another job's program, directory, environment, timeout and repeat."`
 	Reset       ResetCmd       `cmd:"" help:"Schedule a card reset: one card, the card of a job, or every card."`
 	Completion  CompletionCmd  `cmd:"" help:"Print a shell completion script."`
+	Web         WebCmd         `cmd:"" help:"Print the address of the live status page (with its token); --open opens it."`
 }
 
 // Streams are the command's standard files. Terminal detection looks at
