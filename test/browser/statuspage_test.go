@@ -132,7 +132,7 @@ func TestChromiumStatusPage(t *testing.T) {
 	waitText("#card-0 ol.queue", "./bench.sh matmul")
 	waitText("#card-1", "eval_model 600")
 	waitText("#tail-"+sc.eval, "evaluating llama-3b on card 1")
-	waitText("#card-1", "ok at")                   // the last reset
+	waitText("#card-1", "ok at")                    // the last reset
 	waitText("#card-1 .foreign", "rogue_benchmark") // held outside the queue
 	waitText("#store", "store ok")
 
