@@ -43,8 +43,12 @@ cgroup-vm: ## Run the job-cgroup and OOM tests in a throwaway VM whose cgroup v2
 	GO=$(GO) bash queued/jobcgroup/vmtest.sh
 
 .PHONY: security-browser
-security-browser: ## Check with a real headless Chromium that another loopback page cannot submit a job.
-	$(GO) test -tags chromium -count=1 -v -run Chromium ./test/security/
+security-browser: ## Real headless Chromium: another loopback page cannot submit a job; the live status page works.
+	$(GO) test -tags chromium -count=1 -v -run Chromium ./test/security/ ./test/browser/
+
+.PHONY: screenshot
+screenshot: ## Run the status page's browser test and keep its screenshot as docs/img/status-page.png.
+	STATUS_PAGE_SCREENSHOT=$(CURDIR)/docs/img/status-page.png $(GO) test -tags chromium -count=1 -run 'ChromiumStatusPage$$' ./test/browser/
 
 .PHONY: demo
 demo: ## Build everything and run the whole of ttkit on two simulated cards (no hardware needed).

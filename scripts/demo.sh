@@ -12,6 +12,8 @@
 # bounded. Run from the repository root: bash scripts/demo.sh
 #
 #   DEMO_SKIP_BUILD=1   use the binaries already in bin/
+#   DEMO_HOLD=SECONDS   keep everything running that long at the end, to
+#                       look at the live status page whose URL it prints
 set -euo pipefail
 
 [[ -f go.mod && -d queued ]] || { echo "demo: run me from the repository root (make demo does)" >&2; exit 2; }
@@ -208,6 +210,13 @@ for n in 0 1; do echo "  $n/pids: $(paste -sd' ' "$WORK/driver/$n/pids")"; done
 until_ok sh -c "tt-device-queue --json status | grep -q '\"foreign\":\[{\"pid\":$ROGUE_PID'" || true
 show tt-device-queue status
 
+section "The live status page: every card, its job with live output, the queue, holders outside the queue"
+show tt-device-queue web
+PAGE=$(tt-device-queue web)
+[[ $PAGE == http://127.0.0.1:$PORT/#token=* ]] || die "web printed no page URL: $PAGE"
+http_get "127.0.0.1:$PORT" / | grep -q '<script src="/app.js"' || die "queued does not serve the page"
+echo "(open it in a browser while the demo runs: DEMO_HOLD=300 make demo keeps it running; the token is after #)"
+
 section "otelcol-tt: who holds each card, as Prometheus sees it"
 METRICS=127.0.0.1:$(free_port)
 HEALTH=127.0.0.1:$(free_port)
@@ -228,6 +237,12 @@ has_series() { [[ $(http_get "$METRICS" /metrics | grep -c '^tt_process{') -ge 3
 until_ok has_series || die "otelcol-tt did not report the three holders"
 printf '%s$ curl -s http://%s/metrics | grep ^tt_process%s\n' "$B" "$METRICS" "$N"
 http_get "$METRICS" /metrics | grep '^tt_process'
+
+if [[ ${DEMO_HOLD:-0} =~ ^[0-9]+$ && ${DEMO_HOLD:-0} -gt 0 ]]; then
+	section "Holding for $DEMO_HOLD s (Ctrl-C ends it): the status page is at"
+	echo "$PAGE"
+	sleep "$DEMO_HOLD"
+fi
 
 section "Done"
 echo "Stopping otelcol-tt and queued (which ends the running jobs as interrupted) and removing $WORK."

@@ -58,6 +58,7 @@ type CLI struct {
 	Completion  CompletionCmd  `cmd:"" help:"Print a shell completion script."`
 	Complete    CompleteCmd    `cmd:"" name:"__complete" hidden:"" help:"Print completion candidates (for the completion scripts)."`
 	Import      ImportCmd      `cmd:"" help:"Import the Python tt-device-queue's jobs (its jobs.sqlite3) while queued is stopped."`
+	Web         WebCmd         `cmd:"" help:"Print the address of the live status page (with its token); --open opens it."`
 }
 
 // Streams are the command's standard files. Terminal detection looks at

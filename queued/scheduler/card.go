@@ -145,6 +145,7 @@ func (s *Scheduler) work(c *card) {
 					s.log.Info("card paused: a process outside the queue holds it", "card", c.id, "holder", why)
 				}
 				c.paused = why
+				s.changes.bump()
 			}
 		} else {
 			c.paused = ""
@@ -240,7 +241,7 @@ func (s *Scheduler) takeLocked(c *card) *job {
 	j.iterStart = j.rec.StartedAt
 	j.rec.BootID = s.bootID
 	j.rec.ResetEpoch = c.resetEpoch
-	j.notify()
+	s.notify(j)
 	return j
 }
 
@@ -262,7 +263,7 @@ func (s *Scheduler) undoStartLocked(c *card, j *job) {
 	c.current = nil
 	c.putBack(j)
 	s.queued++
-	j.notify()
+	s.notify(j)
 }
 
 // unstartLocked handles a job whose running record failed to commit: it
@@ -328,7 +329,7 @@ func (s *Scheduler) run(c *card, j *job) (done []*job, recs []store.Job) {
 	j.pidDone = make(chan struct{})
 	s.mu.Lock()
 	j.log = log
-	j.notify()
+	s.notify(j)
 	spec := runner.Spec{
 		Shell:     s.opt.Shell,
 		Cmd:       j.rec.Cmd,

@@ -26,6 +26,7 @@ func (s *Scheduler) failLocked(err error) {
 		s.log.Error("persistence failing: dispatch stopped on every card", "err", err)
 	}
 	s.persist.err = err
+	s.changes.bump()
 	select {
 	case s.failed <- struct{}{}:
 	default:
@@ -50,7 +51,7 @@ func (s *Scheduler) holdLocked(j *job, rec store.Job) {
 			s.persist.held = append(s.persist.held, j)
 		}
 	}
-	j.notify()
+	s.notify(j)
 }
 
 // retryLoop waits for a failure, then tries to recover with exponential
@@ -109,6 +110,7 @@ func (s *Scheduler) tryRecover() bool {
 	}
 	s.log.Info("persistence recovered: dispatch resumed", "after", s.opt.Now().Sub(s.persist.since).Round(time.Millisecond))
 	s.persist.err = nil
+	s.changes.bump()
 	for _, id := range s.order {
 		s.cards[id].wakeup()
 	}

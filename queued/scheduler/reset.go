@@ -149,7 +149,7 @@ func (s *Scheduler) Reset(req ResetRequest) ([]ResetOutcome, error) {
 			c.reset = nil
 			delete(s.jobs, j.rec.ID)
 			s.queued--
-			j.notify()
+			s.notify(j)
 		}
 		s.failLocked(err)
 		return nil, fmt.Errorf("%w: %w", ErrPersistence, err)
@@ -157,7 +157,7 @@ func (s *Scheduler) Reset(req ResetRequest) ([]ResetOutcome, error) {
 	for _, j := range fresh {
 		j.durable = true
 		s.log.Info("reset scheduled", "card", j.rec.Card(), "reset", j.rec.ID)
-		j.notify()
+		s.notify(j)
 	}
 	// A pending reset this request joined may still be committing; answer
 	// only once it is durable, or fail if its insert failed.

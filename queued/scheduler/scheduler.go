@@ -206,6 +206,7 @@ type Scheduler struct {
 	budget   outputBudget // its own lock; see outputbudget.go
 	holders  *holderScan
 	met      *metrics
+	changes  changeFeed // status-page notifications; see changes.go
 
 	spillMu sync.Mutex // orders spill writes; taken before mu
 	spilled bool       // the spill reserve holds records; guarded by spillMu

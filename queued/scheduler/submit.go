@@ -84,6 +84,7 @@ func (s *Scheduler) Submit(spec JobSpec) (JobInfo, error) {
 		return JobInfo{}, fmt.Errorf("%w: %w", ErrPersistence, err)
 	}
 	j.durable = true
+	s.changes.bump()
 	c.wakeup()
 	if c.dead != nil && c.remove(j) {
 		// The card died while this insert committed, after its queue was
@@ -286,7 +287,7 @@ func (s *Scheduler) Kill(id string) (JobInfo, error) {
 			c.reset = j
 		}
 		s.queued++
-		j.notify()
+		s.notify(j)
 		return JobInfo{}, fmt.Errorf("job %s stays queued: %w: %w", id, ErrPersistence, err)
 	}
 	j.stopFor(stopKill)
@@ -301,7 +302,7 @@ func (s *Scheduler) settleLocked(j *job, rec store.Job) {
 	j.rec = rec
 	j.held = false
 	delete(s.jobs, rec.ID)
-	j.notify()
+	s.notify(j)
 }
 
 // infoLocked is a job's record plus position and estimate.

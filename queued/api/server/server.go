@@ -124,6 +124,7 @@ func NewServer(cfg Config) (*Server, error) {
 	m.HandleFunc("/logs/{id}", s.only(http.MethodGet, s.handleLogs))
 	m.HandleFunc("/result/{id}", s.only(http.MethodGet, s.handleResult))
 	m.HandleFunc("/reset", s.only(http.MethodPost, s.handleReset))
+	m.HandleFunc("/changes", s.only(http.MethodGet, s.handleChanges)) // the status page's long-poll; page.go
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no endpoint %s", cut(r.URL.Path, 100)))
 	})
@@ -213,6 +214,9 @@ func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	}
 	if r.URL.Path == api.ProofPath {
 		s.handleProof(w, r)
+		return
+	}
+	if s.servePage(w, r) { // the status page's files; no data, so no token (page.go)
 		return
 	}
 	if !s.authorize(w, r) {

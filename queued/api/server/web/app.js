@@ -1,0 +1,275 @@
+// queued's live status page. Read-only: it reads GET /status, follows
+// GET /changes (a long-poll that answers at the scheduler's next change)
+// and tails the running jobs' output with GET /logs long-polls. The
+// token comes from the URL fragment (#token=...), which never reaches the
+// server; it is kept in sessionStorage and sent as the bearer token.
+"use strict";
+
+const TOKEN_KEY = "queued-token";
+const CHANGES_WAIT = 10;    // seconds; holders outside the queue are rescanned at least this often
+const LOG_WAIT = 25;        // seconds a /logs long-poll waits for output
+const TAIL_BYTES = 4096;    // how much of a running job's output is shown
+const MAX_TAILS = 4;        // live tails at once; a browser opens about 6 connections per host
+
+const $ = (id) => document.getElementById(id);
+let token = "";
+let lastStatus = null;
+const tails = new Map();    // job id -> {text, done}
+
+function takeToken() {
+  const m = /^#token=([A-Za-z0-9._~%-]+)$/.exec(location.hash);
+  if (m) {
+    sessionStorage.setItem(TOKEN_KEY, decodeURIComponent(m[1]));
+    history.replaceState(null, "", location.pathname);
+  }
+  return sessionStorage.getItem(TOKEN_KEY) || "";
+}
+
+class HTTPError extends Error {
+  constructor(status, msg) { super(msg); this.status = status; }
+}
+
+async function api(path) {
+  const r = await fetch(path, {headers: {"Authorization": "Bearer " + token}, cache: "no-store", credentials: "omit"});
+  if (!r.ok) {
+    let msg = r.status + " " + r.statusText;
+    try { const b = await r.json(); if (b.error) msg = b.error; } catch (_) { /* not JSON */ }
+    throw new HTTPError(r.status, msg);
+  }
+  return r;
+}
+
+function sleep(ms) { return new Promise((res) => setTimeout(res, ms)); }
+
+function notice(text, bad) {
+  const n = $("notice");
+  n.hidden = !text;
+  n.textContent = text || "";
+  n.className = bad ? "notice bad" : "notice";
+}
+
+function setConn(text, live) {
+  const c = $("conn");
+  c.textContent = text;
+  c.className = "conn " + (live ? "live" : "down");
+}
+
+// el builds an element; text is set with textContent, never parsed.
+function el(tag, cls, text, ...kids) {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (text !== undefined && text !== null) e.textContent = text;
+  for (const k of kids) if (k) e.appendChild(k);
+  return e;
+}
+
+function dur(sec) {
+  if (sec === undefined || sec === null || !isFinite(sec)) return "–";
+  sec = Math.max(0, Math.round(sec));
+  const h = Math.floor(sec / 3600), m = Math.floor(sec % 3600 / 60), s = sec % 60;
+  if (h) return h + "h " + String(m).padStart(2, "0") + "m";
+  if (m) return m + "m " + String(s).padStart(2, "0") + "s";
+  return s + "s";
+}
+
+function since(iso) { return (Date.now() - Date.parse(iso)) / 1000; }
+function when(iso) { return new Date(iso).toLocaleString(); }
+function short(id) { return id ? id.slice(0, 8) : ""; }
+
+function kv(pairs) {
+  const dl = el("dl", "kv");
+  for (const [k, v] of pairs) {
+    if (v === undefined || v === null || v === "") continue;
+    dl.appendChild(el("dt", null, k));
+    const dd = el("dd");
+    if (v instanceof Node) dd.appendChild(v); else dd.textContent = v;
+    dl.appendChild(dd);
+  }
+  return dl;
+}
+
+function renderSummary(st) {
+  const s = $("summary");
+  s.replaceChildren();
+  const store = st.persistence.ok
+    ? el("span", "ok", "store ok")
+    : el("span", "bad", "store failing since " + (st.persistence.since ? when(st.persistence.since) : "?") + ": " + (st.persistence.error || ""));
+  store.id = "store";
+  s.append(el("span", null, st.queued + " queued of at most " + st.max_queued), store);
+  if (st.stopping) s.append(el("span", "bad", "queued is stopping"));
+  if (st.version) s.append(el("span", null, "queued " + st.version));
+  for (const w of st.warnings || []) s.append(el("span", "bad", w));
+}
+
+function renderCard(c) {
+  const card = el("article", "card " + c.state);
+  card.id = "card-" + c.device_id;
+  card.dataset.device = c.device_id;
+  card.appendChild(el("h2", null, "Card " + c.device_id,
+    el("span", "badge " + c.state, c.state), el("span", "worker", c.worker)));
+
+  if (c.state === "dead") {
+    card.appendChild(el("p", "dead-reason", "Dead: " + (c.dead_reason || "no reason recorded") +
+      (c.dead_since ? " (since " + when(c.dead_since) + ")" : "")));
+  }
+
+  card.appendChild(el("h3", null, "Running"));
+  const cur = c.current;
+  if (cur) {
+    const runtime = el("span", "runtime");
+    runtime.dataset.started = cur.started_at || "";
+    runtime.textContent = cur.started_at ? dur(since(cur.started_at)) : "starting";
+    card.appendChild(kv([
+      ["command", el("code", "cmd", cur.cmd)],
+      ["job", short(cur.id) + (cur.kind === "reset" ? " (reset)" : "") + (cur.client_id ? " by " + cur.client_id : "")],
+      ["runtime", runtime],
+      ["estimate", cur.estimated_run_sec ? dur(cur.estimated_run_sec) + " in all, about " + dur(cur.estimated_wait_sec) + " left" : "no history yet"],
+      ["pid", cur.pid ? String(cur.pid) : ""],
+    ]));
+    const pre = el("pre", "tail", (tails.get(cur.id) || {}).text || "");
+    pre.id = "tail-" + cur.id;
+    pre.dataset.job = cur.id;
+    card.appendChild(pre);
+  } else {
+    card.appendChild(el("p", "empty", "nothing running"));
+  }
+
+  card.appendChild(el("h3", null, "Queue (" + (c.pending || []).length + "), a new job waits about " + dur(c.estimated_wait_sec)));
+  if (c.pending && c.pending.length) {
+    const ol = el("ol", "queue");
+    for (const j of c.pending) {
+      const li = el("li", null, null, el("span", "pos", "#" + j.position),
+        el("code", "cmd", j.cmd), el("span", "wait", "~" + dur(j.estimated_wait_sec)));
+      li.dataset.job = j.id;
+      li.title = short(j.id) + (j.client_id ? " by " + j.client_id : "") + (j.kind === "reset" ? " (reset)" : "");
+      ol.appendChild(li);
+    }
+    card.appendChild(ol);
+  } else {
+    card.appendChild(el("p", "empty", "empty"));
+  }
+
+  if (c.reset || c.last_reset) {
+    card.appendChild(el("h3", null, "Reset"));
+    const pairs = [];
+    if (c.reset) pairs.push(["pending", c.reset.state + " since " + when(c.reset.at)]);
+    if (c.last_reset) {
+      const r = c.last_reset;
+      pairs.push(["last", el("span", "result-" + r.result, r.result + " at " + when(r.at) + (r.detail ? ": " + r.detail : ""))]);
+    }
+    card.appendChild(kv(pairs));
+  }
+
+  if ((c.foreign && c.foreign.length) || c.foreign_error) {
+    card.appendChild(el("h3", null, "Held outside the queue"));
+    const ul = el("ul", "foreign");
+    for (const h of c.foreign || []) {
+      ul.appendChild(el("li", null, "pid " + h.pid + " " + (h.friendly_name || "") +
+        (h.command_line ? " (" + h.command_line + ")" : "") + (h.job_id ? " job " + short(h.job_id) : "")));
+    }
+    if (c.foreign_error) ul.appendChild(el("li", null, "list may be incomplete: " + c.foreign_error));
+    card.appendChild(ul);
+  }
+  return card;
+}
+
+function render(st) {
+  lastStatus = st;
+  renderSummary(st);
+  $("cards").replaceChildren(...st.cards.map(renderCard));
+  startTails(st);
+}
+
+// tick updates the runtimes each second without asking the server.
+function tick() {
+  for (const r of document.querySelectorAll(".runtime")) {
+    if (r.dataset.started) r.textContent = dur(since(r.dataset.started));
+  }
+}
+
+function running(st) {
+  return st.cards.map((c) => c.current).filter((j) => j).map((j) => j.id);
+}
+
+function startTails(st) {
+  const ids = running(st);
+  for (const id of tails.keys()) if (!ids.includes(id)) tails.delete(id);
+  for (const id of ids) {
+    if (tails.has(id) || tails.size >= MAX_TAILS) continue;
+    tails.set(id, {text: ""});
+    tail(id);
+  }
+}
+
+function showTail(id, text) {
+  const t = tails.get(id);
+  if (!t) return;
+  t.text = text;
+  const pre = document.getElementById("tail-" + id);
+  if (pre) {
+    const atEnd = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
+    pre.textContent = text;
+    if (atEnd) pre.scrollTop = pre.scrollHeight;
+  }
+}
+
+// tail follows a running job's output from its last TAIL_BYTES until the
+// job is over or no longer shown.
+async function tail(id) {
+  const dec = new TextDecoder();
+  let offset = 0, text = "";
+  try {
+    const first = await api("/logs/" + id + "?offset=0&limit=1");
+    await first.arrayBuffer();
+    offset = Math.max(0, Number(first.headers.get("X-Log-Size")) - TAIL_BYTES);
+    while (tails.has(id)) {
+      const r = await api("/logs/" + id + "?offset=" + offset + "&limit=65536&wait=" + LOG_WAIT);
+      const buf = await r.arrayBuffer();
+      text = (text + dec.decode(buf, {stream: true})).slice(-TAIL_BYTES);
+      offset = Number(r.headers.get("X-Log-Next-Offset"));
+      showTail(id, text);
+      if (r.headers.get("X-Log-Done") === "true") break;
+    }
+  } catch (e) {
+    if (tails.has(id)) showTail(id, text + "\n[output unavailable: " + e.message + "]");
+  }
+}
+
+async function follow() {
+  let gen = null, failures = 0;
+  for (;;) {
+    try {
+      const q = gen === null ? "" : "?since=" + gen + "&wait=" + CHANGES_WAIT;
+      gen = (await (await api("/changes" + q)).json()).gen;
+      const st = await (await api("/status")).json();
+      render(st);
+      failures = 0;
+      notice("");
+      setConn("live, updated " + new Date().toLocaleTimeString(), true);
+    } catch (e) {
+      if (e instanceof HTTPError && e.status === 401) {
+        sessionStorage.removeItem(TOKEN_KEY);
+        notice("The token was refused (queued restarted with a new one?). Open the address that `tt-device-queue web` prints.", true);
+        setConn("not signed in", false);
+        return;
+      }
+      failures++;
+      gen = null;
+      setConn("disconnected: " + e.message + "; retrying", false);
+      await sleep(Math.min(10000, 500 * failures));
+    }
+  }
+}
+
+function main() {
+  token = takeToken();
+  if (!token) {
+    notice("No token: open the address that `tt-device-queue web` prints (it carries the token after #).", true);
+    setConn("not signed in", false);
+    return;
+  }
+  setInterval(tick, 1000);
+  follow();
+}
+
+main();

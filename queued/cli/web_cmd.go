@@ -1,0 +1,104 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"strings"
+
+	"github.com/ttkit/ttkit/queued/api"
+	"github.com/ttkit/ttkit/queued/config"
+)
+
+// WebCmd prints the address of queued's live status page with the token
+// in its fragment: the browser keeps the fragment to itself, so the token
+// never travels in a request line, a log or a Referer; the page sends it
+// as the bearer token. It opens a browser only when asked.
+type WebCmd struct {
+	Open bool `help:"Also open the page in a browser ($BROWSER, else xdg-open)."`
+}
+
+// Help says what the page shows and who may see it.
+func (c *WebCmd) Help() string {
+	return "The page is read-only: every card, its running job with a live tail of its output, its queue, resets and " +
+		"processes holding it outside the queue. It updates within a second of a change. Anyone with the address " +
+		"can read the queue until queued restarts with a new token, so share it as you would the token file."
+}
+
+// webURL is the status page's address for the daemon at base with token.
+func webURL(base, token string) (string, error) {
+	u, err := url.Parse(base)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return "", fmt.Errorf("queued's address %q is not an http URL", base)
+	}
+	u.Path, u.RawQuery, u.Fragment = "/", "", ""
+	return u.String() + "#token=" + url.QueryEscape(token), nil
+}
+
+// Run finds queued's TCP address (--host/--port, else the address queued
+// recorded in its state directory), checks that the server there proves
+// it holds the token, and prints the page's URL.
+func (c *WebCmd) Run(a *App) error {
+	dir, err := config.StateDir(os.LookupEnv)
+	if err != nil {
+		return usageErr("%w", err)
+	}
+	a.stateDir = dir
+	base := ""
+	if strings.TrimSpace(a.Host) != "" || a.Port != 0 {
+		if base, err = a.baseURL(); err != nil {
+			return err
+		}
+	} else if base, err = api.ReadAddress(dir); err != nil {
+		return &Error{Code: ExitUsage, Err: fmt.Errorf("%w: the page is served on queued's TCP address, which it records in %s.\n%s", err, dir, startHint)}
+	}
+	token, err := api.ReadToken(dir)
+	if errors.Is(err, api.ErrNoToken) {
+		return &Error{Code: ExitUsage, Err: fmt.Errorf("no token in %s, so queued has not run with this state directory.\n%s", dir, startHint)}
+	}
+	if err != nil {
+		return &Error{Code: ExitUsage, Err: err}
+	}
+	if err := api.VerifyServer(a.ctx, base, token); err != nil {
+		if errors.Is(err, api.ErrUnproven) {
+			return &Error{Code: ExitRefused, Err: fmt.Errorf("not giving out the token for %s: %w (is something other than your queued listening there?)", base, err)}
+		}
+		return a.explain(a.ctx, err)
+	}
+	page, err := webURL(base, token)
+	if err != nil {
+		return &Error{Code: ExitRefused, Err: err}
+	}
+	if a.JSON {
+		if err := a.printJSON(map[string]string{"url": page}); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintln(a.Out, page)
+	}
+	if !c.Open {
+		return nil
+	}
+	return openBrowser(page)
+}
+
+// openBrowser starts $BROWSER, else xdg-open, on page and does not wait
+// for it.
+func openBrowser(page string) error {
+	prog := os.Getenv("BROWSER")
+	if prog == "" {
+		prog = "xdg-open"
+	}
+	path, err := exec.LookPath(prog)
+	if err != nil {
+		return &Error{Code: ExitUsage, Err: fmt.Errorf("--open: no browser to start: %w (set BROWSER, or open the address above yourself)", err)}
+	}
+	cmd := exec.Command(path, page)
+	if err := cmd.Start(); err != nil {
+		return &Error{Code: ExitRefused, Err: fmt.Errorf("--open: starting %s: %w", path, err)}
+	}
+	go cmd.Wait() // reap it; the browser outlives us or not, either is fine
+	return nil
+}
