@@ -64,7 +64,7 @@ func TestTermStorm(t *testing.T) {
 		}
 		took := time.Since(began)
 		slowest = max(slowest, took)
-		if limit := 6 * time.Second; took > limit { // kill grace 1 s, HTTP drain 1 s, records
+		if limit := 8 * time.Second; took > limit { // kill grace 1 s, HTTP drain 1 s, records; the old stop took 10 s
 			t.Errorf("a stop took %v; want under %v", took, limit)
 		}
 	})
