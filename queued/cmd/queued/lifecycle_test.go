@@ -117,7 +117,7 @@ func TestQueued_StopIsImmediate(t *testing.T) {
 
 	sent := time.Now()
 	d.cmd.Process.Signal(syscall.SIGTERM)
-	waitFile(t, marks, "INT", 3*time.Second)
+	waitFile(t, marks, "INT", 5*time.Second) // the old stop sent it after 10 s
 
 	// The trap takes a second to exit: the daemon still answers, and
 	// refuses new work with the reason.
