@@ -58,6 +58,7 @@ type CLI struct {
 	Completion  CompletionCmd  `cmd:"" help:"Print a shell completion script."`
 	Complete    CompleteCmd    `cmd:"" name:"__complete" hidden:"" help:"Print completion candidates (for the completion scripts)."`
 	Import      ImportCmd      `cmd:"" help:"Import the Python tt-device-queue's jobs (its jobs.sqlite3) while queued is stopped."`
+	Doctor      DoctorCmd      `cmd:"" help:"Check this host for queued and otelcol-tt (KMD, cards, reset and health check, /proc, queued) and say how to fix each problem."`
 }
 
 // Streams are the command's standard files. Terminal detection looks at
