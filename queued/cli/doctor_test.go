@@ -103,7 +103,7 @@ func TestDoctorWithoutDaemon(t *testing.T) {
 	r := doctortest.New(t, t.TempDir(), 2)
 	env := append(doctorEnv(r), "TT_DEVICE_LOG_DIR="+filepath.Join(t.TempDir(), "never-ran"))
 	res := runDoctor(t, env, "doctor", "--root", r.Dir)
-	res.want(t, 1, []string{"fail  queued ", "fix: systemctl --user start queued", "fail  token ", "skip  store ", "ok    kmd "}, nil)
+	res.want(t, 1, []string{"fail  queued         queued is not running: nothing listens at its socket in ", "fix: systemctl --user start queued", "fail  token ", "skip  store ", "ok    kmd "}, nil)
 	checks := decodeChecks(t, runDoctor(t, env, "--json", "doctor", "--root", r.Dir))
 	for name, want := range map[string]doctor.Status{"queued": doctor.Fail, "token": doctor.Fail, "store": doctor.Skip, "kmd": doctor.OK, "device-nodes": doctor.OK} {
 		if c := checks[name]; c.Status != want || (want == doctor.Fail && c.Fix == "") {

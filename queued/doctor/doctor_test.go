@@ -93,7 +93,9 @@ func TestBrokenHostGetsEachVerdict(t *testing.T) {
 		{"KMD before pids files", func(r *doctortest.Root, h *doctor.Host) { r.SetKMDVersion("2.4.1") }, "kmd-version", doctor.Fail, "no pids files"},
 		{"KMD 2.5 numbers PIDs per opener", func(r *doctortest.Root, h *doctor.Host) { r.SetKMDVersion("2.5.0") }, "kmd-version", doctor.Warn, "own PID namespace"},
 		{"KMD 2.7 unconfirmed", func(r *doctortest.Root, h *doctor.Host) { r.SetKMDVersion("2.7.1") }, "kmd-version", doctor.Warn, "upgrade tt-kmd to 2.8.0"},
-		{"KMD version unreadable", func(r *doctortest.Root, h *doctor.Host) { r.Write("/sys/module/tenstorrent/version", "garbage\n", 0o444) }, "kmd-version", doctor.Warn, `"garbage" is not a KMD version`},
+		{"KMD version unreadable", func(r *doctortest.Root, h *doctor.Host) {
+			r.Write("/sys/module/tenstorrent/version", "garbage\n", 0o444)
+		}, "kmd-version", doctor.Warn, `"garbage" is not a KMD version`},
 		{"card node missing for a KMD card", func(r *doctortest.Root, h *doctor.Host) {
 			r.Remove("/dev/tenstorrent/1")
 			h.Queued = nil
@@ -118,9 +120,13 @@ func TestBrokenHostGetsEachVerdict(t *testing.T) {
 			r.Remove("/home/.local/share/tt-device-queue/health_check.py")
 		}, "health-check", doctor.Fail, "make install"},
 		{"custom health check", func(r *doctortest.Root, h *doctor.Host) { h.HealthCheckCmd = "true {device}" }, "health-check", doctor.Skip, "not a Python interpreter"},
-		{"hidepid", func(r *doctortest.Root, h *doctor.Host) { r.SetMounts("rw,nosuid,nodev,noexec,relatime,hidepid=invisible") }, "proc-hidepid", doctor.Warn, "hidepid=invisible"},
+		{"hidepid", func(r *doctortest.Root, h *doctor.Host) {
+			r.SetMounts("rw,nosuid,nodev,noexec,relatime,hidepid=invisible")
+		}, "proc-hidepid", doctor.Warn, "hidepid=invisible"},
 		{"hidepid off", func(r *doctortest.Root, h *doctor.Host) { r.SetMounts("rw,hidepid=0") }, "proc-hidepid", doctor.OK, "without hidepid"},
-		{"no /proc mount", func(r *doctortest.Root, h *doctor.Host) { r.Write("/proc/self/mountinfo", "21 1 8:1 / / rw - ext4 /dev/sda1 rw\n", 0o644) }, "proc-hidepid", doctor.Skip, "no proc file system"},
+		{"no /proc mount", func(r *doctortest.Root, h *doctor.Host) {
+			r.Write("/proc/self/mountinfo", "21 1 8:1 / / rw - ext4 /dev/sda1 rw\n", 0o644)
+		}, "proc-hidepid", doctor.Skip, "no proc file system"},
 		{"container PID namespace", func(r *doctortest.Root, h *doctor.Host) { r.SetPIDNamespaces("pid:[4026531836]", "pid:[4026532511]") }, "pid-namespace", doctor.Warn, "hostPID"},
 		{"PID 1 unreadable, NSpid nested", func(r *doctortest.Root, h *doctor.Host) {
 			r.Remove("/proc/1")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 
@@ -19,6 +20,8 @@ func checkQueued(h Host, s *api.Status, err error) Check {
 	switch {
 	case h.Queued == nil:
 		c.Status, c.Detail, c.Fix = Skip, "no way to reach queued", "set TT_DEVICE_LOG_DIR or HOME"
+	case errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED):
+		c.Status, c.Detail, c.Fix = Fail, fmt.Sprintf("queued is not running: nothing listens at %s", h.QueuedAt), startFix
 	case err != nil:
 		c.Status, c.Detail, c.Fix = Fail, fmt.Sprintf("queued does not answer at %s: %v", h.QueuedAt, err), startFix
 	case !s.Persistence.OK:
