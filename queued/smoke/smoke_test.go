@@ -10,17 +10,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/ttkit/ttkit/internal/friendlyname"
 	"github.com/ttkit/ttkit/internal/kmdtest"
 	"github.com/ttkit/ttkit/queued/api"
 	"github.com/ttkit/ttkit/queued/smoke"
+	"github.com/ttkit/ttkit/queued/smoke/smoketest"
 )
 
 var queuedBin, smokeBin string
@@ -44,142 +41,26 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// host is a fake card host: a KMD tree whose pids file lists whoever has
-// the card's device file open (as the KMD does for the real node), a real
-// queued serving card 0, and a stand-in for otelcol-tt's Prometheus
+// host is a smoketest.Host with a stand-in for otelcol-tt's Prometheus
 // endpoint that names each holder as the receiver does.
 type host struct {
-	tree    *kmdtest.Tree
-	devDir  string
-	dev     string
-	client  *api.Client
+	*smoketest.Host
 	metrics *httptest.Server
-	log     *bytes.Buffer
-	python  string
-	state   string
 }
 
 func newHost(t *testing.T, queuedEnv ...string) *host {
 	t.Helper()
-	root := t.TempDir()
-	h := &host{tree: kmdtest.NewTree(t, filepath.Join(root, "driver")), devDir: filepath.Join(root, "dev"), log: &bytes.Buffer{}, python: kmdtest.Python(t)}
-	h.tree.SetPids(0)
-	h.dev = filepath.Join(h.devDir, "0")
-	if err := os.MkdirAll(h.devDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(h.dev, nil, 0o666); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); h.fakeKMD(ctx) }()
-	t.Cleanup(func() { cancel(); wg.Wait() })
-
-	state, home := filepath.Join(root, "state"), filepath.Join(root, "home")
-	h.state = state
-	for _, d := range []string{state, home} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cmd := exec.Command(queuedBin, "--listen", "127.0.0.1:0")
-	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "TT_DEVICE_LOG_DIR=" + state,
-		"TT_DEVICE_IDS=0", "TT_DEVICE_KILL_GRACE=1", "TT_DEVICE_DRIVER_PATH=" + h.tree.Dir,
-		"TT_DEVICE_RESET_CMD=echo resetting card {device}", "TT_DEVICE_HEALTH_CHECK_CMD=echo card {device} is healthy"}, queuedEnv...)
-	cmd.Stdout, cmd.Stderr = h.log, h.log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(20 * time.Second):
-			cmd.Process.Kill()
-			<-exited
-			t.Errorf("queued did not stop on SIGTERM:\n%s", h.log)
-		}
-	})
-	h.client = api.NewUnixClient(filepath.Join(state, api.SocketFile))
-	t.Cleanup(h.client.Close)
-	waitFor(t, 15*time.Second, "queued to answer", func() bool {
-		_, err := h.client.Status(context.Background())
-		return err == nil
-	})
-	h.metrics = httptest.NewServer(http.HandlerFunc(h.serveMetrics))
+	h := &host{Host: smoketest.Start(t, queuedBin, queuedEnv...)}
+	h.metrics = httptest.NewServer(http.HandlerFunc(h.ServeMetrics))
 	t.Cleanup(h.metrics.Close)
 	return h
 }
 
-// fakeKMD keeps card 0's pids file listing the processes that have the
-// device file open, one line per descriptor, as the KMD does.
-func (h *host) fakeKMD(ctx context.Context) {
-	for {
-		var pids []int
-		procs, _ := os.ReadDir("/proc")
-		for _, p := range procs {
-			pid, err := strconv.Atoi(p.Name())
-			if err != nil {
-				continue
-			}
-			fds, _ := os.ReadDir(filepath.Join("/proc", p.Name(), "fd"))
-			for _, fd := range fds {
-				if target, err := os.Readlink(filepath.Join("/proc", p.Name(), "fd", fd.Name())); err == nil && target == h.dev {
-					pids = append(pids, pid)
-				}
-			}
-		}
-		h.tree.SetPids(0, pids...)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-}
-
-// serveMetrics answers as otelcol-tt's Prometheus exporter would: one
-// tt_process series per holder in the pids file, named by friendlyname.
-func (h *host) serveMetrics(w http.ResponseWriter, _ *http.Request) {
-	b, _ := os.ReadFile(h.tree.PidsPath(0))
-	fmt.Fprintln(w, "# HELP tt_process A host process that currently holds an open handle to a Tenstorrent KMD device.")
-	fmt.Fprintln(w, "# TYPE tt_process gauge")
-	seen := map[string]bool{}
-	for _, pid := range strings.Fields(string(b)) {
-		if seen[pid] {
-			continue
-		}
-		seen[pid] = true
-		raw, err := os.ReadFile(filepath.Join("/proc", pid, "cmdline"))
-		if err != nil {
-			continue
-		}
-		line := strings.TrimSpace(strings.ReplaceAll(string(raw), "\x00", " "))
-		fmt.Fprintf(w, "tt_process{command_line=%s,friendly_name=%s,hostname=\"fakehost\",pid=%q} 1\n",
-			strconv.Quote(line), strconv.Quote(friendlyname.Derive(line)), pid)
-	}
-}
-
 func (h *host) options() smoke.Options {
 	return smoke.Options{
-		Card: 0, Queued: h.client, QueuedAt: "the test's queued", MetricsURL: h.metrics.URL + "/metrics",
-		DevDir: h.devDir, Python: h.python, KMDVersionFile: "/nonexistent/version",
+		Card: 0, Queued: h.Client, QueuedAt: "the test's queued", MetricsURL: h.metrics.URL + "/metrics",
+		DevDir: h.DevDir, Python: h.Python, KMDVersionFile: "/nonexistent/version",
 		ResetTimeout: time.Minute, MetricsWait: 30 * time.Second,
-	}
-}
-
-func waitFor(t *testing.T, within time.Duration, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", within, what)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 
@@ -190,7 +71,7 @@ func TestSmokePassesOnFakeHost(t *testing.T) {
 	o.Progress = &progress
 	r, err := smoke.Run(context.Background(), o)
 	if err != nil {
-		t.Fatalf("smoke.Run: %v\n%s", err, h.log)
+		t.Fatalf("smoke.Run: %v\n%s", err, h.Log)
 	}
 	var out bytes.Buffer
 	if err := r.WriteText(&out); err != nil {
@@ -198,9 +79,9 @@ func TestSmokePassesOnFakeHost(t *testing.T) {
 	}
 	t.Logf("report:\n%s", out.String())
 	if !r.Passed || !strings.HasSuffix(out.String(), "PASS\n") {
-		t.Fatalf("smoke test failed on a healthy fake host:\n%s\nqueued:\n%s", out.String(), h.log)
+		t.Fatalf("smoke test failed on a healthy fake host:\n%s\nqueued:\n%s", out.String(), h.Log)
 	}
-	for _, want := range []string{"card 0 is healthy", "friendly_name=\"tt_smoke_holder.py\"", "opened " + h.dev, "exit 0"} {
+	for _, want := range []string{"card 0 is healthy", "friendly_name=\"tt_smoke_holder.py\"", "opened " + h.Dev, "exit 0"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("report lacks %q", want)
 		}
@@ -209,7 +90,7 @@ func TestSmokePassesOnFakeHost(t *testing.T) {
 		t.Errorf("no progress lines: %q", progress.String())
 	}
 	// The card is left idle.
-	st, err := h.client.Status(context.Background())
+	st, err := h.Client.Status(context.Background())
 	if err != nil || st.Cards[0].Current != nil || len(st.Cards[0].Pending) != 0 {
 		t.Errorf("card not idle after the smoke test: %+v %v", st.Cards, err)
 	}
@@ -221,9 +102,9 @@ func TestSmokeRefusesBusyCard(t *testing.T) {
 
 	// A process outside the queue holds the card.
 	foreign := kmdtest.Start(t, t.TempDir(), nil, kmdtest.Python(t), "-c",
-		"import os, sys; fd = os.open(sys.argv[1], os.O_RDONLY); print('ready', flush=True); sys.stdin.read()", h.dev)
-	waitFor(t, 10*time.Second, "queued to see the foreign holder", func() bool {
-		st, err := h.client.Status(ctx)
+		"import os, sys; fd = os.open(sys.argv[1], os.O_RDONLY); print('ready', flush=True); sys.stdin.read()", h.Dev)
+	smoketest.WaitFor(t, 10*time.Second, "queued to see the foreign holder", func() bool {
+		st, err := h.Client.Status(ctx)
 		return err == nil && len(st.Cards[0].Foreign) > 0
 	})
 	_, err := smoke.Run(ctx, h.options())
@@ -231,23 +112,23 @@ func TestSmokeRefusesBusyCard(t *testing.T) {
 		t.Fatalf("with a foreign holder: err = %v, want ErrBusy naming pid %d", err, foreign.PID())
 	}
 	foreign.Stop()
-	waitFor(t, 10*time.Second, "the foreign holder to go", func() bool {
-		st, err := h.client.Status(ctx)
+	smoketest.WaitFor(t, 10*time.Second, "the foreign holder to go", func() bool {
+		st, err := h.Client.Status(ctx)
 		return err == nil && len(st.Cards[0].Foreign) == 0
 	})
 
 	// A job runs and another waits.
 	dir := t.TempDir()
 	gate := filepath.Join(dir, "go")
-	run, err := h.client.Queue(ctx, api.QueueRequest{Cmd: "while [ ! -e " + gate + " ]; do sleep 0.02; done", Cwd: dir})
+	run, err := h.Client.Queue(ctx, api.QueueRequest{Cmd: "while [ ! -e " + gate + " ]; do sleep 0.02; done", Cwd: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.client.Queue(ctx, api.QueueRequest{Cmd: "true", Cwd: dir}); err != nil {
+	if _, err := h.Client.Queue(ctx, api.QueueRequest{Cmd: "true", Cwd: dir}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "the job to run", func() bool {
-		j, err := h.client.Job(ctx, run.JobID)
+	smoketest.WaitFor(t, 10*time.Second, "the job to run", func() bool {
+		j, err := h.Client.Job(ctx, run.JobID)
 		return err == nil && j.State == "running"
 	})
 	_, err = smoke.Run(ctx, h.options())
@@ -283,7 +164,7 @@ func TestSmokeFailsWhenOtelcolMissesTheJob(t *testing.T) {
 	if r.Passed || r.Metric.OK || !r.Job.OK || !strings.Contains(r.Metric.Detail, "no tt_process series for pid") || !strings.Contains(r.Metric.Detail, "1 tt_process series") {
 		t.Fatalf("report:\n%s", out.String())
 	}
-	st, err := h.client.Status(context.Background())
+	st, err := h.Client.Status(context.Background())
 	if err != nil || st.Cards[0].Current != nil {
 		t.Errorf("card not idle: %+v %v", st.Cards, err)
 	}
@@ -308,8 +189,8 @@ func TestSmokeFailsWhenHealthCheckFails(t *testing.T) {
 func TestSmokeCommand(t *testing.T) {
 	h := newHost(t)
 	run := func(env ...string) (int, string, string) {
-		cmd := exec.Command(smokeBin, "-dev-dir", h.devDir, "-python", h.python, "-metrics-wait", "30s")
-		cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "TT_DEVICE_LOG_DIR=" + h.state, "SMOKE_METRICS_URL=" + h.metrics.URL + "/metrics"}, env...)
+		cmd := exec.Command(smokeBin, "-dev-dir", h.DevDir, "-python", h.Python, "-metrics-wait", "30s")
+		cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "TT_DEVICE_LOG_DIR=" + h.State, "SMOKE_METRICS_URL=" + h.metrics.URL + "/metrics"}, env...)
 		var out, errb bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errb
 		err := cmd.Run()
@@ -325,10 +206,10 @@ func TestSmokeCommand(t *testing.T) {
 	if code, _, errs := run("SMOKE_CARD=7"); code != 2 || !strings.Contains(errs, "serves no card 7") {
 		t.Fatalf("SMOKE_CARD=7: exit %d\n%s", code, errs)
 	}
-	foreign := kmdtest.Start(t, t.TempDir(), nil, h.python, "-c",
-		"import os, sys; fd = os.open(sys.argv[1], os.O_RDONLY); print('ready', flush=True); sys.stdin.read()", h.dev)
-	waitFor(t, 10*time.Second, "queued to see the foreign holder", func() bool {
-		st, err := h.client.Status(context.Background())
+	foreign := kmdtest.Start(t, t.TempDir(), nil, h.Python, "-c",
+		"import os, sys; fd = os.open(sys.argv[1], os.O_RDONLY); print('ready', flush=True); sys.stdin.read()", h.Dev)
+	smoketest.WaitFor(t, 10*time.Second, "queued to see the foreign holder", func() bool {
+		st, err := h.Client.Status(context.Background())
 		return err == nil && len(st.Cards[0].Foreign) > 0
 	})
 	if code, _, errs := run(); code != 3 || !strings.Contains(errs, "card is busy") {
