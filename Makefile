@@ -58,6 +58,13 @@ demo: ## Build everything and run the whole of ttkit on two simulated cards (no 
 install: ## Test, then install queued, tt-device-queue and the health check with a systemd user unit.
 	GO=$(GO) bash scripts/install.sh
 
+SMOKE_CARD ?= 0
+
+.PHONY: smoke
+smoke: ## On a real host, after `tt-device-queue doctor`: reset idle card SMOKE_CARD (default 0) through the installed queued, run a job on it and check otelcol-tt names it.
+	$(GO) build -o $(BIN)/ ./queued/cmd/tt-device-smoke
+	SMOKE_CARD=$(SMOKE_CARD) $(BIN)/tt-device-smoke
+
 OCB := $(GO) run go.opentelemetry.io/collector/cmd/builder@v0.165.0
 RECEIVER_SOURCES := $(shell find receiver internal -name '*.go' -not -name '*_test.go' 2>/dev/null) go.mod go.sum
 

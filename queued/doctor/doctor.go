@@ -1,0 +1,182 @@
+// Package doctor checks a host for both of ttkit's products before their
+// first real run: the KMD and its cards (otelcol-tt and queued both read
+// them), the reset and health-check commands queued runs, how /proc is
+// mounted and which PID namespace this shell is in (otelcol-tt names
+// holders by PID), and queued itself (answering, token, store, disk, user
+// unit). Each check says what it found and, when something is wrong, the
+// command or setting that fixes it.
+//
+// Every path a check reads is a field of Host, so tests run the checks on
+// fake trees and a container can check the host's tree mounted elsewhere.
+package doctor
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/ttkit/ttkit/queued/api"
+)
+
+// Status is a check's verdict.
+type Status string
+
+// The verdicts, from best to worst; Skip means the check could not run
+// because something it needs failed or is absent (its Detail says what).
+const (
+	OK   Status = "ok"
+	Warn Status = "warn"
+	Fail Status = "fail"
+	Skip Status = "skip"
+)
+
+// Check is one check's result, as `tt-device-queue doctor --json` prints it.
+type Check struct {
+	// Name is stable, so scripts can pick a check out of the JSON.
+	Name   string `json:"name"`
+	Status Status `json:"status"`
+	// Detail says what was found.
+	Detail string `json:"detail"`
+	// Fix says how to make the check pass; empty when it passes.
+	Fix string `json:"fix,omitempty"`
+}
+
+// Host is what the checks look at. Paths are absolute; Default fills the
+// real ones.
+type Host struct {
+	// DriverPath is the KMD's procfs directory (TT_DEVICE_DRIVER_PATH).
+	DriverPath string
+	// VersionFile holds the loaded KMD's version.
+	VersionFile string
+	// DevDir holds one device node per card.
+	DevDir string
+	// MountInfo is this process's mount table (for /proc's hidepid).
+	MountInfo string
+	// InitPIDNS and SelfPIDNS are the PID namespace links of PID 1 and of
+	// this process; SelfStatus is this process's status file, whose NSpid
+	// line answers when PID 1's link cannot be read (not root).
+	InitPIDNS, SelfPIDNS, SelfStatus string
+
+	// Cards are the cards queued serves and CardsFrom says where that
+	// list came from ("queued", "TT_DEVICE_IDS"); nil Cards means every
+	// device node (queued's own default).
+	Cards     []int
+	CardsFrom string
+
+	// ResetCmd and HealthCheckCmd are queued's commands ({device} not yet
+	// replaced); Home expands a leading ~/ in them as bash would.
+	ResetCmd, HealthCheckCmd string
+	Home                     string
+	// CommandTimeout bounds each program a check runs.
+	CommandTimeout time.Duration
+
+	// StateDir is queued's state directory; StateDirErr why it is unknown.
+	StateDir    string
+	StateDirErr error
+	// Queued asks the daemon for its status; nil when there is no way to.
+	Queued func(ctx context.Context) (api.Status, error)
+	// QueuedAt names where Queued asks, for messages.
+	QueuedAt string
+	// MinFree and WarnFree are free-byte floors for the state directory's
+	// file system: below MinFree the check fails, below WarnFree it warns.
+	MinFree, WarnFree uint64
+
+	// UnitDir is the systemd user unit directory (~/.config/systemd/user).
+	UnitDir string
+}
+
+// Default is the real host's paths under root ("/" or where the host's
+// root is mounted), with the settings still to be filled by the caller.
+func Default(root string) Host {
+	p := func(s string) string { return strings.TrimSuffix(root, "/") + s }
+	return Host{
+		DriverPath:     p("/proc/driver/tenstorrent"),
+		VersionFile:    p("/sys/module/tenstorrent/version"),
+		DevDir:         p("/dev/tenstorrent"),
+		MountInfo:      p("/proc/self/mountinfo"),
+		InitPIDNS:      p("/proc/1/ns/pid"),
+		SelfPIDNS:      p("/proc/self/ns/pid"),
+		SelfStatus:     p("/proc/self/status"),
+		CommandTimeout: 20 * time.Second,
+		MinFree:        100 << 20,
+		WarnFree:       1 << 30,
+	}
+}
+
+// Run runs every check in order. A check that needs an earlier one's
+// answer (the KMD's version needs the KMD) reports Skip when that failed.
+func Run(ctx context.Context, h Host) []Check {
+	var checks []Check
+	kmd := checkKMD(h)
+	checks = append(checks, kmd, checkKMDVersion(h, kmd.Status == OK))
+	var status *api.Status
+	var statusErr error
+	if h.Queued != nil {
+		qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		s, err := h.Queued(qctx)
+		cancel()
+		if err == nil {
+			status = &s
+			// What the running queued serves beats what the settings say.
+			h.Cards, h.CardsFrom = statusCards(s), "queued"
+		}
+		statusErr = err
+	}
+	checks = append(checks,
+		checkNodes(h, kmd.Status == OK),
+		checkReset(ctx, h),
+		checkHealth(ctx, h),
+		checkHidepid(h),
+		checkPIDNamespace(h),
+		checkQueued(h, status, statusErr),
+		checkToken(h),
+		checkStore(h),
+		checkDisk(h),
+		checkUnit(h),
+	)
+	return checks
+}
+
+// Failed reports whether any check failed.
+func Failed(checks []Check) bool {
+	for _, c := range checks {
+		if c.Status == Fail {
+			return true
+		}
+	}
+	return false
+}
+
+// WriteText prints checks for a person: one line per check, its fix
+// indented under it, and a count of each verdict.
+func WriteText(w io.Writer, checks []Check) error {
+	width := 0
+	for _, c := range checks {
+		width = max(width, len(c.Name))
+	}
+	counts := map[Status]int{}
+	var b strings.Builder
+	for _, c := range checks {
+		counts[c.Status]++
+		fmt.Fprintf(&b, "%-4s  %-*s  %s\n", c.Status, width, c.Name, c.Detail)
+		if c.Fix != "" {
+			fmt.Fprintf(&b, "%-4s  %-*s  fix: %s\n", "", width, "", c.Fix)
+		}
+	}
+	fmt.Fprintf(&b, "\n%d ok, %d warnings, %d failed, %d skipped\n", counts[OK], counts[Warn], counts[Fail], counts[Skip])
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func statusCards(s api.Status) []int {
+	cards := make([]int, 0, len(s.Cards))
+	for _, c := range s.Cards {
+		var n int
+		if _, err := fmt.Sscanf(c.DeviceID, "%d", &n); err == nil {
+			cards = append(cards, n)
+		}
+	}
+	return cards
+}

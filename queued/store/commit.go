@@ -1,0 +1,185 @@
+package store
+
+// The commit loop and the writes that go through it.
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// update runs fn in a write transaction shared with whatever other requests
+// are waiting, and returns once that transaction is durable (or failed).
+func (s *Store) update(fn func(*bolt.Tx) error) error {
+	r := &request{fn: fn, done: make(chan error, 1)}
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return ErrClosed
+	}
+	s.reqs <- r
+	s.mu.RUnlock()
+	return <-r.done
+}
+
+// loop is the group commit: it takes every request waiting at the moment,
+// runs them in one transaction and answers them all after the fsync. If the
+// shared transaction fails, each request is retried alone so one bad
+// request cannot fail its neighbours (an I/O error fails them all again).
+func (s *Store) loop() {
+	defer close(s.loopDone)
+	batch := make([]*request, 0, maxBatch)
+	for r := range s.reqs {
+		batch = append(batch[:0], r)
+	drain:
+		for len(batch) < maxBatch {
+			select {
+			case r, ok := <-s.reqs:
+				if !ok {
+					break drain
+				}
+				batch = append(batch, r)
+			default:
+				break drain
+			}
+		}
+		err := s.commit(batch)
+		if err != nil && len(batch) > 1 {
+			for _, r := range batch {
+				r.done <- s.commit([]*request{r})
+			}
+			continue
+		}
+		for _, r := range batch {
+			r.done <- err
+		}
+	}
+}
+
+func (s *Store) commit(batch []*request) error {
+	s.commits.Add(1)
+	s.writes.Add(uint64(len(batch)))
+	return s.db.Update(func(tx *bolt.Tx) error {
+		for _, r := range batch {
+			if err := r.fn(tx); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// Put durably writes job records in one transaction, keeping the indexes in
+// step: the id index gets an entry the first time a job is written, and a
+// done job is indexed in finished/ by FinishedAt. A record may not change
+// its sequence number.
+func (s *Store) Put(jobs ...Job) error {
+	return s.Commit(nil, jobs...)
+}
+
+// Commit durably writes card and job records in one transaction, so a
+// card's state and the jobs it decides (a failed reset, the card marked
+// dead, its queued jobs failed) can never be seen half written. Job
+// records are indexed as Put describes.
+func (s *Store) Commit(cards []Card, jobs ...Job) error {
+	if len(jobs) == 0 && len(cards) == 0 {
+		return nil
+	}
+	vals := make([][]byte, len(jobs))
+	for i := range jobs {
+		if !ValidID(jobs[i].ID) {
+			return fmt.Errorf("putting job %q: malformed id", jobs[i].ID)
+		}
+		v, err := json.Marshal(jobs[i])
+		if err != nil {
+			return fmt.Errorf("encoding job %s: %w", jobs[i].ID, err)
+		}
+		vals[i] = v
+	}
+	cardVals, err := encodeCards(cards)
+	if err != nil {
+		return err
+	}
+	err = s.update(func(tx *bolt.Tx) error {
+		for i := range jobs {
+			if err := putJob(tx, &jobs[i], vals[i]); err != nil {
+				return err
+			}
+		}
+		return putCards(tx, cards, cardVals)
+	})
+	if err != nil {
+		return fmt.Errorf("writing %d job and %d card record(s): %w", len(jobs), len(cards), err)
+	}
+	return nil
+}
+
+func putJob(tx *bolt.Tx, j *Job, val []byte) error {
+	id, seq := []byte(j.ID), seqKey(j.Seq)
+	ids := tx.Bucket(BucketIDs)
+	switch old := ids.Get(id); {
+	case old == nil:
+		if err := ids.Put(id, seq); err != nil {
+			return fmt.Errorf("indexing job %s: %w", j.ID, err)
+		}
+	case string(old) != string(seq):
+		return fmt.Errorf("job %s: sequence %d differs from the stored %d", j.ID, j.Seq, binary.BigEndian.Uint64(old))
+	}
+	if err := tx.Bucket(BucketJobs).Put(seq, val); err != nil {
+		return fmt.Errorf("putting job %s: %w", j.ID, err)
+	}
+	if j.State == StateDone {
+		if err := tx.Bucket(BucketFinished).Put(finishedKey(j.FinishedAt, j.Seq), id); err != nil {
+			return fmt.Errorf("indexing job %s: %w", j.ID, err)
+		}
+	}
+	return nil
+}
+
+// Probe proves that a write needing fresh pages commits now: it writes a
+// 64 KiB scratch value and removes it again, in two transactions. The
+// scheduler probes before it resumes after a persistence failure.
+func (s *Store) Probe() error {
+	scratch := make([]byte, probeBytes)
+	if err := s.update(func(tx *bolt.Tx) error {
+		return tx.Bucket(BucketMeta).Put(KeyProbe, scratch)
+	}); err != nil {
+		return fmt.Errorf("probing store: %w", err)
+	}
+	if err := s.update(func(tx *bolt.Tx) error {
+		return tx.Bucket(BucketMeta).Delete(KeyProbe)
+	}); err != nil {
+		return fmt.Errorf("probing store: %w", err)
+	}
+	return nil
+}
+
+// PutCards durably writes card records in one transaction.
+func (s *Store) PutCards(cards ...Card) error {
+	return s.Commit(cards)
+}
+
+func encodeCards(cards []Card) ([][]byte, error) {
+	vals := make([][]byte, len(cards))
+	for i := range cards {
+		v, err := json.Marshal(cards[i])
+		if err != nil {
+			return nil, fmt.Errorf("encoding card %d: %w", cards[i].ID, err)
+		}
+		vals[i] = v
+	}
+	return vals, nil
+}
+
+func putCards(tx *bolt.Tx, cards []Card, vals [][]byte) error {
+	b := tx.Bucket(BucketCards)
+	for i := range cards {
+		if err := b.Put([]byte(strconv.Itoa(cards[i].ID)), vals[i]); err != nil {
+			return fmt.Errorf("putting card %d: %w", cards[i].ID, err)
+		}
+	}
+	return nil
+}

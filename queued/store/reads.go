@@ -1,0 +1,190 @@
+package store
+
+// Reads: one job, id prefixes, the active queue, finished jobs, cards.
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Job reads one job record; ErrNotFound when there is none.
+func (s *Store) Job(id string) (Job, error) {
+	var j Job
+	err := s.db.View(func(tx *bolt.Tx) error {
+		seq := tx.Bucket(BucketIDs).Get([]byte(id))
+		if seq == nil {
+			return ErrNotFound
+		}
+		v := tx.Bucket(BucketJobs).Get(seq)
+		if v == nil {
+			return ErrNotFound
+		}
+		return decodeJob(v, &j) // json.Unmarshal copies out of the mmap
+	})
+	if err != nil {
+		return Job{}, fmt.Errorf("reading job %s: %w", id, err)
+	}
+	return j, nil
+}
+
+// Match returns up to max ids that start with prefix, in id order; callers
+// ask for 2 to tell a unique prefix from an ambiguous one.
+func (s *Store) Match(prefix string, max int) ([]string, error) {
+	var ids []string
+	err := s.db.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(BucketIDs).Cursor()
+		p := []byte(prefix)
+		for k, _ := c.Seek(p); k != nil && len(ids) < max && hasPrefix(k, p); k, _ = c.Next() {
+			ids = append(ids, string(k)) // string() copies the key
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("matching job id prefix %q: %w", prefix, err)
+	}
+	return ids, nil
+}
+
+func hasPrefix(k, p []byte) bool {
+	return len(k) >= len(p) && string(k[:len(p)]) == string(p)
+}
+
+// Active returns the queued and running jobs in submission (FIFO) order,
+// by one scan of every record; retention bounds how many there are.
+func (s *Store) Active() ([]Job, error) {
+	var jobs []Job
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(BucketJobs).ForEach(func(k, v []byte) error {
+			var j Job
+			if err := decodeJob(v, &j); err != nil {
+				return fmt.Errorf("job at sequence %d: %w", binary.BigEndian.Uint64(k), err)
+			}
+			if j.State != StateDone {
+				jobs = append(jobs, j)
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading active jobs: %w", err)
+	}
+	return jobs, nil
+}
+
+// LastSeq is the highest sequence number stored, 0 for an empty store; new
+// jobs continue after it.
+func (s *Store) LastSeq() (uint64, error) {
+	var seq uint64
+	err := s.db.View(func(tx *bolt.Tx) error {
+		if k, _ := tx.Bucket(BucketJobs).Cursor().Last(); k != nil {
+			seq = binary.BigEndian.Uint64(k)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("reading last sequence: %w", err)
+	}
+	return seq, nil
+}
+
+// Finished returns the ids of finished jobs, oldest first; retention and
+// tests use it.
+func (s *Store) Finished() ([]string, error) {
+	var ids []string
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(BucketFinished).ForEach(func(_, id []byte) error {
+			ids = append(ids, string(id))
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading finished index: %w", err)
+	}
+	return ids, nil
+}
+
+// Recent returns up to max finished jobs, newest first (by finish time),
+// by a backward walk of the finished index: the scheduler seeds its
+// run-time estimates with them at start, so they survive a restart.
+func (s *Store) Recent(max int) ([]Job, error) {
+	return s.RecentMatching(max, 0, nil)
+}
+
+// RecentMatching returns up to max finished jobs for which keep holds
+// (every one when keep is nil), newest first, looking at no more than scan
+// records (0: no bound), so a filter that matches little cannot make one
+// request walk the whole history.
+func (s *Store) RecentMatching(max, scan int, keep func(*Job) bool) ([]Job, error) {
+	var jobs []Job
+	err := s.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(BucketJobs)
+		c := tx.Bucket(BucketFinished).Cursor()
+		seen := 0
+		for k, _ := c.Last(); k != nil && len(jobs) < max && (scan <= 0 || seen < scan); k, _ = c.Prev() {
+			v := b.Get(k[8:])
+			if v == nil {
+				continue // an index entry whose record is gone; Prune removes both
+			}
+			seen++
+			var j Job
+			if err := decodeJob(v, &j); err != nil {
+				return fmt.Errorf("job at sequence %d: %w", binary.BigEndian.Uint64(k[8:]), err)
+			}
+			if keep == nil || keep(&j) {
+				jobs = append(jobs, j)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading recent finished jobs: %w", err)
+	}
+	return jobs, nil
+}
+
+// Cards returns every card record, in key order.
+func (s *Store) Cards() ([]Card, error) {
+	var cards []Card
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(BucketCards).ForEach(func(k, v []byte) error {
+			var c Card
+			if err := json.Unmarshal(v, &c); err != nil {
+				return fmt.Errorf("card %s: %w", k, err)
+			}
+			cards = append(cards, c)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading cards: %w", err)
+	}
+	return cards, nil
+}
+
+func decodeJob(v []byte, j *Job) error {
+	if err := json.Unmarshal(v, j); err != nil {
+		return fmt.Errorf("decoding job record: %w", err)
+	}
+	return nil
+}
+
+func seqKey(seq uint64) []byte {
+	k := make([]byte, 8)
+	binary.BigEndian.PutUint64(k, seq)
+	return k
+}
+
+func finishedKey(t time.Time, seq uint64) []byte {
+	k := make([]byte, 16)
+	ns := t.UnixNano()
+	if ns < 0 {
+		ns = 0
+	}
+	binary.BigEndian.PutUint64(k, uint64(ns))
+	binary.BigEndian.PutUint64(k[8:], seq)
+	return k
+}
