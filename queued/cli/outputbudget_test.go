@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ttkit/ttkit/queued/api"
 )
@@ -24,10 +25,10 @@ func TestOutputBudget(t *testing.T) {
 		ids = append(ids, id)
 	}
 	var st api.Status
-	deadline := 20
+	deadline := time.Now().Add(20 * time.Second)
 	for st.Output.Deleted < 1 {
-		if deadline--; deadline < 0 {
-			t.Fatalf("no output deleted: %+v", st.Output)
+		if time.Now().After(deadline) {
+			t.Fatalf("no output deleted within 20 s: %+v", st.Output)
 		}
 		r := d.run("--json", "status")
 		if err := json.Unmarshal([]byte(r.stdout), &st); err != nil {
