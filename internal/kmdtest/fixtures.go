@@ -2,9 +2,12 @@ package kmdtest
 
 import (
 	"bufio"
+	"bytes"
+	"encoding/json"
 	"errors"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -95,4 +98,31 @@ func Corpus(tb testing.TB, name string) []CorpusLine {
 		tb.Fatal(errors.New(path + " holds no lines"))
 	}
 	return out
+}
+
+// MakeLegacyDB builds a jobs.sqlite3 laid out as the Python
+// tt-device-queue's, with python3's own sqlite3 module, by
+// testdata/python-tool/make_db.py; spec (its "path", tables and rows) is
+// described in that script.
+func MakeLegacyDB(tb testing.TB, spec map[string]any) {
+	tb.Helper()
+	body, err := json.Marshal(spec)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cmd := exec.Command("python3", filepath.Join(Testdata(tb), "python-tool", "make_db.py"))
+	cmd.Stdin = bytes.NewReader(body)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		tb.Fatalf("building %v: %v\n%s", spec["path"], err, out)
+	}
+}
+
+// BootID is this boot's id, as queued records it on a dead card.
+func BootID(tb testing.TB) string {
+	tb.Helper()
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
 }

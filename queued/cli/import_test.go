@@ -2,41 +2,16 @@ package cli_test
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
+	"github.com/ttkit/ttkit/internal/kmdtest"
 	"github.com/ttkit/ttkit/queued/api"
 )
-
-// makeLegacyDB builds the Python tt-device-queue's jobs.sqlite3 at path
-// with python3's sqlite3 module (see the script for spec).
-func makeLegacyDB(t *testing.T, spec map[string]any) {
-	t.Helper()
-	body, err := json.Marshal(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("python3", "../../testdata/python-tool/make_db.py")
-	cmd.Stdin = bytes.NewReader(body)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building %v: %v\n%s", spec["path"], err, out)
-	}
-}
-
-func currentBoot(t *testing.T) string {
-	t.Helper()
-	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return strings.TrimSpace(string(b))
-}
 
 // hourAgo is a time of the Python tool's rows: recent, so that queued's
 // retention (30 days) keeps the finished ones.
@@ -67,7 +42,7 @@ func TestImport_OnDaemonStart(t *testing.T) {
 		if err := os.WriteFile(out, []byte("old output\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		makeLegacyDB(t, map[string]any{"path": filepath.Join(state, "jobs.sqlite3"), "card_column": "device_id", "keep_wal": true,
+		kmdtest.MakeLegacyDB(t, map[string]any{"path": filepath.Join(state, "jobs.sqlite3"), "card_column": "device_id", "keep_wal": true,
 			"rows": []map[string]any{
 				legacyJob("aaaa0001", 0, "done", "python3 old.py", work, map[string]any{"exit_code": 3, "output_file": out,
 					"started_at": hourAgo + 1, "finished_at": hourAgo + 5, "repeat_completed": 1}),
@@ -78,7 +53,7 @@ func TestImport_OnDaemonStart(t *testing.T) {
 				legacyJob("bbbb0003", 0, "queued", "echo third >> "+order, work, nil),
 			},
 			"device_state": []map[string]any{
-				{"device_id": 1, "state": "dead", "boot_id": currentBoot(t), "dead_reason": "health check failed", "dead_since": hourAgo + 7},
+				{"device_id": 1, "state": "dead", "boot_id": kmdtest.BootID(t), "dead_reason": "health check failed", "dead_since": hourAgo + 7},
 			}})
 	})
 	d.run("result", "bbbb0003").want(t, 0, nil, nil)
@@ -106,7 +81,7 @@ func TestImport_OnDaemonStart(t *testing.T) {
 func TestImport_Command(t *testing.T) {
 	t.Parallel()
 	old := t.TempDir()
-	makeLegacyDB(t, map[string]any{"path": filepath.Join(old, "jobs.sqlite3"),
+	kmdtest.MakeLegacyDB(t, map[string]any{"path": filepath.Join(old, "jobs.sqlite3"),
 		"rows": []map[string]any{
 			{"id": "eeee0001", "cmd": "echo imported", "cwd": old, "status": "queued", "submitted": hourAgo},
 			{"id": "eeee0002", "cmd": "true", "cwd": old, "status": "done", "exit_code": 0, "submitted": hourAgo},

@@ -3,45 +3,20 @@ package legacyimport_test
 import (
 	"bytes"
 	"crypto/sha256"
-	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/ttkit/ttkit/internal/kmdtest"
 	"github.com/ttkit/ttkit/queued/legacyimport"
 	"github.com/ttkit/ttkit/queued/store"
 )
-
-// makeDB builds a database laid out as the Python tool's, with python3's
-// own sqlite3 module (../../testdata/python-tool/make_db.py describes spec).
-func makeDB(t *testing.T, spec map[string]any) {
-	t.Helper()
-	body, err := json.Marshal(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("python3", "../../testdata/python-tool/make_db.py")
-	cmd.Stdin = bytes.NewReader(body)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building %v: %v\n%s", spec["path"], err, out)
-	}
-}
-
-func bootID(t *testing.T) string {
-	t.Helper()
-	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return strings.TrimSpace(string(b))
-}
 
 // output writes a job's output file where the Python tool keeps it.
 func output(t *testing.T, dir, id, text string) string {
@@ -119,11 +94,11 @@ func TestImportOnStart_CarriesEveryJob(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
-			makeDB(t, map[string]any{"path": filepath.Join(dir, legacyimport.DBName), "card_column": tc.column, "card_type": tc.typ,
+			kmdtest.MakeLegacyDB(t, map[string]any{"path": filepath.Join(dir, legacyimport.DBName), "card_column": tc.column, "card_type": tc.typ,
 				"keep_wal": true, "rows": legacyRows(t, dir, tc.column, tc.val),
 				"device_state": []map[string]any{
-					{tc.column: tc.val(0), "state": "healthy", "reset_epoch": 3, "boot_id": bootID(t), "last_reset_at": 1_700_000_001.0},
-					{tc.column: tc.val(1), "state": "dead", "reset_epoch": 1, "boot_id": bootID(t), "dead_since": 1_700_000_800.0, "dead_reason": "health check failed"},
+					{tc.column: tc.val(0), "state": "healthy", "reset_epoch": 3, "boot_id": kmdtest.BootID(t), "last_reset_at": 1_700_000_001.0},
+					{tc.column: tc.val(1), "state": "dead", "reset_epoch": 1, "boot_id": kmdtest.BootID(t), "dead_since": 1_700_000_800.0, "dead_reason": "health check failed"},
 				}})
 			if _, err := os.Stat(filepath.Join(dir, legacyimport.DBName+"-wal")); err != nil {
 				t.Fatalf("the test database has no WAL: %v", err)
@@ -241,7 +216,7 @@ func checkImported(t *testing.T, dir string) {
 	if c := cards[0]; c.ID != 0 || c.State != store.CardHealthy || c.ResetEpoch != 3 {
 		t.Fatalf("card 0 %+v", c)
 	}
-	if c := cards[1]; c.ID != 1 || c.State != store.CardDead || c.DeadBootID != bootID(t) || c.DeadReason != "health check failed" {
+	if c := cards[1]; c.ID != 1 || c.State != store.CardDead || c.DeadBootID != kmdtest.BootID(t) || c.DeadReason != "health check failed" {
 		t.Fatalf("card 1 %+v", c)
 	}
 }
@@ -252,7 +227,7 @@ func TestImportOnStart_SingleCardDatabase(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	rows := legacyRows(t, dir, "", func(int) any { return nil })
-	makeDB(t, map[string]any{"path": filepath.Join(dir, legacyimport.DBName), "rows": rows,
+	kmdtest.MakeLegacyDB(t, map[string]any{"path": filepath.Join(dir, legacyimport.DBName), "rows": rows,
 		"device_state": []map[string]any{{"state": "dead", "boot_id": "an-earlier-boot", "dead_reason": "x", "dead_since": 1_700_000_000.0}}})
 	before := fingerprint(t, dir)
 	rep, done, err := legacyimport.ImportOnStart(dir, opts())
@@ -286,7 +261,7 @@ func TestImportOnStart_IsAtomic(t *testing.T) {
 	dir := t.TempDir()
 	rows := legacyRows(t, dir, "device_id", func(n int) any { return n })
 	rows = append(rows, map[string]any{"id": "bad00001", "cmd": "x", "status": "paused", "submitted": 1.0})
-	makeDB(t, map[string]any{"path": filepath.Join(dir, legacyimport.DBName), "card_column": "device_id", "rows": rows})
+	kmdtest.MakeLegacyDB(t, map[string]any{"path": filepath.Join(dir, legacyimport.DBName), "card_column": "device_id", "rows": rows})
 	_, done, err := legacyimport.ImportOnStart(dir, opts())
 	if err == nil || done || !strings.Contains(err.Error(), `"paused"`) || !strings.Contains(err.Error(), "bad00001") {
 		t.Fatalf("a row with status paused: %v (imported %v)", err, done)
@@ -303,7 +278,7 @@ func TestImportOnStart_IsAtomic(t *testing.T) {
 func TestImport_RefusesAVersion1Database(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	makeDB(t, map[string]any{"path": filepath.Join(dir, legacyimport.DBName), "user_version": 1,
+	kmdtest.MakeLegacyDB(t, map[string]any{"path": filepath.Join(dir, legacyimport.DBName), "user_version": 1,
 		"rows": []map[string]any{{"id": "aaaa0001", "cmd": "true", "submitted": 1.0}}})
 	_, _, err := legacyimport.ImportOnStart(dir, opts())
 	if err == nil || !strings.Contains(err.Error(), "user_version 1") {
@@ -316,7 +291,7 @@ func TestImport_RefusesAVersion1Database(t *testing.T) {
 func TestImportInto_ExistingStore(t *testing.T) {
 	t.Parallel()
 	old := t.TempDir()
-	makeDB(t, map[string]any{"path": filepath.Join(old, legacyimport.DBName), "card_column": "device_id",
+	kmdtest.MakeLegacyDB(t, map[string]any{"path": filepath.Join(old, legacyimport.DBName), "card_column": "device_id",
 		"rows": legacyRows(t, old, "device_id", func(n int) any { return n })})
 	dir := t.TempDir()
 	st, err := store.Open(dir, store.Options{})
@@ -366,7 +341,7 @@ func TestImport_ResetsStopsAndMissingOutput(t *testing.T) {
 			"device_id": 0, "submitted": 4.0, "started_at": 4.5, "finished_at": 6.0, "output_file": filepath.Join(dir, "gone", "output")},
 		{"id": "job-with-dashes", "cmd": "true", "status": "queued", "device_id": "0", "submitted": 7.0},
 	}
-	makeDB(t, map[string]any{"path": filepath.Join(dir, legacyimport.DBName), "card_column": "device_id", "rows": rows,
+	kmdtest.MakeLegacyDB(t, map[string]any{"path": filepath.Join(dir, legacyimport.DBName), "card_column": "device_id", "rows": rows,
 		"device_state": []map[string]any{{"device_id": 1, "state": "healthy", "boot_id": "boot-of-the-reset"}}})
 	rep, done, err := legacyimport.ImportOnStart(dir, opts())
 	if err != nil || !done || rep.Resets != 1 || rep.MissingOutput != 1 || len(rep.Renamed) != 1 || rep.Renamed["job-with-dashes"] == "" {
@@ -399,7 +374,7 @@ func TestImport_ResetsStopsAndMissingOutput(t *testing.T) {
 	}
 
 	bad := t.TempDir()
-	makeDB(t, map[string]any{"path": filepath.Join(bad, legacyimport.DBName), "card_column": "device", "card_type": "TEXT",
+	kmdtest.MakeLegacyDB(t, map[string]any{"path": filepath.Join(bad, legacyimport.DBName), "card_column": "device", "card_type": "TEXT",
 		"rows": []map[string]any{{"id": "abcdef01", "cmd": "true", "status": "queued", "device": "card-one", "submitted": 1.0}}})
 	if _, _, err := legacyimport.ImportOnStart(bad, opts()); err == nil || !strings.Contains(err.Error(), `"card-one" is not a card number`) {
 		t.Fatalf("a card that is not a number: %v", err)
