@@ -179,9 +179,11 @@ func TestConnsAllBusyAnswer503(t *testing.T) {
 	id := d.queue("0", cmd).JobID
 	d.waitOutput(id, "started")
 	var polls sync.WaitGroup
+	var pollers []*api.Client
 	for range 2 {
 		c := api.NewClient(d.url, d.token)
 		defer c.Close()
+		pollers = append(pollers, c)
 		polls.Go(func() { c.Result(d.ctx(), id, 30*time.Second) })
 	}
 	poll(t, "two long-polls", func() bool { return d.srv.polling.Load() == 2 })
@@ -195,8 +197,7 @@ func TestConnsAllBusyAnswer503(t *testing.T) {
 	// Refused connections that send nothing wait for their request (up
 	// to the header timeout); past MaxConns of them, a new one is closed
 	// at once.
-	d.stalledConn()
-	d.stalledConn()
+	stalled := []net.Conn{d.stalledConn(), d.stalledConn()}
 	extra := d.stalledConn()
 	extra.SetReadDeadline(time.Now().Add(5 * time.Second))
 	var b [64]byte
@@ -205,8 +206,23 @@ func TestConnsAllBusyAnswer503(t *testing.T) {
 	}
 	release()
 	polls.Wait()
-	d.result(id)
-	if st := d.statusWithin(5 * time.Second); st.HTTP.Refused < 1 {
+	// Free the bound before asking again: the pollers' kept-alive
+	// connections and the stalled ones still count against MaxConns.
+	for _, c := range pollers {
+		c.Close()
+	}
+	for _, c := range stalled {
+		c.Close()
+	}
+	// The server learns of those closes as it reads them; until then a new
+	// connection may still be refused, so ask again within a deadline.
+	var st api.Status
+	poll(t, "a connection served once the others closed", func() bool {
+		var err error
+		st, err = d.client.Status(d.ctx())
+		return err == nil
+	})
+	if st.HTTP.Refused < 1 {
 		t.Fatalf("refused connections not counted: %+v", st.HTTP)
 	}
 }
