@@ -206,6 +206,12 @@ type Job struct {
 	LogTruncated    bool   `json:"log_truncated"`
 	DroppedLogBytes int64  `json:"dropped_log_bytes"`
 	LogError        string `json:"log_error,omitempty"`
+	// LogCutAt and LogCutBytes, once output passed TT_DEVICE_MAX_LOG_BYTES:
+	// the first LogCutAt bytes and the last half of the limit are kept, and
+	// LogCutBytes bytes between them were cut. GET /logs answers an offset
+	// in the cut part with a marker and the tail's first offset as next.
+	LogCutAt    int64 `json:"log_cut_at,omitempty"`
+	LogCutBytes int64 `json:"log_cut_bytes,omitempty"`
 	// OutputDeletedAt is set when the output file was deleted to keep all
 	// jobs' output within TT_DEVICE_MAX_OUTPUT_BYTES (oldest finished jobs
 	// first); LogBytes still says how much there was. GET /logs then

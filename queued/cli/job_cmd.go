@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"slices"
 	"sort"
 	"strings"
@@ -93,7 +94,11 @@ func jobFields(j api.Job, now time.Time) fields {
 		f.add("finished", "%s", fmtTime(*j.FinishedAt, now))
 	}
 	out := itoa64(j.LogBytes) + " bytes"
-	if j.LogTruncated {
+	switch {
+	case j.LogCutBytes > 0:
+		out += fmt.Sprintf("; past TT_DEVICE_MAX_LOG_BYTES only the first %d and the last %d are kept, %d in between were cut",
+			j.LogCutAt, j.LogBytes-j.LogCutAt-j.LogCutBytes, j.LogCutBytes)
+	case j.LogTruncated:
 		out += ", cut at the limit; " + itoa64(j.DroppedLogBytes) + " bytes dropped"
 	}
 	if j.LogError != "" {

@@ -86,7 +86,11 @@ func (r *ResultCmd) Run(a *App) error {
 	} else if err != nil {
 		return err
 	}
-	if from > 0 {
+	switch {
+	case from > 0 && job.LogCutBytes > 0:
+		a.progress.note("printed the end of the output (TT_DEVICE_RESULT_BYTES); of its %d bytes the first %d and the last %d were kept (TT_DEVICE_MAX_LOG_BYTES), and `%s logs %s` prints those",
+			job.LogBytes, job.LogCutAt, job.LogBytes-job.LogCutAt-job.LogCutBytes, Name, job.ID)
+	case from > 0:
 		a.progress.note("output cut: printed the last %d of %d bytes (TT_DEVICE_RESULT_BYTES); `%s logs %s` prints all of it",
 			job.LogBytes-from, job.LogBytes, Name, job.ID)
 	}

@@ -152,7 +152,7 @@ var Settings = []Setting{
 	{"TT_DEVICE_DEFAULT_TIMEOUT", "3600", "Seconds a job iteration may run when it asks for no timeout."},
 	{"TT_DEVICE_MAX_TIMEOUT", "86400", "Largest timeout in seconds a job may ask for."},
 	{"TT_DEVICE_MAX_QUEUED_JOBS", "1000", "Queued jobs allowed over all cards; more are refused with 429."},
-	{"TT_DEVICE_MAX_LOG_BYTES", "16777216", "Bytes of output kept per job; the rest is dropped and counted."},
+	{"TT_DEVICE_MAX_LOG_BYTES", "16777216", "Bytes of output kept per job: past it the first and the last half are kept (the tail in memory while the job runs) and the middle is cut and counted."},
 	{"TT_DEVICE_RESULT_BYTES", "1048576", "Bytes of output the CLI's result command prints."},
 	{"TT_DEVICE_MAX_REQUEST_BYTES", "1048576", "Largest HTTP request body; larger ones get 413."},
 	{"TT_DEVICE_HTTP_WORKERS", "16", "HTTP handlers working at once; long-poll waits and writing answers do not count."},

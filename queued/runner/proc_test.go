@@ -62,7 +62,7 @@ func TestResumeLog_AppendsToExistingOutput(t *testing.T) {
 	second.Write([]byte(strings.Repeat("x", 100)))
 	second.Close()
 	data, _ := os.ReadFile(path)
-	if !strings.HasPrefix(string(data), "attempt 1\nattempt 2\nxxx") || !strings.Contains(string(data), "limit") {
+	if !strings.HasPrefix(string(data), "attempt 1\nattempt 2\nxxx") || !strings.Contains(string(data), CutMarker(20)) {
 		t.Fatalf("output = %q", data)
 	}
 	if st := second.State(); !st.Truncated || st.Dropped != 20 {

@@ -35,11 +35,7 @@ func (b *bundle) spec(cmd string) Spec {
 
 func (b *bundle) output(t *testing.T) string {
 	t.Helper()
-	data, _, err := ReadLog(b.log.Path(), 0, 1<<30)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(data)
+	return readAll(t, b.log)
 }
 
 // waitFor polls cond until it holds or the deadline passes.
@@ -203,21 +199,81 @@ func TestRun_StopSendsSIGINTThenSIGKILL(t *testing.T) {
 	})
 }
 
-func TestLog_CapDrainsAndMarks(t *testing.T) {
+// TestLog_CapKeepsHeadAndTail: past the limit, the first and the last
+// half of it are kept (the end is where a test runner prints its summary)
+// and a marker says how much was cut; offsets mean the same bytes while
+// the job runs and after Close.
+func TestLog_CapKeepsHeadAndTail(t *testing.T) {
 	t.Parallel()
 	b := setup(t, 1000)
-	res := Run(b.spec("head -c 5000000 /dev/zero; echo tail"), b.log, nil)
+	res := Run(b.spec("head -c 5000000 /dev/zero; echo the summary"), b.log, nil)
 	if res.ExitCode != 0 {
 		t.Fatalf("%+v", res)
 	}
+	const total = 5000000 + 12
+	cut := int64(total - 1000)
+	marker := CutMarker(cut)
+	want := strings.Repeat("\x00", 500) + marker + strings.Repeat("\x00", 488) + "the summary\n"
 	st := b.log.State()
-	marker := TruncationMarker(1000)
-	if !st.Truncated || st.Dropped != 5000000+5-1000 || st.Size != 1000+int64(len(marker)) {
+	if !st.Truncated || st.Dropped != cut || st.Size != total || st.Layout != (Layout{CutAt: 500, Cut: cut}) {
 		t.Fatalf("state = %+v", st)
 	}
-	out := b.output(t)
-	if !strings.HasSuffix(out, marker) || !strings.HasPrefix(out, strings.Repeat("\x00", 1000)) {
-		t.Fatalf("file does not end with the marker: %q", out[len(out)-100:])
+	if got := b.output(t); got != want {
+		t.Fatalf("output while open: %d bytes, want head, marker and tail (%d)", len(got), len(want))
+	}
+	b.log.Close()
+	raw, err := os.ReadFile(b.log.Path())
+	if err != nil || string(raw) != want {
+		t.Fatalf("file after Close: %d bytes, %v; want head, marker, tail", len(raw), err)
+	}
+	// The same reads from the file once the log is gone.
+	var got strings.Builder
+	for off := int64(0); off < total; {
+		data, next, size, err := ReadOutput(b.log.Path(), st.Layout, off, 300)
+		if err != nil || size != total || next <= off {
+			t.Fatalf("ReadOutput at %d: next %d size %d %v", off, next, size, err)
+		}
+		got.Write(data)
+		off = next
+	}
+	if got.String() != want {
+		t.Fatalf("ReadOutput gives %d bytes, want %d", got.Len(), len(want))
+	}
+	// An offset in the cut part reads the marker and goes on at the tail.
+	data, next, _, _ := ReadOutput(b.log.Path(), st.Layout, 4000000, 10)
+	if string(data) != marker || next != total-500 {
+		t.Fatalf("an offset in the cut part: %q, next %d", data, next)
+	}
+	if data, _, _, _ := ReadOutput(b.log.Path(), st.Layout, total-12, 100); string(data) != "the summary\n" {
+		t.Fatalf("the end: %q", data)
+	}
+}
+
+// TestLog_ReadWhileCut reads a running log that passed its limit: head
+// from the file, the marker for the cut part, the tail from memory.
+func TestLog_ReadWhileCut(t *testing.T) {
+	t.Parallel()
+	l := NewLog(filepath.Join(t.TempDir(), "out"), 10)
+	t.Cleanup(func() { l.Close() })
+	l.Write([]byte("0123456789abcdefghij"))
+	if data, next, size, err := l.Read(0, 100); string(data) != "01234" || next != 5 || size != 20 || err != nil {
+		t.Fatalf("head: %q %d %d %v", data, next, size, err)
+	}
+	if data, next, _, _ := l.Read(5, 100); string(data) != CutMarker(10) || next != 15 {
+		t.Fatalf("cut part: %q %d", data, next)
+	}
+	if data, next, _, _ := l.Read(15, 100); string(data) != "fghij" || next != 20 {
+		t.Fatalf("tail: %q %d", data, next)
+	}
+	l.Write([]byte("KLM"))
+	if data, next, size, _ := l.Read(17, 2); string(data) != CutMarker(13) || next != 18 || size != 23 {
+		t.Fatalf("the cut part grew past 17: %q %d %d", data, next, size)
+	}
+	if data, next, _, _ := l.Read(18, 2); string(data) != "ij" || next != 20 {
+		t.Fatalf("tail after the ring wrapped: %q %d", data, next)
+	}
+	if data, _, _, _ := l.Read(18, 100); string(data) != "ijKLM" {
+		t.Fatalf("wrapped tail: %q", data)
 	}
 }
 
@@ -243,12 +299,12 @@ func TestLog_SharedByCommandsAndWakesWaiters(t *testing.T) {
 	if st := b.log.State(); st.Size != 13 || st.Dropped != 4 {
 		t.Fatalf("write after close: %+v", st)
 	}
-	data, size, err := ReadLog(b.log.Path(), 6, 3)
-	if err != nil || string(data) != "sec" || size != 13 {
-		t.Fatalf("ReadLog = %q %d %v", data, size, err)
+	data, next, size, err := ReadOutput(b.log.Path(), Layout{}, 6, 3)
+	if err != nil || string(data) != "sec" || size != 13 || next != 9 {
+		t.Fatalf("ReadOutput = %q %d %d %v", data, next, size, err)
 	}
-	if data, size, err := ReadLog(filepath.Join(b.dir, "none"), 0, 10); err != nil || size != 0 || data != nil {
-		t.Fatalf("ReadLog(missing) = %q %d %v", data, size, err)
+	if data, _, size, err := ReadOutput(filepath.Join(b.dir, "none"), Layout{}, 0, 10); err != nil || size != 0 || data != nil {
+		t.Fatalf("ReadOutput(missing) = %q %d %v", data, size, err)
 	}
 }
 
@@ -361,5 +417,22 @@ func TestReadStat_OddCommandName(t *testing.T) {
 	}
 	if _, err := readStat(root, 43); err == nil {
 		t.Fatal("missing pid read")
+	}
+}
+
+// readAll reads a log's whole output by offset, as a reader would.
+func readAll(t *testing.T, l *Log) string {
+	t.Helper()
+	var out strings.Builder
+	for off := int64(0); ; {
+		data, next, size, err := l.Read(off, 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out.Write(data)
+		if next >= size || next == off {
+			return out.String()
+		}
+		off = next
 	}
 }

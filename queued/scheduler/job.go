@@ -164,6 +164,7 @@ func finishRecord(rec store.Job, res runner.Result, reason stopReason, ls runner
 	}
 	rec.ExitCode = &code
 	rec.LogBytes, rec.LogTruncated, rec.DroppedLogBytes = ls.Size, ls.Truncated, ls.Dropped
+	rec.LogCutAt, rec.LogCutBytes = ls.Layout.CutAt, ls.Layout.Cut
 	if ls.Err != nil {
 		rec.LogError = ls.Err.Error()
 	}

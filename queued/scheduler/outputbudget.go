@@ -177,7 +177,7 @@ func (s *Scheduler) runningOutputLocked() int64 {
 	var n int64
 	for _, c := range s.cards {
 		if c.current != nil && c.current.log != nil {
-			n += c.current.log.State().Size
+			n += c.current.log.State().Disk
 		}
 	}
 	return n

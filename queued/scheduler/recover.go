@@ -72,7 +72,7 @@ func (s *Scheduler) recover() error {
 			code := -1
 			rec.State, rec.FinishedAt, rec.ExitCode = store.StateDone, now, &code
 			rec.Outcome, rec.Error = store.OutcomeInterrupted, "interrupted by service restart"
-			size, truncated, err := runner.InspectLog(s.outputPath(rec.ID))
+			size, truncated, err := runner.InspectLog(s.outputPath(rec.ID), s.opt.MaxLogBytes)
 			rec.LogBytes, rec.LogTruncated = size, truncated
 			if err != nil {
 				rec.LogError = err.Error()

@@ -89,6 +89,7 @@ func (s *Scheduler) recoverCard(card int, j *job, base runner.Spec, log *runner.
 func (s *Scheduler) finishResetLocked(c *card, j *job, r recovery, ls runner.LogState, now time.Time) ([]*job, []store.Job) {
 	rec := j.rec
 	rec.LogBytes, rec.LogTruncated, rec.DroppedLogBytes = ls.Size, ls.Truncated, ls.Dropped
+	rec.LogCutAt, rec.LogCutBytes = ls.Layout.CutAt, ls.Layout.Cut
 	if ls.Err != nil {
 		rec.LogError = ls.Err.Error()
 	}

@@ -139,13 +139,13 @@ func TestScheduler_Kill(t *testing.T) {
 func TestScheduler_BoundedLog(t *testing.T) {
 	t.Parallel()
 	b := setup(t, func(o *Options) { o.MaxLogBytes = 1000 })
-	info := b.waitDone(b.submit(0, "head -c 100000 /dev/zero | tr '\\0' x").ID)
-	marker := runner.TruncationMarker(1000)
-	if !info.LogTruncated || info.DroppedLogBytes != 99000 || info.LogBytes != 1000+int64(len(marker)) {
+	info := b.waitDone(b.submit(0, "head -c 100000 /dev/zero | tr '\\0' x; echo; echo end").ID)
+	marker := runner.CutMarker(99005)
+	if !info.LogTruncated || info.DroppedLogBytes != 99005 || info.LogBytes != 100005 || info.LogCutAt != 500 || info.LogCutBytes != 99005 {
 		t.Fatalf("%+v", info.Job)
 	}
-	if got := output(t, b, info.ID); !strings.HasSuffix(got, marker) {
-		t.Fatalf("no marker: %q", got[len(got)-80:])
+	if got := output(t, b, info.ID); got != strings.Repeat("x", 500)+marker+strings.Repeat("x", 495)+"\nend\n" {
+		t.Fatalf("not head, marker and tail: %q ... %q", got[:20], got[len(got)-80:])
 	}
 }
 

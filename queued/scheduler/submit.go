@@ -189,6 +189,17 @@ type Watch struct {
 	OutputChanged <-chan struct{}
 	// JobChanged closes at the job's next transition; nil when Done.
 	JobChanged <-chan struct{}
+	// Read reads output by offset (runner.Log.Read, or runner.ReadOutput
+	// of the file once the job's log is gone): data, next offset, size.
+	Read func(offset, limit int64) ([]byte, int64, int64, error)
+}
+
+// fileReader reads a job's output file laid out as its record says.
+func fileReader(path string, rec *store.Job) func(offset, limit int64) ([]byte, int64, int64, error) {
+	lay := runner.Layout{CutAt: rec.LogCutAt, Cut: rec.LogCutBytes}
+	return func(offset, limit int64) ([]byte, int64, int64, error) {
+		return runner.ReadOutput(path, lay, offset, limit)
+	}
 }
 
 // Watch returns the job's current Watch. Read the output after calling it:
@@ -197,6 +208,10 @@ func (s *Scheduler) Watch(id string) (Watch, error) {
 	s.mu.Lock()
 	if j := s.jobs[id]; j != nil && j.durable {
 		w := Watch{Info: s.infoLocked(j), Path: s.outputPath(id)}
+		w.Read = fileReader(w.Path, &w.Info.Job)
+		if j.log != nil {
+			w.Read = j.log.Read
+		}
 		if j.rec.State == store.StateDone {
 			w.Done = true
 		} else {
@@ -217,7 +232,8 @@ func (s *Scheduler) Watch(id string) (Watch, error) {
 	}
 	// A record not in memory is settled, so it is done (or the service
 	// restarted past it and it is done too).
-	return Watch{Info: info, Path: s.outputPath(id), Done: info.State == store.StateDone}, nil
+	path := s.outputPath(id)
+	return Watch{Info: info, Path: path, Done: info.State == store.StateDone, Read: fileReader(path, &info.Job)}, nil
 }
 
 // Kill stops a job: a queued one (a queued reset too) is removed from its
@@ -332,6 +348,7 @@ func (s *Scheduler) infoLocked(j *job) JobInfo {
 		if j.log != nil {
 			ls := j.log.State()
 			info.LogBytes, info.LogTruncated, info.DroppedLogBytes = ls.Size, ls.Truncated, ls.Dropped
+			info.LogCutAt, info.LogCutBytes = ls.Layout.CutAt, ls.Layout.Cut
 		}
 	}
 	return info

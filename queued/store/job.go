@@ -78,6 +78,12 @@ type Job struct {
 	// LogError is the first error writing the output file (a full disk);
 	// output after it was dropped, the job itself was not disturbed.
 	LogError string `json:"log_error,omitempty"`
+	// LogCutAt and LogCutBytes say where output past the limit was cut:
+	// the file holds the first LogCutAt bytes, a marker, then the tail;
+	// LogCutBytes bytes between them were left out (runner.Layout). Zero
+	// when the file holds the output as it was written.
+	LogCutAt    int64 `json:"log_cut_at,omitempty"`
+	LogCutBytes int64 `json:"log_cut_bytes,omitempty"`
 	// OutputDeletedAt is when the output file was deleted to keep all
 	// jobs' output within the daemon's budget (TT_DEVICE_MAX_OUTPUT_BYTES);
 	// LogBytes and the rest still say what it held. Zero while it exists.

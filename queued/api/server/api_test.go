@@ -258,7 +258,8 @@ func TestAPI_TimeoutRepeatAndBoundedLog(t *testing.T) {
 		t.Fatalf("bounded log %+v", j)
 	}
 	var out strings.Builder
-	if _, err := d.client.Follow(d.ctx(), big.JobID, 0, &out); err != nil || !strings.HasSuffix(out.String(), "the rest was dropped]\n") {
+	if _, err := d.client.Follow(d.ctx(), big.JobID, 0, &out); err != nil || !strings.Contains(out.String(), "bytes of output cut here") ||
+		!strings.HasSuffix(out.String(), "y\ny\n") || j.LogBytes != 50000 {
 		t.Fatalf("log tail %q, %v", out.String()[max(0, out.Len()-100):], err)
 	}
 }

@@ -27,7 +27,7 @@ func jobView(info scheduler.JobInfo) api.Job {
 		SubmittedAt: info.SubmittedAt.UTC(), StartedAt: timePtr(info.StartedAt), FinishedAt: timePtr(info.FinishedAt),
 		ExitCode: info.ExitCode, Outcome: string(info.Outcome), Error: info.Error, Iterations: info.Iterations,
 		LogBytes: info.LogBytes, LogTruncated: info.LogTruncated, DroppedLogBytes: info.DroppedLogBytes,
-		LogError: info.LogError, Held: info.Held, OutputDeletedAt: timePtr(info.OutputDeletedAt),
+		LogError: info.LogError, LogCutAt: info.LogCutAt, LogCutBytes: info.LogCutBytes, Held: info.Held, OutputDeletedAt: timePtr(info.OutputDeletedAt),
 	}
 	if j.Kind == "" {
 		j.Kind = string(store.KindJob)

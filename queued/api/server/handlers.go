@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/ttkit/ttkit/queued/runner"
 	"github.com/ttkit/ttkit/queued/scheduler"
 )
 
@@ -235,7 +234,7 @@ func (s *Server) handleLogs(w http.ResponseWriter, r *http.Request) {
 		if deletedOutput(w, wt.Info) {
 			return
 		}
-		data, size, err := runner.ReadLog(wt.Path, offset, limit)
+		data, next, size, err := wt.Read(offset, limit)
 		if err != nil {
 			s.fail(w, r, err)
 			return
@@ -265,10 +264,10 @@ func (s *Server) handleLogs(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h.Set("Content-Type", "application/octet-stream")
 		h.Set(api.HeaderLogOffset, strconv.FormatInt(offset, 10))
-		h.Set(api.HeaderLogNext, strconv.FormatInt(offset+int64(len(data)), 10))
+		h.Set(api.HeaderLogNext, strconv.FormatInt(next, 10))
 		h.Set(api.HeaderLogSize, strconv.FormatInt(size, 10))
 		h.Set(api.HeaderJobState, string(wt.Info.State))
-		h.Set(api.HeaderLogDone, strconv.FormatBool(wt.Done && offset+int64(len(data)) >= size))
+		h.Set(api.HeaderLogDone, strconv.FormatBool(wt.Done && next >= size))
 		h.Set("Content-Length", strconv.Itoa(len(data)))
 		w.WriteHeader(http.StatusOK)
 		w.Write(data)
