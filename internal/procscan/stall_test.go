@@ -9,41 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/ttkit/ttkit/internal/kmdtest"
 )
-
-// fifo replaces path with a named pipe: reading it blocks until a writer
-// comes, as a read of /proc/<pid>/cmdline does while the target is stuck in
-// the kernel holding its mmap lock. release writes content and closes, which
-// lets the blocked reader finish; it runs at cleanup too so nothing leaks.
-func fifo(t *testing.T, path string) (release func(content string)) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	_ = os.Remove(path)
-	if err := unix.Mkfifo(path, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	done := false
-	release = func(content string) {
-		if done {
-			return
-		}
-		done = true
-		// Blocks until the reader has opened its end; the reader is
-		// already waiting in open (or will be), so this returns.
-		f, err := os.OpenFile(path, os.O_WRONLY, 0)
-		if err != nil {
-			t.Errorf("opening %s for writing: %v", path, err)
-			return
-		}
-		_, _ = f.WriteString(content)
-		_ = f.Close()
-	}
-	t.Cleanup(func() { release("") })
-	return release
-}
 
 // A cmdline that never answers does not stall the scan: the holder is
 // reported with the PID fallback, marked pending, the others are named, and
@@ -52,7 +19,7 @@ func fifo(t *testing.T, path string) (release func(content string)) {
 func TestScan_StuckIdentityReadDoesNotStall(t *testing.T) {
 	h := newFakeHost(t)
 	h.set(t, 801, "stat", fakeStat(801, "python3", 1))
-	release := fifo(t, filepath.Join(h.proc, "801", "cmdline"))
+	release := kmdtest.Fifo(t, filepath.Join(h.proc, "801", "cmdline"))
 	h.set(t, 802, "stat", fakeStat(802, "sleep", 2))
 	h.set(t, 802, "cmdline", "sleep\x00600\x00")
 	h.list(t, 801, 802)
@@ -87,7 +54,7 @@ func TestScan_StuckIdentityReadDoesNotStall(t *testing.T) {
 // starting another, and gets its result once it finishes.
 func TestScanContext_StuckPidsFileEndsAtDeadline(t *testing.T) {
 	h := newFakeHost(t)
-	release := fifo(t, filepath.Join(h.driver, "0", "pids"))
+	release := kmdtest.Fifo(t, filepath.Join(h.driver, "0", "pids"))
 	s := h.scanner(t, Options{})
 
 	for range 2 {

@@ -187,10 +187,10 @@ func (s *Scheduler) runningOutputLocked() int64 {
 // modification time) first. Files of jobs still queued or running are
 // counted when they end.
 func (s *Scheduler) countOutputs() {
-	entries, err := os.ReadDir(s.opt.OutputDir)
+	entries, err := s.settledOutputs()
 	if err != nil {
 		s.budget.mu.Lock()
-		s.budget.uncounted = fmt.Sprintf("output budget: the output files found at start are not counted: listing %s: %v", s.opt.OutputDir, err)
+		s.budget.uncounted = fmt.Sprintf("output budget: the output files found at start are not counted: %v", err)
 		s.budget.mu.Unlock()
 		s.log.Warn("output budget: cannot count the output files", "dir", s.opt.OutputDir, "err", err)
 		return
@@ -202,21 +202,11 @@ func (s *Scheduler) countOutputs() {
 	}
 	var files []found
 	for _, e := range entries {
-		id, ok := strings.CutSuffix(e.Name(), ".log")
-		if !ok || !store.ValidID(id) {
-			continue
-		}
-		s.mu.Lock()
-		active := s.jobs[id] != nil
-		s.mu.Unlock()
-		if active {
-			continue
-		}
 		fi, err := e.Info()
 		if err != nil {
 			continue // removed meanwhile
 		}
-		files = append(files, found{id, fi.Size(), fi.ModTime().UnixNano()})
+		files = append(files, found{e.id, fi.Size(), fi.ModTime().UnixNano()})
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].mod < files[j].mod })
 	b := &s.budget

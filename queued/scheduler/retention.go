@@ -80,14 +80,21 @@ func (s *Scheduler) prune(sweep bool) {
 	}
 }
 
-// sweepOrphans removes output files whose job record is gone (a crash
-// between deleting a record and its file).
-func (s *Scheduler) sweepOrphans() []string {
+// outputEntry is an output file and the job id it is named for.
+type outputEntry struct {
+	os.DirEntry
+	id string
+}
+
+// settledOutputs lists the output files of jobs that are not in memory
+// (finished and settled, or without a record at all), skipping other
+// files.
+func (s *Scheduler) settledOutputs() ([]outputEntry, error) {
 	entries, err := os.ReadDir(s.opt.OutputDir)
 	if err != nil {
-		return []string{fmt.Sprintf("listing %s: %v", s.opt.OutputDir, err)}
+		return nil, fmt.Errorf("listing %s: %w", s.opt.OutputDir, err)
 	}
-	var problems []string
+	var out []outputEntry
 	for _, e := range entries {
 		id, ok := strings.CutSuffix(e.Name(), ".log")
 		if !ok || !store.ValidID(id) {
@@ -96,9 +103,23 @@ func (s *Scheduler) sweepOrphans() []string {
 		s.mu.Lock()
 		active := s.jobs[id] != nil
 		s.mu.Unlock()
-		if active {
-			continue
+		if !active {
+			out = append(out, outputEntry{e, id})
 		}
+	}
+	return out, nil
+}
+
+// sweepOrphans removes output files whose job record is gone (a crash
+// between deleting a record and its file).
+func (s *Scheduler) sweepOrphans() []string {
+	entries, err := s.settledOutputs()
+	if err != nil {
+		return []string{err.Error()}
+	}
+	var problems []string
+	for _, e := range entries {
+		id := e.id
 		if _, err := s.st.Job(id); !errors.Is(err, store.ErrNotFound) {
 			continue
 		}

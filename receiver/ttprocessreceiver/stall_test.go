@@ -3,7 +3,6 @@ package ttprocessreceiver
 import (
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -12,36 +11,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/scraper/scrapererror"
-	"golang.org/x/sys/unix"
 
+	"github.com/ttkit/ttkit/internal/kmdtest"
 	"github.com/ttkit/ttkit/internal/procscan"
 )
-
-// fifo replaces path with a named pipe, whose reader blocks until a writer
-// comes: the stand-in for a procfs read stuck in the kernel. release writes
-// content and lets the reader finish; cleanup releases it too.
-func fifo(t *testing.T, path string) (release func(content string)) {
-	t.Helper()
-	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
-	_ = os.Remove(path)
-	require.NoError(t, unix.Mkfifo(path, 0o644))
-	done := false
-	release = func(content string) {
-		if done {
-			return
-		}
-		done = true
-		f, err := os.OpenFile(path, os.O_WRONLY, 0)
-		if err != nil {
-			t.Errorf("opening %s for writing: %v", path, err)
-			return
-		}
-		_, _ = f.WriteString(content)
-		_ = f.Close()
-	}
-	t.Cleanup(func() { release("") })
-	return release
-}
 
 // scrapeWithin scrapes on another goroutine and fails the test if the
 // scrape has not returned within d (the stuck read is then released by the
@@ -74,7 +47,7 @@ func TestScrape_StuckCmdlineDoesNotStall(t *testing.T) {
 	t.Parallel()
 	b := setup(t, func(cfg *Config) { cfg.Timeout = 400 * time.Millisecond })
 	b.host.process(4242, 9001, "python3", "python3", "train.py")
-	release := fifo(t, filepath.Join(b.host.proc, "4242", "cmdline"))
+	release := kmdtest.Fifo(t, filepath.Join(b.host.proc, "4242", "cmdline"))
 	b.host.process(4243, 9002, "sleep", "sleep", "600")
 	b.host.pids(0, 4242, 4243)
 	b.start(t)
@@ -115,7 +88,7 @@ func TestScrape_StuckPidsFileEndsAtTimeout(t *testing.T) {
 	b.start(t)
 	require.Len(t, processPoints(t, b.scrape(t)), 1)
 
-	release := fifo(t, b.host.driver.PidsPath(0))
+	release := kmdtest.Fifo(t, b.host.driver.PidsPath(0))
 	for range 2 {
 		md, err := scrapeWithin(t, b, 5*time.Second)
 		require.Error(t, err)
@@ -163,7 +136,7 @@ func TestScrape_ReusedPIDWithStuckRead(t *testing.T) {
 	require.Equal(t, "train.py", attr(processPoints(t, b.scrape(t))["4242"], "friendly_name"))
 
 	b.host.process(4242, 12345, "python3", "python3", "eval.py")
-	release := fifo(t, filepath.Join(b.host.proc, "4242", "cmdline"))
+	release := kmdtest.Fifo(t, filepath.Join(b.host.proc, "4242", "cmdline"))
 	md, err := scrapeWithin(t, b, 5*time.Second)
 	require.NoError(t, err)
 	old, fresh := replaced(t, md)
