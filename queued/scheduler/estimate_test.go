@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ttkit/ttkit/queued/store"
 )
 
 // timedCmd prints "go" at the start of each iteration, then waits for the
@@ -35,12 +37,18 @@ func (b *bundle) submitTimed(card int, variant string, repeat int) timedJob {
 }
 
 // waitIteration waits until iteration n (from 1) of a timed job has
-// started.
+// started: its output is there, and the scheduler has recorded its start
+// (the process may print before the runner reports it started, and the
+// estimates count from that report).
 func (b *bundle) waitIteration(j timedJob, n int) {
 	b.t.Helper()
 	b.wait(j.ID, fmt.Sprintf("iteration %d", n), func(w Watch) bool {
 		data, _ := os.ReadFile(w.Path)
 		return strings.Count(string(data), "go\n") >= n
+	})
+	poll(b.t, fmt.Sprintf("iteration %d recorded", n), func() bool {
+		info, err := b.s.Job(j.ID)
+		return err == nil && (info.Iterations >= n || info.State == store.StateDone)
 	})
 }
 
