@@ -92,12 +92,8 @@ chart-test: $(BIN)/helm ## Lint and render the Helm chart with helm v4 (built fr
 FUZZTIME ?= 20s
 
 .PHONY: fuzz
-fuzz: ## Run every native fuzz test for FUZZTIME each (default 20s).
-	@set -e; grep -rH --include='*_test.go' '^func Fuzz' . | while IFS=: read -r file decl; do \
-		name=$$(echo "$$decl" | sed -E 's/^func (Fuzz[A-Za-z0-9_]*).*/\1/'); \
-		echo "fuzz $$(dirname $$file) $$name for $(FUZZTIME)"; \
-		$(GO) test -run '^$$' -fuzz "^$$name$$" -fuzztime $(FUZZTIME) ./$$(dirname $$file); \
-	done
+fuzz: ## Run every native fuzz test for FUZZTIME each (default 20s); fails on a failing input.
+	GO=$(GO) bash scripts/fuzz.sh $(FUZZTIME)
 
 .PHONY: generate
 generate: ## Regenerate generated code (mdatagen) from metadata.yaml.
