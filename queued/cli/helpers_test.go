@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -148,25 +147,11 @@ func (d *daemon) command(ctx context.Context, env []string, args ...string) *exe
 // run runs the CLI to its end (at most a minute).
 func (d *daemon) run(args ...string) result { return d.runWith(nil, "", args...) }
 
-// runWith runs the CLI with extra environment and stdin.
+// runWith runs the CLI with extra environment and stdin, in the
+// daemon's private HOME.
 func (d *daemon) runWith(env []string, stdin string, args ...string) result {
 	d.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := d.command(ctx, env, args...)
-	var out, errb bytes.Buffer
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = strings.NewReader(stdin), &out, &errb
-	err := cmd.Run()
-	r := result{stdout: out.String(), stderr: errb.String()}
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee):
-		r.code = ee.ExitCode()
-	default:
-		d.t.Fatalf("running tt-device-queue %v: %v", args, err)
-	}
-	return r
+	return d.runIn(d.home, env, stdin, args...)
 }
 
 // want checks the exit status and that stdout and stderr contain the

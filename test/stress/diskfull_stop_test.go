@@ -28,17 +28,7 @@ func TestDiskFull_StopKeepsAnswers(t *testing.T) {
 	c := d.Client()
 	defer c.Close()
 
-	gate, err := queuedproc.NewGate(filepath.Join(work, "gate"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := c.Queue(ctx, api.QueueRequest{Cmd: gate.Cmd, Cwd: work, DeviceID: "0", Timeout: 120})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := queuedproc.WaitRunning(ctx, c, g.JobID); err != nil {
-		t.Fatal(err)
-	}
+	gate, g := runGate(ctx, t, c, work)
 	q, err := c.Queue(ctx, api.QueueRequest{Cmd: "echo q >> " + filepath.Join(work, "ran"), Cwd: work, DeviceID: "0"})
 	if err != nil {
 		t.Fatal(err)

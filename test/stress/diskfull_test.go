@@ -31,17 +31,7 @@ func TestDiskFull(t *testing.T) {
 	c := d.Client()
 	defer c.Close()
 
-	gate, err := queuedproc.NewGate(filepath.Join(work, "gate"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := c.Queue(ctx, api.QueueRequest{Cmd: gate.Cmd, Cwd: work, DeviceID: "0", Timeout: 120})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := queuedproc.WaitRunning(ctx, c, g.JobID); err != nil {
-		t.Fatal(err)
-	}
+	gate, g := runGate(ctx, t, c, work)
 	var acked []string
 	for range 50 {
 		r, err := c.Queue(ctx, api.QueueRequest{Cmd: "/bin/true", Cwd: work, DeviceID: "0"})
@@ -159,6 +149,24 @@ func TestDiskFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkAllOK(t, jobs)
+}
+
+// runGate queues a job on card 0 that runs until gate opens, and waits
+// until it runs: the card is busy and its queue held.
+func runGate(ctx context.Context, t *testing.T, c *api.Client, work string) (*queuedproc.Gate, api.QueueResponse) {
+	t.Helper()
+	gate, err := queuedproc.NewGate(filepath.Join(work, "gate"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := c.Queue(ctx, api.QueueRequest{Cmd: gate.Cmd, Cwd: work, DeviceID: "0", Timeout: 120})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := queuedproc.WaitRunning(ctx, c, g.JobID); err != nil {
+		t.Fatal(err)
+	}
+	return gate, g
 }
 
 // onTmpfs mounts a tmpfs of size (such as "2m") in a temp dir, unmounted
