@@ -178,15 +178,19 @@ func TestConnsAllBusyAnswer503(t *testing.T) {
 	defer release()
 	id := d.queue("0", cmd).JobID
 	d.waitOutput(id, "started")
+	// The test client's kept-alive connection would be a third: close it,
+	// and start the polls one at a time, so the bound never evicts a poll
+	// that is still sending its request.
+	d.client.Close()
 	var polls sync.WaitGroup
 	var pollers []*api.Client
-	for range 2 {
+	for i := range 2 {
 		c := api.NewClient(d.url, d.token)
 		defer c.Close()
 		pollers = append(pollers, c)
 		polls.Go(func() { c.Result(d.ctx(), id, 30*time.Second) })
+		poll(t, "a long-poll", func() bool { return d.srv.polling.Load() == int64(i+1) })
 	}
-	poll(t, "two long-polls", func() bool { return d.srv.polling.Load() == 2 })
 	c := api.NewClient(d.url, d.token)
 	defer c.Close()
 	_, err := c.Status(d.ctx())
