@@ -121,6 +121,11 @@ type ResetEntry struct {
 	Reason  string `json:"reason,omitempty"`
 	// InterruptedJobID is the running job this reset is stopping, if any.
 	InterruptedJobID string `json:"interrupted_job_id,omitempty"`
+	// WaitsForJobID is the running job this reset waits for instead of
+	// interrupting it: on a shared (system-mode) daemon only the job's
+	// owner and admins may interrupt it. WaitsForOwner is its owner.
+	WaitsForJobID string `json:"waits_for_job_id,omitempty"`
+	WaitsForOwner string `json:"waits_for_owner,omitempty"`
 }
 
 // Holder is a process holding a card's device that is not the job running
@@ -165,6 +170,12 @@ type Job struct {
 	Timeout  int64             `json:"timeout"`
 	Repeat   int               `json:"repeat"`
 	ClientID string            `json:"client_id,omitempty"`
+	// OwnerUID and Owner are the submitter's uid (from the kernel, never
+	// from the request) and its user name; in system mode the job runs
+	// as that user. Absent for resets and for jobs recorded before
+	// owners were.
+	OwnerUID *uint32 `json:"owner_uid,omitempty"`
+	Owner    string  `json:"owner,omitempty"`
 	// EnvFromShell names the entries of Env that came from the
 	// submitter's shell (sorted); the others were given with --env.
 	EnvFromShell []string `json:"env_from_shell,omitempty"`
@@ -233,7 +244,10 @@ type JobSummary struct {
 	Kind     string `json:"kind,omitempty"`
 	Cmd      string `json:"cmd"` // cut to 200 bytes
 	ClientID string `json:"client_id,omitempty"`
-	Repeat   int    `json:"repeat"`
+	// OwnerUID and Owner: the submitter, as in Job.
+	OwnerUID *uint32 `json:"owner_uid,omitempty"`
+	Owner    string  `json:"owner,omitempty"`
+	Repeat   int     `json:"repeat"`
 	// Position is 1 for the next job; 0 for the running one.
 	Position int `json:"position,omitempty"`
 	// EstimatedWaitSec is the expected wait (queued) or remaining run
@@ -262,6 +276,22 @@ type Status struct {
 	Output      Output       `json:"output"`
 	HTTP        HTTPStatus   `json:"http"`
 	Warnings    []string     `json:"warnings,omitempty"`
+	// Mode is "user" (one account's daemon, today's default) or "system"
+	// (one root daemon for every user of the host, each job run as its
+	// submitter).
+	Mode string `json:"mode,omitempty"`
+	// Caller is who the daemon took the request to come from: the uid
+	// the kernel reported on the socket, or the daemon's own user for a
+	// token holder over TCP. Admin says whether it may act on every
+	// user's jobs.
+	Caller *Caller `json:"caller,omitempty"`
+}
+
+// Caller is the requesting user as the daemon identified it.
+type Caller struct {
+	UID   uint32 `json:"uid"`
+	User  string `json:"user,omitempty"`
+	Admin bool   `json:"admin,omitempty"`
 }
 
 // CardStatus is one card in GET /status.

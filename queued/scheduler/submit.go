@@ -21,6 +21,11 @@ type JobSpec struct {
 	Timeout  time.Duration // 0 selects the default
 	Repeat   int           // less than 1 means 1
 	ClientID string
+	// OwnerUID is the submitter's uid, from the kernel; nil when unknown.
+	// In system mode (Options.RunAs) the job runs as this user.
+	OwnerUID *uint32
+	// Owner is the submitter's user name, for display.
+	Owner string
 
 	// EnvFromShell names the Env entries taken from the submitter's shell.
 	EnvFromShell []string
@@ -62,7 +67,7 @@ func (s *Scheduler) Submit(spec JobSpec) (JobInfo, error) {
 		ID: store.NewID(), Seq: s.nextSeq, Kind: store.KindJob, Device: &card,
 		Cmd: spec.Cmd, Cwd: spec.Cwd, Env: spec.Env, EnvFromShell: spec.EnvFromShell,
 		Timeout: int64((timeout + time.Second - 1) / time.Second), Repeat: max(spec.Repeat, 1),
-		ClientID: spec.ClientID, State: store.StateQueued, SubmittedAt: s.opt.Now(),
+		ClientID: spec.ClientID, OwnerUID: spec.OwnerUID, Owner: spec.Owner, State: store.StateQueued, SubmittedAt: s.opt.Now(),
 	}, key, false)
 	s.nextSeq++
 	c.push(j)

@@ -58,6 +58,16 @@ type Job struct {
 	Repeat   int               `json:"repeat"`
 	ClientID string            `json:"client_id,omitempty"`
 
+	// OwnerUID is the submitter's uid as the kernel gave it (SO_PEERCRED
+	// on the socket; the daemon's own uid for a token holder over TCP).
+	// In system mode the job runs as this user. Nil in records written
+	// before owners were recorded, and for resets, which run as the
+	// daemon (or TT_DEVICE_RESET_USER).
+	OwnerUID *uint32 `json:"owner_uid,omitempty"`
+	// Owner is the submitter's user name when the job was submitted, for
+	// people reading status; the uid is what counts.
+	Owner string `json:"owner,omitempty"`
+
 	// EnvFromShell names the entries of Env the CLI took from the
 	// submitter's shell (sorted); the rest were given with --env.
 	EnvFromShell []string `json:"env_from_shell,omitempty"`
