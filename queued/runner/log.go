@@ -1,7 +1,9 @@
 package runner
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"sync"
 )
@@ -81,7 +83,7 @@ func NewLog(path string, limit int64) *Log {
 func ResumeLog(path string, limit int64) *Log {
 	l := NewLog(path, limit)
 	l.resume = true
-	if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() {
+	if fi, err := os.Lstat(path); err == nil && fi.Mode().IsRegular() {
 		l.produced, l.disk = fi.Size(), fi.Size()
 		l.full = l.produced >= l.limit
 	}
@@ -98,11 +100,16 @@ func (l *Log) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.f == nil && !l.closed && l.err == nil {
-		flags := os.O_RDWR | os.O_CREATE | os.O_TRUNC
+		var f *os.File
+		var err error
 		if l.resume {
-			flags = os.O_RDWR | os.O_CREATE | os.O_APPEND
+			f, err = openExisting(l.path, os.O_RDWR|os.O_APPEND)
+			if errors.Is(err, fs.ErrNotExist) {
+				f, err = createFile(l.path, os.O_RDWR|os.O_APPEND)
+			}
+		} else {
+			f, err = createFile(l.path, os.O_RDWR)
 		}
-		f, err := os.OpenFile(l.path, flags, 0o600)
 		if err != nil {
 			l.err = fmt.Errorf("creating output file: %w", err)
 		}
@@ -226,7 +233,7 @@ func (l *Log) Close() error {
 // finalize writes head, marker and tail in order to a new file and puts it
 // in place of the output file.
 func (l *Log) finalize() error {
-	tmp, err := os.OpenFile(l.path+".cut", os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	tmp, err := createFile(l.path+".cut", os.O_WRONLY)
 	if err != nil {
 		return fmt.Errorf("writing the cut output of %s: %w", l.path, err)
 	}

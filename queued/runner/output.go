@@ -30,7 +30,7 @@ func CutMarker(cut int64) string {
 // the size (the offset just past the last byte). A missing file reads as
 // empty (a job that never started has none).
 func ReadOutput(path string, lay Layout, offset, limit int64) ([]byte, int64, int64, error) {
-	f, err := os.Open(path)
+	f, err := openExisting(path, os.O_RDONLY)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, offset, 0, nil
 	}
@@ -80,7 +80,7 @@ func readFile(f *os.File, offset, limit, size int64) ([]byte, int64, int64, erro
 // reached limit: its tail was in memory and is lost, so the file holds the
 // first limit bytes as they were written. A missing file is empty.
 func InspectLog(path string, limit int64) (size int64, truncated bool, err error) {
-	fi, err := os.Stat(path)
+	fi, err := os.Lstat(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return 0, false, nil
 	}

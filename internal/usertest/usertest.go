@@ -1,0 +1,107 @@
+// Package usertest creates real users and groups for the tests of system
+// mode, which must show what the kernel does when a job runs as another
+// user: they need root (CI runs as root), and every user and group they
+// create is removed when the test ends.
+package usertest
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"testing"
+)
+
+// User is a user created for one test.
+type User struct {
+	Name     string
+	UID, GID uint32
+	Home     string
+}
+
+// RequireRoot skips the test unless it runs as root with useradd at
+// hand: creating users and switching to them needs both. CI runs as root,
+// so there the test always runs.
+func RequireRoot(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to create users and run jobs as them (CI runs as root)")
+	}
+	for _, tool := range []string{"useradd", "userdel", "groupadd", "groupdel"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("needs %s: %v", tool, err)
+		}
+	}
+}
+
+// suffix is a short random name part, so parallel tests and runs left
+// over from a killed test never collide.
+func suffix(t testing.TB) string {
+	b := make([]byte, 4)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(b)
+}
+
+// Group creates a group and returns its name and gid.
+func Group(t testing.TB, prefix string) (string, uint32) {
+	t.Helper()
+	RequireRoot(t)
+	name := prefix + suffix(t)
+	if out, err := exec.Command("groupadd", name).CombinedOutput(); err != nil {
+		t.Fatalf("groupadd %s: %v: %s", name, err, out)
+	}
+	t.Cleanup(func() { exec.Command("groupdel", name).Run() })
+	g, err := user.LookupGroup(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gid, _ := strconv.ParseUint(g.Gid, 10, 32)
+	return name, uint32(gid)
+}
+
+// New creates a user with its own primary group, a home directory in a
+// temporary directory, bash as its shell, and the given supplementary
+// groups.
+func New(t testing.TB, prefix string, groups ...string) User {
+	t.Helper()
+	RequireRoot(t)
+	name := prefix + suffix(t)
+	home := filepath.Join(OpenDir(t), name)
+	args := []string{"--create-home", "--home-dir", home, "--shell", "/bin/bash", "--user-group"}
+	for _, g := range groups {
+		args = append(args, "--groups", g)
+	}
+	if out, err := exec.Command("useradd", append(args, name)...).CombinedOutput(); err != nil {
+		t.Fatalf("useradd %s: %v: %s", name, err, out)
+	}
+	t.Cleanup(func() {
+		exec.Command("userdel", name).Run()
+		exec.Command("groupdel", name).Run()
+	})
+	u, err := user.Lookup(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	uid, _ := strconv.ParseUint(u.Uid, 10, 32)
+	gid, _ := strconv.ParseUint(u.Gid, 10, 32)
+	return User{Name: name, UID: uint32(uid), GID: uint32(gid), Home: home}
+}
+
+// OpenDir is a temporary directory that every user may enter and list
+// (0755, and so is the test's temporary directory above it), for files
+// and working directories the created users must reach.
+func OpenDir(t testing.TB) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
