@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/ttkit/ttkit/queued/account"
 	"github.com/ttkit/ttkit/queued/jobcgroup"
 )
 
@@ -45,6 +46,11 @@ type Spec struct {
 	Dir string
 	// Env is the complete environment.
 	Env []string
+	// Account, when set, is the user the program runs as (system mode):
+	// its uid, primary gid and supplementary groups are set in the child
+	// before it enters Dir or runs anything. Nil runs it as queued's own
+	// user.
+	Account *account.Account
 	// Timeout bounds each iteration; on expiry the group gets SIGKILL and
 	// the exit code is -9. Zero means no timeout.
 	Timeout time.Duration
@@ -149,6 +155,9 @@ func start(spec *Spec, out *Log) (*running, error) {
 	cmd.Env = spec.Env
 	cmd.Stdout, cmd.Stderr = pw, pw
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if spec.Account != nil {
+		cmd.SysProcAttr.Credential = spec.Account.Credential()
+	}
 	// Where queued's cgroup is delegated, the iteration starts in a cgroup
 	// of its own, so a kill reaches its whole process tree (setsid or not)
 	// and the OOM killer's victim is the job, not the queue; elsewhere cg
@@ -160,10 +169,7 @@ func start(spec *Spec, out *Log) (*running, error) {
 	if err != nil {
 		cg.Close()
 		pr.Close()
-		if _, serr := os.Stat(spec.Dir); serr != nil && spec.Dir != "" {
-			err = fmt.Errorf("working directory: %w", serr)
-		}
-		return nil, fmt.Errorf("starting %s: %w", spec.Shell[0], err)
+		return nil, startError(spec, err)
 	}
 	pid := cmd.Process.Pid
 	// Read the start time before anything can reap the child: until then
@@ -184,6 +190,40 @@ func start(spec *Spec, out *Log) (*running, error) {
 		}
 	}()
 	return r, nil
+}
+
+// startError says why the shell could not be started. The kernel's
+// answer names the shell even when entering the working directory failed
+// (the child changes its user, then enters the directory, then runs the
+// shell), so a directory that is missing, or that the job's user cannot
+// enter, is told apart here: by a look as queued, then by starting the
+// shell as the user outside the directory.
+func startError(spec *Spec, err error) error {
+	if spec.Dir != "" {
+		if _, serr := os.Stat(spec.Dir); serr != nil {
+			return fmt.Errorf("working directory: %w", serr)
+		}
+		if a := spec.Account; a != nil && shellStartsAs(spec, "/") {
+			var errno syscall.Errno
+			if !errors.As(err, &errno) {
+				errno = syscall.EACCES
+			}
+			return fmt.Errorf("working directory %s: %w for user %s (uid %d)", spec.Dir, errno, a.Name, a.UID)
+		}
+	}
+	if a := spec.Account; a != nil {
+		return fmt.Errorf("starting %s as user %s (uid %d): %w", spec.Shell[0], a.Name, a.UID, err)
+	}
+	return fmt.Errorf("starting %s: %w", spec.Shell[0], err)
+}
+
+// shellStartsAs reports whether the shell starts as spec's user in dir.
+func shellStartsAs(spec *Spec, dir string) bool {
+	probe := exec.Command(spec.Shell[0], "-c", "exit 0")
+	probe.Dir = dir
+	probe.Env = []string{"PATH=/usr/bin:/bin"}
+	probe.SysProcAttr = &syscall.SysProcAttr{Credential: spec.Account.Credential()}
+	return probe.Run() == nil
 }
 
 // finish reaps the leader and drains what is left of the output.

@@ -1,0 +1,94 @@
+package runner
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/ttkit/ttkit/internal/usertest"
+	"github.com/ttkit/ttkit/queued/account"
+)
+
+// runAs runs cmd in dir as the account and returns its output.
+func runAs(t *testing.T, a account.Account, dir, cmd string) (Result, string) {
+	t.Helper()
+	b := setup(t, 1<<20)
+	spec := b.spec(cmd)
+	spec.Dir = dir
+	spec.Account = &a
+	spec.Env = append([]string{"PATH=/usr/bin:/bin"}, a.Env()...)
+	res := Run(spec, b.log, nil)
+	b.log.Close()
+	return res, b.output(t)
+}
+
+// A job runs with its submitter's uid, primary gid and every supplementary
+// group, and what it creates belongs to that user.
+func TestRun_AsTheSubmitter(t *testing.T) {
+	gname, gid := usertest.Group(t, "ttqg")
+	u := usertest.New(t, "ttqa", gname)
+	a, err := account.LookupUID(u.UID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := usertest.OpenDir(t)
+	os.Chown(dir, int(u.UID), int(u.GID))
+	res, out := runAs(t, a, dir, "id -u; id -g; id -G; touch made; stat -c %u:%g made; pwd")
+	if res.ExitCode != 0 || res.Err != nil {
+		t.Fatalf("exit %d, %v: %s", res.ExitCode, res.Err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 5 {
+		t.Fatalf("output %q", out)
+	}
+	uid, pgid := strconv.Itoa(int(u.UID)), strconv.Itoa(int(u.GID))
+	if lines[0] != uid || lines[1] != pgid {
+		t.Errorf("ran as %s:%s, want %s:%s", lines[0], lines[1], uid, pgid)
+	}
+	groups := strings.Fields(lines[2])
+	for _, want := range []string{pgid, strconv.Itoa(int(gid))} {
+		if !strings.Contains(" "+lines[2]+" ", " "+want+" ") {
+			t.Errorf("groups %v lack %s", groups, want)
+		}
+	}
+	if strings.Contains(" "+lines[2]+" ", " 0 ") {
+		t.Errorf("groups %v keep root's group", groups)
+	}
+	if lines[3] != uid+":"+pgid {
+		t.Errorf("the file it made belongs to %s, want %s:%s", lines[3], uid, pgid)
+	}
+	if lines[4] != dir {
+		t.Errorf("ran in %s, want %s", lines[4], dir)
+	}
+}
+
+// The working directory is entered as the user: one the user cannot enter
+// fails the job, saying so, instead of being entered as root.
+func TestRun_WorkingDirectoryTheUserCannotEnter(t *testing.T) {
+	u := usertest.New(t, "ttqa")
+	a, err := account.LookupUID(u.UID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := filepath.Join(usertest.OpenDir(t), "root-only")
+	if err := os.Mkdir(closed, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	res, out := runAs(t, a, closed, "echo ran")
+	if res.Err == nil || res.Iterations != 0 || strings.Contains(out, "ran") {
+		t.Fatalf("a directory the user cannot enter: exit %d, err %v, output %q", res.ExitCode, res.Err, out)
+	}
+	msg := res.Err.Error()
+	for _, want := range []string{"working directory " + closed, "permission denied", u.Name} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error %q does not say %q", msg, want)
+		}
+	}
+	// A missing directory says so too.
+	res, _ = runAs(t, a, closed+"-missing", "true")
+	if res.Err == nil || !strings.Contains(res.Err.Error(), "no such file or directory") {
+		t.Errorf("missing directory: %v", res.Err)
+	}
+}
