@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"errors"
 	"fmt"
 	"runtime/debug"
 	"slices"
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ttkit/ttkit/queued/account"
 	"github.com/ttkit/ttkit/queued/runner"
 	"github.com/ttkit/ttkit/queued/store"
 )
@@ -330,21 +332,18 @@ func (s *Scheduler) run(c *card, j *job) (done []*job, recs []store.Job) {
 	s.mu.Lock()
 	j.log = log
 	s.notify(j)
-	spec := runner.Spec{
-		Shell:     s.opt.Shell,
-		Cmd:       j.rec.Cmd,
-		Dir:       j.rec.Cwd,
-		Env:       s.jobEnv(&j.rec),
-		Timeout:   time.Duration(j.rec.Timeout) * time.Second,
-		Repeat:    j.rec.Repeat,
-		KillGrace: s.opt.KillGrace,
-		OnStart:   func(p runner.Proc) { s.started(j, p) },
-	}
+	rec := j.rec
 	s.mu.Unlock()
+	// The user database is read outside the lock: it may be slow (NSS).
+	spec, err := s.spec(&rec)
+	spec.OnStart = func(p runner.Proc) { s.started(j, p) }
 	go s.writeProcess(j)
-	if reset {
+	switch {
+	case reset:
 		out = s.recoverCard(c.id, j, spec, log)
-	} else {
+	case err != nil:
+		res = runner.Result{ExitCode: -1, Err: err}
+	default:
 		res = runner.Run(spec, log, j.stop)
 	}
 	close(j.ran)
@@ -396,11 +395,69 @@ func (s *Scheduler) writeProcess(j *job) {
 	}
 }
 
-// jobEnv is the service environment plus the job's own variables plus the
-// two the queue sets. It never sets TT_VISIBLE_DEVICES.
-func (s *Scheduler) jobEnv(rec *store.Job) []string {
-	env := make([]string, 0, len(s.env)+len(rec.Env)+2)
-	for _, kv := range s.env {
+// ErrNoOwner refuses to start a job in system mode whose record names no
+// user to run it as (one recorded before owners were): it never runs as
+// root.
+var ErrNoOwner = errors.New("the job has no recorded owner, and system mode runs every job as its owner")
+
+// spec is how rec runs: as whom, where, in what environment. With RunAs,
+// a job runs as its owner, looked up now, and an owner that cannot be
+// found is an error (the job fails without starting); a reset runs as
+// ResetAccount when one is set.
+func (s *Scheduler) spec(rec *store.Job) (runner.Spec, error) {
+	spec := runner.Spec{
+		Shell:     s.opt.Shell,
+		Cmd:       rec.Cmd,
+		Dir:       rec.Cwd,
+		Timeout:   time.Duration(rec.Timeout) * time.Second,
+		Repeat:    rec.Repeat,
+		KillGrace: s.opt.KillGrace,
+	}
+	base := s.env
+	switch {
+	case rec.Kind == store.KindReset && s.opt.ResetAccount != nil:
+		spec.Account = s.opt.ResetAccount
+		base = overrideEnv(s.env, s.opt.ResetAccount.Env())
+	case rec.Kind == store.KindReset || !s.opt.RunAs:
+	case rec.OwnerUID == nil:
+		return spec, ErrNoOwner
+	default:
+		a, err := account.LookupUID(*rec.OwnerUID)
+		if err != nil {
+			return spec, fmt.Errorf("running the job as its owner %s: %w", rec.Owner, err)
+		}
+		spec.Account = &a
+		base = append([]string{"PATH=" + loginPath}, a.Env()...)
+	}
+	spec.Env = jobEnv(base, rec)
+	return spec, nil
+}
+
+// loginPath is the PATH a job in system mode starts with, before the
+// forwarded environment (which usually brings the submitter's own).
+const loginPath = "/usr/local/bin:/usr/bin:/bin"
+
+// overrideEnv is env with the variables of over replacing its own.
+func overrideEnv(env, over []string) []string {
+	out := make([]string, 0, len(env)+len(over))
+	names := make(map[string]bool, len(over))
+	for _, kv := range over {
+		name, _, _ := strings.Cut(kv, "=")
+		names[name] = true
+	}
+	for _, kv := range env {
+		if name, _, _ := strings.Cut(kv, "="); !names[name] {
+			out = append(out, kv)
+		}
+	}
+	return append(out, over...)
+}
+
+// jobEnv is base plus the job's own variables plus the two the queue
+// sets. It never sets TT_VISIBLE_DEVICES.
+func jobEnv(base []string, rec *store.Job) []string {
+	env := make([]string, 0, len(base)+len(rec.Env)+2)
+	for _, kv := range base {
 		name := kv
 		if i := strings.IndexByte(kv, '='); i >= 0 {
 			name = kv[:i]

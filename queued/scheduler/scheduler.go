@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/metric/noop"
 
 	"github.com/ttkit/ttkit/internal/procscan"
+	"github.com/ttkit/ttkit/queued/account"
 	"github.com/ttkit/ttkit/queued/runner"
 	"github.com/ttkit/ttkit/queued/store"
 )
@@ -75,8 +76,21 @@ type Options struct {
 	OutputDir string
 	// Shell is the interpreter prefix; default runner.Shell().
 	Shell []string
-	// BaseEnv is the service environment jobs start from; default os.Environ().
+	// BaseEnv is the service environment jobs start from; default
+	// os.Environ(). With RunAs, jobs start from their owner's login
+	// environment instead and only resets use it.
 	BaseEnv []string
+	// RunAs (system mode) runs each job as its owner (store.Job.OwnerUID):
+	// uid, primary gid and supplementary groups from the user database when
+	// it starts, in the owner's login environment (HOME, USER, LOGNAME,
+	// SHELL, a default PATH) with the job's forwarded variables on top,
+	// never the service's. A job whose owner is unknown fails at start.
+	RunAs bool
+	// ResetAccount, when set, is the user resets and health checks run as
+	// (TT_DEVICE_RESET_USER), with its HOME, USER, LOGNAME and SHELL over
+	// the service environment, in its home unless Controls.Dir is set; nil
+	// runs them as queued's own user.
+	ResetAccount *account.Account
 	// DefaultTimeout applies when a job asks for none; default 1h.
 	DefaultTimeout time.Duration
 	// MaxQueued bounds queued jobs over all cards; default 1000.
@@ -134,6 +148,9 @@ func (o *Options) defaults() error {
 	}
 	if o.BaseEnv == nil {
 		o.BaseEnv = os.Environ()
+	}
+	if o.ResetAccount != nil && o.Controls.Dir == "" {
+		o.Controls.Dir = o.ResetAccount.Home
 	}
 	setDur := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {
