@@ -25,6 +25,15 @@ type ResetRequest struct {
 	// runs; by default it is stopped (SIGINT, SIGKILL after the grace
 	// period) and recorded as interrupted by the reset.
 	NoInterrupt bool
+	// MayInterrupt, when set, decides whether this request may interrupt
+	// the card's running job (a shared daemon lets a non-admin interrupt
+	// only their own jobs); when it says no, the reset waits for the job
+	// instead. It is called with the scheduler's lock held: it must not
+	// block.
+	MayInterrupt func(running store.Job) bool
+	// OwnerUID and Owner record who asked for the reset on its job.
+	OwnerUID *uint32
+	Owner    string
 }
 
 // ResetOutcome is what a reset request did on one card.
@@ -41,6 +50,10 @@ type ResetOutcome struct {
 	Reason  string
 	// Interrupted is the running job this reset stops, if any.
 	Interrupted string
+	// WaitsFor is the running job the reset waits for instead, and
+	// WaitsForOwner that job's owner: the request did not interrupt it
+	// (NoInterrupt, or MayInterrupt said no).
+	WaitsFor, WaitsForOwner string
 }
 
 // Reset schedules resets and returns at once, once every new reset job is
@@ -124,7 +137,7 @@ func (s *Scheduler) Reset(req ResetRequest) ([]ResetOutcome, error) {
 			ID: store.NewID(), Seq: s.nextSeq, Kind: store.KindReset, Device: &card,
 			Cmd: fmt.Sprintf("reset card %d", c.id), Cwd: s.opt.Controls.Dir,
 			Timeout: int64(s.opt.Controls.total() / time.Second), Repeat: 1,
-			State: store.StateQueued, SubmittedAt: now, BootID: s.bootID,
+			State: store.StateQueued, SubmittedAt: now, BootID: s.bootID, OwnerUID: req.OwnerUID, Owner: req.Owner,
 		}, false)
 		j.interrupt = !req.NoInterrupt
 		s.nextSeq++
@@ -175,9 +188,14 @@ func (s *Scheduler) Reset(req ResetRequest) ([]ResetOutcome, error) {
 	for i, c := range cards {
 		j := resets[i]
 		out[i].JobID, out[i].State = j.rec.ID, j.rec.State
-		if j.interrupt && j.rec.State == store.StateQueued && c.current != nil && c.current.rec.Kind == store.KindJob {
-			c.current.stopFor(stopReset)
-			out[i].Interrupted = c.current.rec.ID
+		if j.rec.State == store.StateQueued && c.current != nil && c.current.rec.Kind == store.KindJob {
+			cur := c.current.rec
+			if j.interrupt && (req.MayInterrupt == nil || req.MayInterrupt(cur)) {
+				c.current.stopFor(stopReset)
+				out[i].Interrupted = cur.ID
+			} else {
+				out[i].WaitsFor, out[i].WaitsForOwner = cur.ID, cur.Owner
+			}
 		}
 		c.wakeup()
 	}
