@@ -88,7 +88,38 @@ type Config struct {
 	// WaitForeign makes a card start no job while a process outside the
 	// queue holds it.
 	WaitForeign bool
+
+	// Socket (TT_DEVICE_SOCKET) turns system mode on: queued, as root,
+	// serves every user of the host on this Unix socket, takes each
+	// caller's identity from the kernel and runs each job as its
+	// submitter. Empty is user mode, the default.
+	Socket string
+	// SocketGroup (TT_DEVICE_SOCKET_GROUP) is the group allowed to
+	// connect to Socket (mode 0660); empty lets every user (0666).
+	SocketGroup string
+	// AdminGroup (TT_DEVICE_ADMIN_GROUP) names the group whose members may,
+	// like root, see and stop every user's jobs and interrupt them with a
+	// reset.
+	AdminGroup string
+	// ResetUser (TT_DEVICE_RESET_USER) is the user resets and health
+	// checks run as in system mode; empty is root.
+	ResetUser string
+	// PortSet says TT_DEVICE_PORT was given: system mode listens on TCP
+	// only then (or with --listen).
+	PortSet bool
 }
+
+// DefaultSystemStateDir is the state directory in system mode when
+// TT_DEVICE_LOG_DIR is not set.
+const DefaultSystemStateDir = "/var/lib/tt-device-queue"
+
+// DefaultSystemSocket is where the shipped system unit puts the socket
+// (TT_DEVICE_SOCKET) and where the CLI looks for a system daemon.
+const DefaultSystemSocket = "/run/tt-device-queue/queued.sock"
+
+// maxSocketPath is the longest path a Unix socket can be bound at
+// (sun_path holds 108 bytes with its NUL).
+const maxSocketPath = 107
 
 // DefaultResetCmd resets one card by its device node. --no_reinit keeps
 // tt-smi from reinitializing (and so touching) every card afterwards.
@@ -173,6 +204,10 @@ var Settings = []Setting{
 	{"TT_DEVICE_DEEP_RESET_TIMEOUT", "300", "Seconds the deep reset command may run."},
 	{"TT_DEVICE_DRIVER_PATH", DefaultDriverPath, "KMD directory whose <card>/pids files list the processes holding each card."},
 	{"TT_DEVICE_WAIT_FOREIGN", "0", "1: a card starts no job while a process outside the queue holds it."},
+	{"TT_DEVICE_SOCKET", "none (user mode)", "System mode: as root, serve every user of the host on this Unix socket (the shipped unit: " + DefaultSystemSocket + "), each job run as its submitter; TCP is off unless TT_DEVICE_PORT or --listen is given, and the state directory defaults to " + DefaultSystemStateDir + "."},
+	{"TT_DEVICE_SOCKET_GROUP", "none: every user may connect", "System mode: only this group's members may connect to the socket (mode 0660)."},
+	{"TT_DEVICE_ADMIN_GROUP", "none: root only", "System mode: members of this group, like root, may see and kill every user's jobs, and their resets interrupt any job."},
+	{"TT_DEVICE_RESET_USER", "root", "System mode: the user resets and health checks run as, in its home directory."},
 }
 
 // Default returns the configuration with every default applied and no
@@ -330,15 +365,70 @@ func FromEnv(lookup Lookup) (Config, error) {
 			return c, &EnvError{"TT_DEVICE_WAIT_FOREIGN", v, "want 1 or 0"}
 		}
 	}
+	if err := c.systemFromEnv(get); err != nil {
+		return c, err
+	}
+	_, c.PortSet = get("TT_DEVICE_PORT")
 	dir, err := StateDir(lookup)
-	if err != nil {
+	if err != nil && c.Socket == "" {
 		return c, err
 	}
 	c.StateDir = dir
+	if _, set := get("TT_DEVICE_LOG_DIR"); c.Socket != "" && !set {
+		c.StateDir = DefaultSystemStateDir
+	}
 	if err := c.Validate(); err != nil {
 		return c, err
 	}
 	return c, nil
+}
+
+// systemFromEnv reads the system-mode settings; the others need
+// TT_DEVICE_SOCKET.
+func (c *Config) systemFromEnv(get func(string) (string, bool)) error {
+	if v, ok := get("TT_DEVICE_SOCKET"); ok {
+		switch {
+		case strings.ContainsRune(v, 0):
+			return &EnvError{"TT_DEVICE_SOCKET", v, "contains a NUL byte"}
+		case !filepath.IsAbs(v):
+			return &EnvError{"TT_DEVICE_SOCKET", v, "want an absolute path"}
+		case len(v) > maxSocketPath:
+			return &EnvError{"TT_DEVICE_SOCKET", v, fmt.Sprintf("%d bytes, over the %d a Unix socket's path may have", len(v), maxSocketPath)}
+		}
+		c.Socket = filepath.Clean(v)
+	}
+	for _, f := range []struct {
+		name string
+		dst  *string
+	}{{"TT_DEVICE_SOCKET_GROUP", &c.SocketGroup}, {"TT_DEVICE_ADMIN_GROUP", &c.AdminGroup}, {"TT_DEVICE_RESET_USER", &c.ResetUser}} {
+		v, ok := get(f.name)
+		if !ok {
+			continue
+		}
+		if c.Socket == "" {
+			return &EnvError{f.name, v, "only system mode uses it: set TT_DEVICE_SOCKET too"}
+		}
+		if !validAccountName(v) {
+			return &EnvError{f.name, v, "want a user or group name (letters, digits, '.', '_', '-') or a number"}
+		}
+		*f.dst = v
+	}
+	return nil
+}
+
+// validAccountName accepts the names useradd and groupadd accept (and
+// numeric ids); anything else cannot name an account and is refused with
+// the setting that gave it.
+func validAccountName(s string) bool {
+	if s == "" || len(s) > 64 || s[0] == '-' {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-' || r == '$') {
+			return false
+		}
+	}
+	return true
 }
 
 // Validate checks the relations between settings that no single variable

@@ -191,3 +191,48 @@ func TestFromEnv_ResourceBounds(t *testing.T) {
 		t.Errorf("budget below one job's cap: %v", err)
 	}
 }
+
+// TT_DEVICE_SOCKET turns system mode on: the state directory moves to
+// /var/lib unless given, TCP stays off unless TT_DEVICE_PORT is set, and
+// the groups and the reset user are read as given.
+func TestFromEnv_SystemMode(t *testing.T) {
+	c, err := FromEnv(env(map[string]string{"HOME": "/root", "TT_DEVICE_SOCKET": "/run/tt-device-queue/queued.sock",
+		"TT_DEVICE_SOCKET_GROUP": "ttq", "TT_DEVICE_ADMIN_GROUP": "ttadmin", "TT_DEVICE_RESET_USER": "ttops"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Socket != "/run/tt-device-queue/queued.sock" || c.SocketGroup != "ttq" || c.AdminGroup != "ttadmin" ||
+		c.ResetUser != "ttops" || c.StateDir != DefaultSystemStateDir || c.PortSet {
+		t.Fatalf("system config = %+v", c)
+	}
+	c, err = FromEnv(env(map[string]string{"HOME": "/root", "TT_DEVICE_SOCKET": "/run/q.sock", "TT_DEVICE_LOG_DIR": "/srv/q", "TT_DEVICE_PORT": "5741"}))
+	if err != nil || c.StateDir != "/srv/q" || !c.PortSet {
+		t.Fatalf("state dir %q port set %v, %v", c.StateDir, c.PortSet, err)
+	}
+	c, err = FromEnv(env(map[string]string{"HOME": "/h"}))
+	if err != nil || c.Socket != "" || c.PortSet {
+		t.Fatalf("user mode: %+v, %v", c, err)
+	}
+	for val, why := range map[string]string{
+		"run/q.sock":                       "absolute",
+		"/run/" + strings.Repeat("s", 110): "bytes",
+		"/run/q.sock\x00":                  "NUL",
+	} {
+		_, err := FromEnv(env(map[string]string{"HOME": "/h", "TT_DEVICE_SOCKET": val}))
+		var ee *EnvError
+		if !errors.As(err, &ee) || ee.Var != "TT_DEVICE_SOCKET" || !strings.Contains(err.Error(), why) {
+			t.Errorf("TT_DEVICE_SOCKET=%q: %v, want an error about %s", val, err, why)
+		}
+	}
+	for _, name := range []string{"TT_DEVICE_SOCKET_GROUP", "TT_DEVICE_ADMIN_GROUP", "TT_DEVICE_RESET_USER"} {
+		_, err := FromEnv(env(map[string]string{"HOME": "/h", name: "ttq"}))
+		var ee *EnvError
+		if !errors.As(err, &ee) || ee.Var != name || !strings.Contains(err.Error(), "TT_DEVICE_SOCKET") {
+			t.Errorf("%s without TT_DEVICE_SOCKET: %v, want an error saying it needs system mode", name, err)
+		}
+		_, err = FromEnv(env(map[string]string{"HOME": "/h", "TT_DEVICE_SOCKET": "/run/q.sock", name: "bad:name"}))
+		if !errors.As(err, &ee) || ee.Var != name || !strings.Contains(err.Error(), "bad:name") {
+			t.Errorf("%s=bad:name: %v", name, err)
+		}
+	}
+}

@@ -236,10 +236,16 @@ func (s *Server) decodeQueue(r *http.Request) (scheduler.JobSpec, error) {
 	case !filepath.IsAbs(cwd):
 		return spec, fieldErr("cwd", "%q is not an absolute path", cwd)
 	}
-	if fi, err := os.Stat(cwd); err != nil {
-		return spec, fieldErr("cwd", "%q: %v", cwd, errors.Unwrap(err))
-	} else if !fi.IsDir() {
-		return spec, fieldErr("cwd", "%q is not a directory", cwd)
+	// A shared daemon is root: what it could stat says nothing of what
+	// the job's user may enter, and its answer would tell any user which
+	// of root's paths exist. The job checks it when it starts, as its
+	// user (runner: "working directory ... permission denied for user").
+	if !s.cfg.Shared {
+		if fi, err := os.Stat(cwd); err != nil {
+			return spec, fieldErr("cwd", "%q: %v", cwd, errors.Unwrap(err))
+		} else if !fi.IsDir() {
+			return spec, fieldErr("cwd", "%q is not a directory", cwd)
+		}
 	}
 	spec.Cwd = filepath.Clean(cwd)
 

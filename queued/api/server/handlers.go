@@ -37,6 +37,7 @@ func (s *Server) handleQueue(w http.ResponseWriter, r *http.Request) {
 	// next ones are decoded while the fsync runs. Answering afterwards is a
 	// few hundred bytes, written without a slot.
 	slotOf(r).release()
+	spec.OwnerUID, spec.Owner = ownerOf(r)
 	info, err := s.sched.Submit(spec)
 	if err != nil {
 		s.fail(w, r, err)
@@ -67,6 +68,15 @@ func (s *Server) handleKill(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	rec, err := s.sched.Job(id)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if err := s.mayTouch(r, &rec.Job, false); err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	info, err := s.sched.Kill(id)
 	if err != nil {
 		s.fail(w, r, err)
@@ -86,6 +96,7 @@ func (s *Server) handleReset(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	s.resetPolicy(r, &req)
 	outs, err := s.sched.Reset(req)
 	if err != nil {
 		s.fail(w, r, err)
@@ -94,7 +105,8 @@ func (s *Server) handleReset(w http.ResponseWriter, r *http.Request) {
 	resp := api.ResetResponse{Resets: make([]api.ResetEntry, len(outs))}
 	for i, o := range outs {
 		resp.Resets[i] = api.ResetEntry{DeviceID: strconv.Itoa(o.Card), ResetJobID: o.JobID, State: string(o.State),
-			Coalesced: o.Coalesced, Skipped: o.Skipped, Reason: o.Reason, InterruptedJobID: o.Interrupted}
+			Coalesced: o.Coalesced, Skipped: o.Skipped, Reason: o.Reason, InterruptedJobID: o.Interrupted,
+			WaitsForJobID: o.WaitsFor, WaitsForOwner: o.WaitsForOwner}
 	}
 	writeJSON(w, http.StatusOK, resp)
 }
@@ -112,6 +124,7 @@ func (s *Server) resolve(field, raw string) (string, error) {
 func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
 	st := statusView(s.sched.Status())
 	st.Version = s.cfg.Version
+	st.Mode, st.Caller = s.mode(), s.callerView(r)
 	st.HTTP = api.HTTPStatus{Workers: cap(s.slots), Busy: int(s.busy.Load()), Waiting: int(s.waiting.Load()),
 		LongPolls: int(s.polling.Load()), Conns: s.conns.count(), MaxConns: s.conns.max,
 		Evicted: s.conns.evicted.Load(), Refused: s.conns.refused.Load()}
@@ -127,6 +140,10 @@ func (s *Server) handleJob(w http.ResponseWriter, r *http.Request) {
 	}
 	info, err := s.sched.Job(id)
 	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if err := s.mayTouch(r, &info.Job, true); err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -227,6 +244,9 @@ func (s *Server) handleLogs(w http.ResponseWriter, r *http.Request) {
 	deadline := time.Now().Add(wait)
 	for {
 		wt, err := s.sched.Watch(id)
+		if err == nil {
+			err = s.mayTouch(r, &wt.Info.Job, true)
+		}
 		if err != nil {
 			s.fail(w, r, err)
 			return
@@ -292,6 +312,9 @@ func (s *Server) handleResult(w http.ResponseWriter, r *http.Request) {
 	deadline := time.Now().Add(wait)
 	for {
 		wt, err := s.sched.Watch(id)
+		if err == nil {
+			err = s.mayTouch(r, &wt.Info.Job, true)
+		}
 		if err != nil {
 			s.fail(w, r, err)
 			return

@@ -46,6 +46,7 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 	out := api.JobList{Jobs: make([]api.Job, len(infos))}
 	for i, info := range infos {
 		out.Jobs[i] = jobView(info)
+		s.redact(r, &out.Jobs[i], &infos[i].Job)
 	}
 	writeJSON(w, http.StatusOK, out)
 }

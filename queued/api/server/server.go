@@ -53,6 +53,18 @@ type Config struct {
 	// AllowPeer decides who may use the queue over a Unix socket, from the
 	// caller's kernel credentials; default SameUser.
 	AllowPeer func(Peer) error
+	// Shared (system mode) serves every user of the host: each job belongs
+	// to the user who submitted it (the socket's SO_PEERCRED uid), and
+	// only that user and admins may see its record and output or stop it;
+	// a non-admin's reset does not interrupt another user's job, and the
+	// working directory of a submission is checked when the job starts,
+	// as its user, not by queued.
+	Shared bool
+	// AdminGID is the group whose members are admins on a shared daemon
+	// (TT_DEVICE_ADMIN_GROUP), besides root; AdminGroup is its name, for
+	// messages.
+	AdminGID   *uint32
+	AdminGroup string
 	// MaxConns bounds the open connections (TT_DEVICE_HTTP_MAX_CONNS);
 	// default DefaultMaxConns. See conns for what happens at the bound.
 	MaxConns int
@@ -377,7 +389,8 @@ func writeError(w http.ResponseWriter, code int, msg string) {
 	writeJSON(w, code, api.ErrorResponse{Error: msg})
 }
 
-// fail maps an error to its status code: 400 bad field, 404 unknown job,
+// fail maps an error to its status code: 400 bad field, 403 another
+// user's job on a shared daemon, 404 unknown job,
 // 409 ambiguous prefix, finished job or running reset, 413 body too
 // large, 429 queue full, 503 persistence failing, stopping, card dead or
 // no reset commands.
@@ -391,6 +404,8 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		code = http.StatusRequestEntityTooLarge
 	case errors.Is(err, scheduler.ErrNotFound):
 		code = http.StatusNotFound
+	case errors.Is(err, ErrForbidden):
+		code = http.StatusForbidden
 	case errors.Is(err, scheduler.ErrAmbiguous), errors.Is(err, scheduler.ErrFinished), errors.Is(err, scheduler.ErrResetRunning):
 		code = http.StatusConflict
 	case errors.Is(err, scheduler.ErrQueueFull):

@@ -1,0 +1,142 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"sync"
+
+	"github.com/ttkit/ttkit/queued/account"
+	"github.com/ttkit/ttkit/queued/api"
+	"github.com/ttkit/ttkit/queued/scheduler"
+	"github.com/ttkit/ttkit/queued/store"
+)
+
+// ErrForbidden refuses a caller another user's job on a shared daemon:
+// answered 403.
+var ErrForbidden = errors.New("forbidden")
+
+// caller is who made a request: the uid the kernel reported for the
+// socket connection (SO_PEERCRED, read once per connection by
+// ConnContext), or, over TCP, where only a holder of the daemon's token
+// gets this far, the daemon's own user. Nothing in the request itself (a
+// header, a body field) can change it.
+type caller struct {
+	uid uint32
+}
+
+// callerOf is r's caller.
+func callerOf(r *http.Request) caller {
+	if p, onSocket, err := PeerOf(r.Context()); onSocket && err == nil {
+		return caller{uid: p.UID}
+	}
+	return caller{uid: uint32(os.Getuid())}
+}
+
+// names caches user names by uid for job records and messages: a
+// submission should not read the user database each time, and a name
+// only labels the uid.
+var names sync.Map // uint32 -> string
+
+// userName is uid's user name, "uid N" when it has none.
+func userName(uid uint32) string {
+	if v, ok := names.Load(uid); ok {
+		return v.(string)
+	}
+	n := account.Name(uid)
+	names.Store(uid, n)
+	return n
+}
+
+// admin reports whether c may act on every user's jobs: root, the
+// daemon's own user, and, on a shared daemon, members of the admin group
+// (read from the user database on each check, so a change takes effect at
+// once).
+func (s *Server) admin(c caller) bool {
+	if c.uid == 0 || int(c.uid) == os.Getuid() {
+		return true
+	}
+	if !s.cfg.Shared || s.cfg.AdminGID == nil {
+		return false
+	}
+	a, err := account.LookupUID(c.uid)
+	return err == nil && a.Member(*s.cfg.AdminGID)
+}
+
+// owns reports whether c submitted the job.
+func owns(c caller, rec *store.Job) bool {
+	return rec.OwnerUID != nil && *rec.OwnerUID == c.uid
+}
+
+// mayTouch decides whether the caller may read the job's record and
+// output (see) or stop it (see false). On a user-mode daemon everyone who
+// gets in is its user or root, so everything is allowed. On a shared one
+// a job is its owner's and the admins'; the record and output of a reset
+// are everyone's (they are about the card), stopping one is not.
+func (s *Server) mayTouch(r *http.Request, rec *store.Job, see bool) error {
+	if !s.cfg.Shared {
+		return nil
+	}
+	c := callerOf(r)
+	if owns(c, rec) || (see && rec.Kind == store.KindReset) || s.admin(c) {
+		return nil
+	}
+	what := "see its record or output or stop it"
+	owner := "no recorded owner"
+	if rec.OwnerUID != nil {
+		owner = fmt.Sprintf("%s (uid %d)", rec.Owner, *rec.OwnerUID)
+	}
+	return fmt.Errorf("job %s belongs to %s, not to %s (uid %d): only its owner and admins (%s) may %s: %w",
+		rec.ID, owner, userName(c.uid), c.uid, s.adminsText(), what, ErrForbidden)
+}
+
+// adminsText says who the admins are, for refusals.
+func (s *Server) adminsText() string {
+	if s.cfg.AdminGroup != "" {
+		return "root and members of group " + s.cfg.AdminGroup
+	}
+	return "root; set TT_DEVICE_ADMIN_GROUP to name more"
+}
+
+// redact hides the parts of another user's job that are not everyone's
+// to see on a shared daemon: its environment and working directory (the
+// command, card, state and owner stay, as ps shows every user's
+// processes).
+func (s *Server) redact(r *http.Request, j *api.Job, rec *store.Job) {
+	if s.mayTouch(r, rec, true) == nil {
+		return
+	}
+	j.Env, j.EnvFromShell, j.Cwd = nil, nil, ""
+}
+
+// callerView is the caller as GET /status shows it.
+func (s *Server) callerView(r *http.Request) *api.Caller {
+	c := callerOf(r)
+	return &api.Caller{UID: c.uid, User: userName(c.uid), Admin: s.admin(c)}
+}
+
+// mode names the daemon's mode for GET /status.
+func (s *Server) mode() string {
+	if s.cfg.Shared {
+		return "system"
+	}
+	return "user"
+}
+
+// resetPolicy fills in who asks for a reset and, on a shared daemon, keeps
+// a non-admin's reset from interrupting another user's running job.
+func (s *Server) resetPolicy(r *http.Request, req *scheduler.ResetRequest) {
+	c := callerOf(r)
+	uid := c.uid
+	req.OwnerUID, req.Owner = &uid, userName(uid)
+	if s.cfg.Shared && !s.admin(c) {
+		req.MayInterrupt = func(running store.Job) bool { return owns(c, &running) }
+	}
+}
+
+// ownerOf is the submitter for a new job.
+func ownerOf(r *http.Request) (*uint32, string) {
+	uid := callerOf(r).uid
+	return &uid, userName(uid)
+}
