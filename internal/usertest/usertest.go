@@ -12,6 +12,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -73,8 +74,8 @@ func New(t testing.TB, prefix string, groups ...string) User {
 	name := prefix + suffix(t)
 	home := filepath.Join(OpenDir(t), name)
 	args := []string{"--create-home", "--home-dir", home, "--shell", "/bin/bash", "--user-group"}
-	for _, g := range groups {
-		args = append(args, "--groups", g)
+	if len(groups) > 0 {
+		args = append(args, "--groups", strings.Join(groups, ","))
 	}
 	if out, err := exec.Command("useradd", append(args, name)...).CombinedOutput(); err != nil {
 		t.Fatalf("useradd %s: %v: %s", name, err, out)

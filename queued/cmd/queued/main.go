@@ -286,6 +286,18 @@ func run(c cli, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	var sys system
+	if cfg.Socket != "" {
+		if sys, err = resolveSystem(cfg); err != nil {
+			return err
+		}
+		if err := ownedDir(cfg.StateDir, "state directory", true); err != nil {
+			return err
+		}
+		if c.Listen == "" && !cfg.PortSet {
+			addr = "" // system mode: TCP only when asked for
+		}
+	}
 	if cfg.KillGrace+stopMargin > cfg.StopTimeout {
 		log.Warn("the kill grace does not fit in the service manager's stop timeout: a stop may be cut off before it records how the running jobs ended; raise TimeoutStopSec and TT_DEVICE_STOP_TIMEOUT or lower TT_DEVICE_KILL_GRACE",
 			"kill_grace", cfg.KillGrace, "stop_timeout", cfg.StopTimeout, "needed", cfg.KillGrace+stopMargin)
@@ -320,25 +332,39 @@ func run(c cli, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("listening on %s: %w", addr, err)
+	var ln net.Listener
+	url, listenTCP := "", ""
+	if addr != "" {
+		if ln, err = net.Listen("tcp", addr); err != nil {
+			return fmt.Errorf("listening on %s: %w", addr, err)
+		}
+		defer ln.Close()
+		listenTCP = ln.Addr().String()
+		url = "http://" + listenTCP
 	}
-	defer ln.Close()
-	// The CLI's way in: a socket in the 0700 state directory, where no
-	// other user can listen in queued's place while it is down.
-	sock := filepath.Join(cfg.StateDir, api.SocketFile)
-	uln, err := server.ListenUnix(sock, 0o600, -1)
+	var uln *net.UnixListener
+	sock := cfg.Socket
+	if sock != "" {
+		// System mode: the socket every user of the host connects to, with
+		// the mode and group that decide who may.
+		uln, err = listenSystem(cfg, sys)
+	} else {
+		// The CLI's way in: a socket in the 0700 state directory, where no
+		// other user can listen in queued's place while it is down.
+		sock = filepath.Join(cfg.StateDir, api.SocketFile)
+		uln, err = server.ListenUnix(sock, 0o600, -1)
+	}
 	if err != nil {
 		return err
 	}
 	defer os.Remove(sock)
 	defer uln.Close()
-	url := "http://" + ln.Addr().String()
-	if err := api.WriteAddress(cfg.StateDir, url); err != nil {
-		return err
+	if url != "" {
+		if err := api.WriteAddress(cfg.StateDir, url); err != nil {
+			return err
+		}
+		defer os.Remove(filepath.Join(cfg.StateDir, api.AddressFile))
 	}
-	defer os.Remove(filepath.Join(cfg.StateDir, api.AddressFile))
 
 	sched, err := scheduler.New(scheduler.Options{
 		Store: st, Devices: cfg.Devices, OutputDir: filepath.Join(cfg.StateDir, "output"),
@@ -346,23 +372,36 @@ func run(c cli, log *slog.Logger) error {
 		KillGrace: killGrace(cfg.KillGrace), RetentionDays: cfg.RetentionDays, MaxCompleted: cfg.MaxCompleted, Logger: log,
 		Controls: controls(cfg, log), DriverPath: cfg.DriverPath, WaitForeign: cfg.WaitForeign,
 		MeterProvider: metrics, MaxOutputBytes: cfg.MaxOutputBytes,
+		RunAs: cfg.Socket != "", ResetAccount: sys.reset,
 	})
 	if err != nil {
 		return err
 	}
 	defer sched.Stop()
-	srv, err := server.NewServer(server.Config{Scheduler: sched, Token: token, ListenAddr: ln.Addr().String(), Version: version.String(), MaxTimeout: cfg.MaxTimeout,
+	scfg := server.Config{Scheduler: sched, Token: token, ListenAddr: listenTCP, Version: version.String(), MaxTimeout: cfg.MaxTimeout,
 		MaxRequestBytes: cfg.MaxRequestBytes, Workers: cfg.HTTPWorkers, ExtraHosts: extraHosts, Logger: log,
-		MaxConns: cfg.HTTPMaxConns, WriteTimeout: cfg.HTTPWriteTimeout})
+		MaxConns: cfg.HTTPMaxConns, WriteTimeout: cfg.HTTPWriteTimeout}
+	mode := "user"
+	if cfg.Socket != "" {
+		mode = "system"
+		scfg.Shared, scfg.AllowPeer, scfg.AdminGID, scfg.AdminGroup = true, everyone, sys.adminGID, cfg.AdminGroup
+	}
+	srv, err := server.NewServer(scfg)
 	if err != nil {
 		return err
 	}
 	hs := srv.NewHTTPServer()
 	served := make(chan error, 2)
-	go func() { served <- hs.Serve(ln) }()
+	if ln != nil {
+		go func() { served <- hs.Serve(ln) }()
+	}
 	go func() { served <- hs.Serve(uln) }()
-	log.Info("queued listening", "version", version.String(), "url", url, "socket", sock, "cards", cfg.Devices, "state_dir", cfg.StateDir, "pid", os.Getpid(),
+	log.Info("queued listening", "version", version.String(), "mode", mode, "url", url, "socket", sock, "cards", cfg.Devices, "state_dir", cfg.StateDir, "pid", os.Getpid(),
 		"wait_foreign", cfg.WaitForeign)
+	if cfg.Socket != "" {
+		log.Info("system mode: each job runs as the user who submitted it", "socket_mode", fmt.Sprintf("%04o", sys.socketMode),
+			"socket_group", cfg.SocketGroup, "admin_group", cfg.AdminGroup, "reset_user", cfg.ResetUser, "tcp", url != "")
+	}
 
 	select {
 	case sig := <-sigs:

@@ -23,6 +23,9 @@ import (
 var bin string
 
 func TestMain(m *testing.M) {
+	if os.Getenv(asClientEnv) != "" {
+		os.Exit(runAsClient()) // this binary, run as another user by a system-mode test
+	}
 	dir, err := os.MkdirTemp("", "queued-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -1,0 +1,377 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ttkit/ttkit/internal/usertest"
+	"github.com/ttkit/ttkit/queued/api"
+)
+
+// asClientEnv makes the test binary a one-request HTTP client of the
+// socket it names (see runAsClient): system-mode tests run it as the users
+// they create, so each request comes from a real process of that user.
+const asClientEnv = "QUEUED_TEST_CLIENT_SOCKET"
+
+// runAsClient sends one request to the socket in asClientEnv: method,
+// path, body and extra headers ("Name: value" lines) from the environment;
+// it prints the status code, a newline and the body. A failed connection
+// prints "dial: <error>".
+func runAsClient() int {
+	sock := os.Getenv(asClientEnv)
+	hc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+		}}}
+	var body io.Reader
+	if b := os.Getenv("QUEUED_TEST_CLIENT_BODY"); b != "" {
+		body = strings.NewReader(b)
+	}
+	req, err := http.NewRequest(os.Getenv("QUEUED_TEST_CLIENT_METHOD"), "http://localhost"+os.Getenv("QUEUED_TEST_CLIENT_PATH"), body)
+	if err != nil {
+		fmt.Println("request:", err)
+		return 0
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for _, h := range strings.Split(os.Getenv("QUEUED_TEST_CLIENT_HEADERS"), "\n") {
+		if name, value, ok := strings.Cut(h, ": "); ok {
+			req.Header.Set(name, value)
+		}
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		fmt.Println("dial:", err)
+		return 0
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	fmt.Printf("%d\n%s", resp.StatusCode, b)
+	return 0
+}
+
+// sysd is a system-mode queued started by a test as root.
+type sysd struct {
+	*daemon
+	sock      string
+	clientBin string // this test binary, where every user can run it
+}
+
+// startSystem starts queued in system mode on cards 0 and 1 with its
+// socket in a directory every user can reach, and waits until it answers
+// root on the socket.
+func startSystem(t *testing.T, state string, extra ...string) *sysd {
+	t.Helper()
+	usertest.RequireRoot(t)
+	open := usertest.OpenDir(t)
+	s := &sysd{sock: filepath.Join(open, "queued.sock"), clientBin: filepath.Join(open, "client")}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	copyFile(t, self, s.clientBin, 0o755)
+	d := &daemon{t: t, state: state, stderr: &syncBuffer{}, exited: make(chan struct{})}
+	d.cmd = exec.Command(bin)
+	d.cmd.Env = env(append([]string{"TT_DEVICE_IDS=0,1", "TT_DEVICE_LOG_DIR=" + state, "TT_DEVICE_KILL_GRACE=2",
+		"TT_DEVICE_SOCKET=" + s.sock, "ROOT_SECRET=hunter2"}, extra...)...)
+	d.cmd.Stderr = d.stderr
+	if err := d.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { d.cmd.Wait(); close(d.exited) }()
+	t.Cleanup(func() {
+		d.cmd.Process.Kill()
+		<-d.exited
+		if t.Failed() {
+			t.Logf("queued stderr:\n%s", d.stderr.String())
+		}
+	})
+	d.client = api.NewUnixClient(s.sock)
+	t.Cleanup(d.client.Close)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, err := d.client.Status(context.Background()); err == nil {
+			break
+		}
+		select {
+		case <-d.exited:
+			t.Fatalf("queued exited at start:\n%s", d.stderr.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("queued did not start:\n%s", d.stderr.String())
+		}
+		time.Sleep(5 * time.Millisecond) // polling for the socket
+	}
+	s.daemon = d
+	return s
+}
+
+// reply is one answer a user got.
+type reply struct {
+	code int
+	body string
+}
+
+func (r reply) String() string { return fmt.Sprintf("%d %s", r.code, strings.TrimSpace(r.body)) }
+
+// as sends one request as user u, from a process of that user.
+func (s *sysd) as(u usertest.User, method, path, body string, headers ...string) reply {
+	s.t.Helper()
+	cmd := exec.Command(s.clientBin)
+	cmd.Env = []string{asClientEnv + "=" + s.sock, "QUEUED_TEST_CLIENT_METHOD=" + method, "QUEUED_TEST_CLIENT_PATH=" + path,
+		"QUEUED_TEST_CLIENT_BODY=" + body, "QUEUED_TEST_CLIENT_HEADERS=" + strings.Join(headers, "\n")}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: u.UID, Gid: u.GID}}
+	// Supplementary groups as the user database has them: the socket's
+	// group is one of them.
+	ids, err := exec.Command("id", "-G", u.Name).Output()
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	for _, f := range strings.Fields(string(ids)) {
+		g, _ := strconv.ParseUint(f, 10, 32)
+		cmd.SysProcAttr.Credential.Groups = append(cmd.SysProcAttr.Credential.Groups, uint32(g))
+	}
+	out, err := cmd.Output()
+	if err != nil {
+		s.t.Fatalf("client as %s: %v", u.Name, err)
+	}
+	code, rest, _ := strings.Cut(string(out), "\n")
+	n, err := strconv.Atoi(code)
+	if err != nil {
+		return reply{body: string(out)}
+	}
+	return reply{code: n, body: rest}
+}
+
+// queueAs submits cmd on card 0 as u and returns the job id.
+func (s *sysd) queueAs(u usertest.User, cwd, cmd string, headers ...string) string {
+	s.t.Helper()
+	body, _ := json.Marshal(map[string]any{"cmd": cmd, "cwd": cwd, "device_id": "0", "client_id": "root"})
+	r := s.as(u, "POST", "/queue", string(body), headers...)
+	if r.code != http.StatusCreated {
+		s.t.Fatalf("queue as %s: %v", u.Name, r)
+	}
+	var qr api.QueueResponse
+	json.Unmarshal([]byte(r.body), &qr)
+	return qr.JobID
+}
+
+// job reads a job as root.
+func (s *sysd) job(id string) api.Job {
+	s.t.Helper()
+	j, err := s.client.Job(ctx(s.t), id)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return j
+}
+
+// Two users share card 0 through one system-mode queued: the second's job
+// queues behind the first's, each job runs as its submitter, each user
+// sees their own job and output and not the other's, a non-admin's reset
+// waits for the other user's job, an admin may kill anyone's job, and no
+// header or body field can claim another identity.
+func TestSystem_TwoUsersShareACard(t *testing.T) {
+	sockGroup, sockGID := usertest.Group(t, "ttqs")
+	adminGroup, _ := usertest.Group(t, "ttqadm")
+	alice, bob := usertest.New(t, "ttqa", sockGroup), usertest.New(t, "ttqb", sockGroup)
+	boss := usertest.New(t, "ttqz", sockGroup, adminGroup)
+	carol := usertest.New(t, "ttqc")
+	state := t.TempDir()
+	s := startSystem(t, state, "TT_DEVICE_SOCKET_GROUP="+sockGroup, "TT_DEVICE_ADMIN_GROUP="+adminGroup,
+		"TT_DEVICE_RESET_CMD=true #", "TT_DEVICE_HEALTH_CHECK_CMD=true")
+
+	// The socket: 0660, the socket group's; no TCP, no address file.
+	fi, err := os.Stat(s.sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := fi.Sys().(*syscall.Stat_t); fi.Mode().Perm() != 0o660 || st.Gid != sockGID || st.Uid != 0 {
+		t.Errorf("socket %v uid %d gid %d, want 0660 root:%d", fi.Mode().Perm(), st.Uid, st.Gid, sockGID)
+	}
+	if _, err := os.Stat(filepath.Join(state, api.AddressFile)); err == nil {
+		t.Error("system mode wrote an address file: it listens on TCP")
+	}
+	if r := s.as(carol, "GET", "/status", ""); !strings.Contains(r.body, "permission denied") {
+		t.Errorf("carol, outside the socket's group, got %v", r)
+	}
+
+	gate := filepath.Join(usertest.OpenDir(t), "go")
+	aliceJob := s.queueAs(alice, alice.Home, fmt.Sprintf("echo alice=$(id -u); touch made; while [ ! -e %s ]; do sleep 0.05; done", gate))
+	s.waitOutput(aliceJob, "alice=")
+	// Bob claims to be alice and root in every way a request can.
+	bobJob := s.queueAs(bob, bob.Home, `echo bob=$(id -u) home=$HOME secret=${ROOT_SECRET-none}`,
+		"Authorization: Bearer "+strings.Repeat("0", 64), "X-Remote-User: alice", "X-Forwarded-User: root")
+	if j := s.job(bobJob); j.OwnerUID == nil || *j.OwnerUID != bob.UID || j.Owner != bob.Name || j.Position != 1 {
+		t.Fatalf("bob's job: owner %v %q position %d, want bob, first behind alice's", j.OwnerUID, j.Owner, j.Position)
+	}
+	// A link planted where bob's output goes leads nowhere.
+	target := filepath.Join(t.TempDir(), "shadow")
+	os.WriteFile(target, []byte("root's"), 0o600)
+	if err := os.Symlink(target, filepath.Join(state, "output", bobJob+".log")); err != nil {
+		t.Fatal(err)
+	}
+
+	// Bob may not see or stop alice's job.
+	for _, req := range [][2]string{{"GET", "/job/" + aliceJob}, {"GET", "/logs/" + aliceJob}, {"GET", "/result/" + aliceJob},
+		{"POST", "/kill"}} {
+		body := ""
+		if req[0] == "POST" {
+			body = `{"job_id":"` + aliceJob + `"}`
+		}
+		r := s.as(bob, req[0], req[1], body)
+		if r.code != http.StatusForbidden || !strings.Contains(r.body, "belongs to "+alice.Name) {
+			t.Errorf("bob %s %s: %v, want 403 naming alice", req[0], req[1], r)
+		}
+	}
+	// Bob's reset waits for alice's job instead of interrupting it.
+	r := s.as(bob, "POST", "/reset", `{"device_id":"0"}`)
+	var rr api.ResetResponse
+	json.Unmarshal([]byte(r.body), &rr)
+	if r.code != http.StatusOK || len(rr.Resets) != 1 || rr.Resets[0].WaitsForJobID != aliceJob || rr.Resets[0].InterruptedJobID != "" {
+		t.Fatalf("bob's reset: %v", r)
+	}
+	// Everyone sees every card; others' jobs without env and cwd.
+	r = s.as(bob, "GET", "/status", "")
+	var st api.Status
+	json.Unmarshal([]byte(r.body), &st)
+	if st.Mode != "system" || st.Caller == nil || st.Caller.UID != bob.UID || st.Caller.Admin ||
+		st.Cards[0].Current == nil || st.Cards[0].Current.ID != aliceJob || st.Cards[0].Current.Owner != alice.Name {
+		t.Errorf("bob's status: %v", r)
+	}
+	r = s.as(bob, "GET", "/jobs", "")
+	if r.code != http.StatusOK || strings.Contains(r.body, alice.Home) || !strings.Contains(r.body, bob.Home) {
+		t.Errorf("bob's list shows alice's cwd or hides his own: %v", r)
+	}
+
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if j := s.waitResult(aliceJob); j.Outcome != "success" {
+		t.Fatalf("alice's job: %s %s", j.Outcome, j.Error)
+	}
+	made, err := os.Stat(filepath.Join(alice.Home, "made"))
+	if err != nil || made.Sys().(*syscall.Stat_t).Uid != alice.UID {
+		t.Errorf("the file alice's job made: %v, want it alice's", err)
+	}
+	if j := s.waitResult(bobJob); j.Outcome != "success" {
+		t.Fatalf("bob's job: %s %s", j.Outcome, j.Error)
+	}
+	// Each sees their own output.
+	if r := s.as(alice, "GET", "/logs/"+aliceJob, ""); r.code != 200 || r.body != fmt.Sprintf("alice=%d\n", alice.UID) {
+		t.Errorf("alice's output: %v", r)
+	}
+	wantBob := fmt.Sprintf("bob=%d home=%s secret=none\n", bob.UID, bob.Home)
+	if r := s.as(bob, "GET", "/logs/"+bobJob, ""); r.code != 200 || r.body != wantBob {
+		t.Errorf("bob's output: %v, want %q", r, wantBob)
+	}
+	if b, _ := os.ReadFile(target); string(b) != "root's" {
+		t.Errorf("root's write followed the planted link: %q", b)
+	}
+
+	// The admin may kill alice's job; alice may kill her own.
+	long := s.queueAs(alice, alice.Home, "sleep 100")
+	other := s.queueAs(alice, alice.Home, "sleep 100")
+	if r := s.as(boss, "POST", "/kill", `{"job_id":"`+long+`"}`); r.code != http.StatusOK {
+		t.Errorf("admin's kill: %v", r)
+	}
+	if r := s.as(alice, "POST", "/kill", `{"job_id":"`+other+`"}`); r.code != http.StatusOK {
+		t.Errorf("alice's kill of her own job: %v", r)
+	}
+	for _, id := range []string{long, other} {
+		if j := s.waitResult(id); j.Outcome != "killed" {
+			t.Errorf("job %s: %s, want killed", id, j.Outcome)
+		}
+	}
+}
+
+// waitResult waits for a job to end, as root.
+func (s *sysd) waitResult(id string) api.Job {
+	s.t.Helper()
+	j, err := s.client.WaitResult(ctx(s.t), id)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return j
+}
+
+// Without a socket group every local user may connect (0666).
+func TestSystem_SocketOpenToEveryoneWithoutAGroup(t *testing.T) {
+	carol := usertest.New(t, "ttqc")
+	s := startSystem(t, t.TempDir())
+	if fi, err := os.Stat(s.sock); err != nil || fi.Mode().Perm() != 0o666 {
+		t.Fatalf("socket mode %v, %v; want 0666", fi.Mode().Perm(), err)
+	}
+	r := s.as(carol, "GET", "/status", "")
+	if r.code != http.StatusOK || !bytes.Contains([]byte(r.body), []byte(`"mode":"system"`)) {
+		t.Errorf("carol's status: %v", r)
+	}
+}
+
+// System mode refuses to start where it could not keep its promises: not
+// as root, with its socket or state in a directory other users can write,
+// with a state directory that is a link, or with a group or user that
+// does not exist. Each refusal names what to fix.
+func TestSystem_RefusesAnUnsafeStart(t *testing.T) {
+	alice := usertest.New(t, "ttqa")
+	open := usertest.OpenDir(t)
+	shared := filepath.Join(open, "shared")
+	os.Mkdir(shared, 0o777)
+	os.Chmod(shared, 0o1777)
+	realState := t.TempDir()
+	link := filepath.Join(t.TempDir(), "state-link")
+	os.Symlink(realState, link)
+	sock := filepath.Join(open, "q.sock")
+	for _, c := range []struct {
+		name string
+		as   *usertest.User
+		env  []string
+		want string
+	}{
+		{"not root", &alice, []string{"TT_DEVICE_SOCKET=" + sock, "TT_DEVICE_LOG_DIR=" + filepath.Join(alice.Home, "state")}, "needs root"},
+		{"socket in a shared directory", nil, []string{"TT_DEVICE_SOCKET=" + filepath.Join(shared, "q.sock"), "TT_DEVICE_LOG_DIR=" + t.TempDir()}, "writable by other users"},
+		{"state in a shared directory", nil, []string{"TT_DEVICE_SOCKET=" + sock, "TT_DEVICE_LOG_DIR=" + shared}, "writable by other users"},
+		{"state behind a link", nil, []string{"TT_DEVICE_SOCKET=" + sock, "TT_DEVICE_LOG_DIR=" + link}, "is a symlink"},
+		{"state of another user", nil, []string{"TT_DEVICE_SOCKET=" + sock, "TT_DEVICE_LOG_DIR=" + alice.Home}, "belongs to uid"},
+		{"unknown socket group", nil, []string{"TT_DEVICE_SOCKET=" + sock, "TT_DEVICE_LOG_DIR=" + t.TempDir(), "TT_DEVICE_SOCKET_GROUP=nosuchgroupttq"}, "TT_DEVICE_SOCKET_GROUP=nosuchgroupttq"},
+		{"unknown admin group", nil, []string{"TT_DEVICE_SOCKET=" + sock, "TT_DEVICE_LOG_DIR=" + t.TempDir(), "TT_DEVICE_ADMIN_GROUP=nosuchgroupttq"}, "TT_DEVICE_ADMIN_GROUP=nosuchgroupttq"},
+		{"unknown reset user", nil, []string{"TT_DEVICE_SOCKET=" + sock, "TT_DEVICE_LOG_DIR=" + t.TempDir(), "TT_DEVICE_RESET_USER=nosuchuserttq"}, "TT_DEVICE_RESET_USER=nosuchuserttq"},
+		{"group without system mode", nil, []string{"TT_DEVICE_LOG_DIR=" + t.TempDir(), "TT_DEVICE_ADMIN_GROUP=root"}, "set TT_DEVICE_SOCKET too"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cmd := exec.Command(bin)
+			cmd.Env = env(append([]string{"TT_DEVICE_IDS=0"}, c.env...)...)
+			if c.as != nil {
+				cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: c.as.UID, Gid: c.as.GID}}
+				cmd.Dir = "/"
+				exe := filepath.Join(open, "queued")
+				copyFile(t, bin, exe, 0o755)
+				cmd.Path = exe
+			}
+			out, err := cmd.CombinedOutput()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(string(out), c.want) {
+				t.Errorf("%v; output:\n%s\nwant exit 1 saying %q", err, out, c.want)
+			}
+			if _, err := os.Lstat(sock); err == nil {
+				t.Errorf("a refused start left its socket at %s", sock)
+			}
+		})
+	}
+}
