@@ -247,6 +247,13 @@ func TestSystem_TwoUsersShareACard(t *testing.T) {
 	if r.code != http.StatusOK || len(rr.Resets) != 1 || rr.Resets[0].WaitsForJobID != aliceJob || rr.Resets[0].InterruptedJobID != "" {
 		t.Fatalf("bob's reset: %v", r)
 	}
+	// The reset is bob's: alice may see it, not cancel it.
+	if r := s.as(alice, "POST", "/kill", `{"job_id":"`+rr.Resets[0].ResetJobID+`"}`); r.code != http.StatusForbidden {
+		t.Errorf("alice's kill of bob's reset: %v, want 403", r)
+	}
+	if r := s.as(alice, "GET", "/job/"+rr.Resets[0].ResetJobID, ""); r.code != http.StatusOK {
+		t.Errorf("alice's look at bob's reset: %v", r)
+	}
 	// Everyone sees every card; others' jobs without env and cwd.
 	r = s.as(bob, "GET", "/status", "")
 	var st api.Status
@@ -298,6 +305,49 @@ func TestSystem_TwoUsersShareACard(t *testing.T) {
 		if j := s.waitResult(id); j.Outcome != "killed" {
 			t.Errorf("job %s: %s, want killed", id, j.Outcome)
 		}
+	}
+	// An admin's reset interrupts anyone's job.
+	running := s.queueAs(alice, alice.Home, "echo up; sleep 100")
+	s.waitOutput(running, "up")
+	r = s.as(boss, "POST", "/reset", `{"device_id":"0"}`)
+	rr = api.ResetResponse{}
+	json.Unmarshal([]byte(r.body), &rr)
+	if r.code != http.StatusOK || len(rr.Resets) != 1 || rr.Resets[0].InterruptedJobID != running {
+		t.Fatalf("admin's reset: %v, want it to interrupt %s", r, running)
+	}
+	if j := s.waitResult(running); j.Outcome != "interrupted" {
+		t.Errorf("alice's job after the admin's reset: %s", j.Outcome)
+	}
+}
+
+// System mode with TCP asked for: the token holder (root, who alone can
+// read the token) acts as queued's own user, and its jobs run as root.
+func TestSystem_TCPOnlyWhenAskedFor(t *testing.T) {
+	state := t.TempDir()
+	s := startSystem(t, state, "TT_DEVICE_PORT=0")
+	url, err := api.ReadAddress(state)
+	if err != nil {
+		t.Fatalf("TT_DEVICE_PORT given, but no TCP address: %v", err)
+	}
+	tok, err := api.ReadToken(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := api.NewClient(url, tok)
+	defer c.Close()
+	q, err := c.Queue(ctx(t), api.QueueRequest{Cmd: "id -u", Cwd: "/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := s.waitResult(q.JobID)
+	if j.Outcome != "success" || j.OwnerUID == nil || *j.OwnerUID != 0 {
+		t.Errorf("job over TCP: %s, owner %v", j.Outcome, j.OwnerUID)
+	}
+	if out := s.logs(q.JobID); out != "0\n" {
+		t.Errorf("ran as %q, want root", out)
+	}
+	if fi, err := os.Stat(filepath.Join(state, "token")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("token file %v, %v; want 0600", fi.Mode().Perm(), err)
 	}
 }
 
