@@ -93,21 +93,7 @@ func startDaemon(t *testing.T, state string) *daemon {
 func startDaemonWith(t *testing.T, state, path string, extra ...string) *daemon {
 	t.Helper()
 	os.Remove(filepath.Join(state, api.AddressFile))
-	d := &daemon{t: t, state: state, stderr: &syncBuffer{}, exited: make(chan struct{})}
-	d.cmd = exec.Command(path, "--listen", "127.0.0.1:0")
-	d.cmd.Env = env(append([]string{"TT_DEVICE_IDS=0,1", "TT_DEVICE_LOG_DIR=" + state, "TT_DEVICE_KILL_GRACE=2"}, extra...)...)
-	d.cmd.Stderr = d.stderr
-	if err := d.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { d.cmd.Wait(); close(d.exited) }()
-	t.Cleanup(func() {
-		d.cmd.Process.Kill()
-		<-d.exited
-		if t.Failed() {
-			t.Logf("queued stderr:\n%s", d.stderr.String())
-		}
-	})
+	d := spawn(t, state, exec.Command(path, "--listen", "127.0.0.1:0"), extra...)
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		url, err := api.ReadAddress(state)
@@ -129,6 +115,27 @@ func startDaemonWith(t *testing.T, state, path string, extra ...string) *daemon 
 		}
 		time.Sleep(5 * time.Millisecond) // polling for the address file
 	}
+}
+
+// spawn starts cmd as queued on cards 0 and 1 with state as its state
+// directory and extra environment variables; the test's end kills it.
+func spawn(t *testing.T, state string, cmd *exec.Cmd, extra ...string) *daemon {
+	t.Helper()
+	d := &daemon{t: t, state: state, stderr: &syncBuffer{}, exited: make(chan struct{}), cmd: cmd}
+	d.cmd.Env = env(append([]string{"TT_DEVICE_IDS=0,1", "TT_DEVICE_LOG_DIR=" + state, "TT_DEVICE_KILL_GRACE=2"}, extra...)...)
+	d.cmd.Stderr = d.stderr
+	if err := d.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { d.cmd.Wait(); close(d.exited) }()
+	t.Cleanup(func() {
+		d.cmd.Process.Kill()
+		<-d.exited
+		if t.Failed() {
+			t.Logf("queued stderr:\n%s", d.stderr.String())
+		}
+	})
+	return d
 }
 
 func ctx(t *testing.T) context.Context {

@@ -85,22 +85,7 @@ func startSystem(t *testing.T, state string, extra ...string) *sysd {
 		t.Fatal(err)
 	}
 	copyFile(t, self, s.clientBin, 0o755)
-	d := &daemon{t: t, state: state, stderr: &syncBuffer{}, exited: make(chan struct{})}
-	d.cmd = exec.Command(bin)
-	d.cmd.Env = env(append([]string{"TT_DEVICE_IDS=0,1", "TT_DEVICE_LOG_DIR=" + state, "TT_DEVICE_KILL_GRACE=2",
-		"TT_DEVICE_SOCKET=" + s.sock, "ROOT_SECRET=hunter2"}, extra...)...)
-	d.cmd.Stderr = d.stderr
-	if err := d.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { d.cmd.Wait(); close(d.exited) }()
-	t.Cleanup(func() {
-		d.cmd.Process.Kill()
-		<-d.exited
-		if t.Failed() {
-			t.Logf("queued stderr:\n%s", d.stderr.String())
-		}
-	})
+	d := spawn(t, state, exec.Command(bin), append([]string{"TT_DEVICE_SOCKET=" + s.sock, "ROOT_SECRET=hunter2"}, extra...)...)
 	d.client = api.NewUnixClient(s.sock)
 	t.Cleanup(d.client.Close)
 	deadline := time.Now().Add(20 * time.Second)
