@@ -124,6 +124,22 @@ func Run(ctx context.Context, h Host) []Check {
 		}
 		statusErr = err
 	}
+	if status != nil && status.Mode == "system" {
+		// A system-mode queued is root's: its state, resets and unit are
+		// not this user's to check from here.
+		return append(checks,
+			checkNodes(h, kmd.Status == OK),
+			systemSkip("reset-command", "resets run as root (or TT_DEVICE_RESET_USER); run doctor as that user to check the command"),
+			systemSkip("health-check", "health checks run as root (or TT_DEVICE_RESET_USER); run doctor as that user to check it"),
+			checkHidepid(h),
+			checkPIDNamespace(h),
+			checkQueued(h, status, statusErr),
+			systemSkip("token", "no token is used on the system socket: the kernel tells queued who you are"),
+			systemSkip("store", "queued's store is root's (systemctl status queued-system; journalctl -u queued-system)"),
+			systemSkip("disk", "queued's state is root's; tt-device-queue status warns when its store cannot be written"),
+			systemSkip("user-unit", "queued runs as the system unit queued-system.service, not as your user unit"),
+		)
+	}
 	checks = append(checks,
 		checkNodes(h, kmd.Status == OK),
 		checkReset(ctx, h),
@@ -137,6 +153,11 @@ func Run(ctx context.Context, h Host) []Check {
 		checkUnit(h),
 	)
 	return checks
+}
+
+// systemSkip is a check that does not apply to a system-mode queued.
+func systemSkip(name, why string) Check {
+	return Check{Name: name, Status: Skip, Detail: "system mode: " + why}
 }
 
 // Failed reports whether any check failed.

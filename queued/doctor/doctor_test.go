@@ -188,3 +188,28 @@ func TestWriteTextShowsFixesAndCounts(t *testing.T) {
 		t.Fatalf("got\n%s\nwant\n%s", b.String(), want)
 	}
 }
+
+// Against a system-mode queued the checks of a user's own daemon (its
+// token, store, disk, unit, and the reset commands in the user's home)
+// do not apply: they skip, saying why, and doctor passes.
+func TestSystemModeSkipsTheUserDaemonsChecks(t *testing.T) {
+	_, h := healthy(t)
+	os.RemoveAll(h.StateDir)
+	os.RemoveAll(h.UnitDir)
+	h.Queued = func(context.Context) (api.Status, error) {
+		return api.Status{Version: "test", Mode: "system", Cards: []api.CardStatus{{DeviceID: "0"}}, Persistence: api.Persistence{OK: true}}, nil
+	}
+	h.ResetCmd = "/nonexistent/tt-smi -r {device}"
+	checks := doctor.Run(context.Background(), h)
+	if doctor.Failed(checks) {
+		t.Errorf("doctor failed against a system-mode queued: %+v", checks)
+	}
+	for _, name := range []string{"token", "store", "disk", "user-unit", "reset-command", "health-check"} {
+		if c := byName(t, checks, name); c.Status != doctor.Skip || !strings.Contains(c.Detail, "system mode") {
+			t.Errorf("%s: %s %q, want a skip that says system mode", name, c.Status, c.Detail)
+		}
+	}
+	if c := byName(t, checks, "queued"); c.Status != doctor.OK || !strings.Contains(c.Detail, "system mode") {
+		t.Errorf("queued: %s %q", c.Status, c.Detail)
+	}
+}

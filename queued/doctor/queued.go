@@ -27,7 +27,11 @@ func checkQueued(h Host, s *api.Status, err error) Check {
 	case !s.Persistence.OK:
 		c.Status, c.Detail, c.Fix = Fail, "queued answers but cannot write its store: "+s.Persistence.Error, "free disk space in "+h.StateDir
 	default:
-		c.Status, c.Detail = OK, fmt.Sprintf("queued %s answers at %s, serving %d cards", s.Version, h.QueuedAt, len(s.Cards))
+		mode := ""
+		if s.Mode == "system" {
+			mode = " (system mode: one queue for every user of the host)"
+		}
+		c.Status, c.Detail = OK, fmt.Sprintf("queued %s answers at %s%s, serving %d cards", s.Version, h.QueuedAt, mode, len(s.Cards))
 	}
 	return c
 }
