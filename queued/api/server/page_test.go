@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ttkit/ttkit/queued/api"
 )
 
 // TestPage_FilesCarryNoDataAndNeedNoToken checks that the status page's
@@ -149,6 +151,19 @@ func TestChanges_LongPollAnswersAtTheNextChange(t *testing.T) {
 	for _, q := range []string{"?since=-1", "?since=x", "?since=1&wait=61", "?since=1&wait=x"} {
 		if code, body := d.raw(http.MethodGet, "/changes"+q, "", nil); code != http.StatusBadRequest {
 			t.Errorf("GET /changes%s: %d %s, want 400", q, code, body)
+		}
+	}
+}
+
+// The CLI's page proxy lets exactly the page's files through without a
+// token: api.PagePaths must name them, no more and no fewer.
+func TestPagePathsAreThePagesFiles(t *testing.T) {
+	if len(api.PagePaths) != len(pageAssets) {
+		t.Fatalf("api.PagePaths %v, page files %v", api.PagePaths, pageAssets)
+	}
+	for _, p := range api.PagePaths {
+		if _, ok := pageAssets[p]; !ok {
+			t.Errorf("api.PagePaths has %s, which is not a page file", p)
 		}
 	}
 }
