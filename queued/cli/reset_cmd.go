@@ -70,6 +70,13 @@ func describeReset(e api.ResetEntry) string {
 	if e.InterruptedJobID != "" {
 		s += "; it interrupts running job " + e.InterruptedJobID
 	}
+	if e.WaitsForJobID != "" {
+		owner := e.WaitsForOwner
+		if owner == "" {
+			owner = "another user"
+		}
+		s += fmt.Sprintf(" behind job %s of %s (only its owner or an admin may interrupt it)", e.WaitsForJobID, owner)
+	}
 	return s
 }
 
