@@ -233,3 +233,38 @@ func TestSocketTrouble(t *testing.T) {
 		t.Errorf("a socket the caller may not use is called not running: %s", e.Error())
 	}
 }
+
+// TestResetQuestion: before a reset of every card on a shared daemon, a
+// non-admin is told which running jobs are other users' and so finish
+// first, instead of being told they are interrupted.
+func TestResetQuestion(t *testing.T) {
+	alice, bob := uint32(1001), uint32(1002)
+	st := api.Status{Mode: "system", Caller: &api.Caller{UID: alice, User: "alice"}, Cards: []api.CardStatus{
+		{DeviceID: "0", Current: &api.JobSummary{ID: "aaaaaaaa11", Cmd: "mine", Owner: "alice", OwnerUID: &alice}},
+		{DeviceID: "1", Current: &api.JobSummary{ID: "bbbbbbbb22", Cmd: "theirs", Owner: "bob", OwnerUID: &bob}},
+		{DeviceID: "2"},
+	}}
+	got := resetQuestion(st, false)
+	for _, want := range []string{"This resets every card (0, 1, 2).\n",
+		"It interrupts these running jobs:\n  card 0: job aaaaaaaa of alice  mine\n",
+		"These running jobs of other users finish first (only their owner or an admin may interrupt them):\n  card 1: job bbbbbbbb of bob  theirs\n"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("question lacks %q:\n%s", want, got)
+		}
+	}
+	st.Caller.Admin = true
+	if got := resetQuestion(st, false); !strings.Contains(got, "It interrupts these running jobs:\n  card 0: job aaaaaaaa of alice  mine\n  card 1: job bbbbbbbb of bob  theirs\n") {
+		t.Errorf("an admin's question:\n%s", got)
+	}
+	if got := resetQuestion(st, true); !strings.Contains(got, "These running jobs finish first (--no-interrupt):\n  card 0") {
+		t.Errorf("--no-interrupt:\n%s", got)
+	}
+	// A user-mode daemon: every job is the caller's, no owner shown.
+	st = api.Status{Cards: []api.CardStatus{{DeviceID: "0", Current: &api.JobSummary{ID: "aaaaaaaa11", Cmd: "mine", ClientID: "alice"}}}}
+	if got := resetQuestion(st, false); !strings.Contains(got, "It interrupts these running jobs:\n  card 0: job aaaaaaaa  mine\n") {
+		t.Errorf("user mode:\n%s", got)
+	}
+	if got := resetQuestion(api.Status{Cards: []api.CardStatus{{DeviceID: "0"}}}, false); !strings.Contains(got, "No job is running.\n") {
+		t.Errorf("idle:\n%s", got)
+	}
+}
