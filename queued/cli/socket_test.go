@@ -50,6 +50,7 @@ func TestUnixURL_BadValues(t *testing.T) {
 		d.runWith([]string{"TT_DEVICE_URL=" + bad}, "", "status").want(t, 2, nil, []string{`"` + bad + `"`, "unix:///"})
 		d.run("--host", bad, "status").want(t, 2, nil, []string{`"` + bad + `"`})
 	}
+	d.run("--help").want(t, 0, []string{"unix:///path/to/queued.sock", api.SystemSocket}, nil)
 	d.run("--host", "unix:///tmp/q.sock", "--port", "5741", "status").want(t, 2, nil, []string{"unix:///tmp/q.sock", "port"})
 }
 
