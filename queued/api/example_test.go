@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/ttkit/ttkit/queued/api"
 	"github.com/ttkit/ttkit/queued/config"
@@ -42,4 +43,30 @@ func Example() {
 		return
 	}
 	fmt.Println("exit code", *res.ExitCode)
+}
+
+// Choosing the daemon as tt-device-queue does when nothing names one: the
+// user's own when it answers on the socket in its state directory, else
+// the host's shared (system-mode) queued. Neither needs a token.
+func ExampleProbeUnix() {
+	dir, err := config.StateDir(os.LookupEnv)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ctx := context.Background()
+	sock := filepath.Join(dir, api.SocketFile)
+	if api.ProbeUnix(ctx, sock) != nil {
+		sock = api.SystemSocket
+	}
+	c := api.NewUnixClient(sock)
+	defer c.Close()
+	st, err := c.Status(ctx)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if st.Caller != nil {
+		fmt.Printf("queued (%s mode) knows you as uid %d\n", st.Mode, st.Caller.UID)
+	}
 }

@@ -30,6 +30,8 @@ type App struct {
 	client   *api.Client
 	url      string
 	stateDir string
+	// via says which daemon connect chose (viaTCP, viaOwn, ...).
+	via int
 	// progress draws the waiting line on stderr; clear it before printing
 	// anything else there.
 	progress *progress
@@ -47,13 +49,19 @@ func (a *App) close() {
 	}
 }
 
-// connect returns the client for the daemon. Without --host or --port
-// (or their variables) it is the Unix socket in the state directory
-// (TT_DEVICE_LOG_DIR, as the daemon resolves it), which only the owner can
-// listen on or connect to, and no token is sent. With them it is that TCP
-// address, and the token from the state directory is sent only after the
-// server there has proven it holds the same token (api.VerifyServer): a
-// stranger listening on the port while queued is down learns nothing.
+// connect returns the client for the daemon, chosen in this order:
+//
+//   - --host unix:///path (TT_DEVICE_URL): the daemon on that socket, with
+//     no token; the daemon knows the caller from the kernel.
+//   - --host or --port otherwise (or their variables): that TCP address,
+//     and the token from the state directory is sent only after the server
+//     there has proven it holds the same token (api.VerifyServer): a
+//     stranger listening on the port while queued is down learns nothing.
+//   - Neither: the Unix socket in the state directory (TT_DEVICE_LOG_DIR,
+//     as the daemon resolves it), which only the owner can listen on or
+//     connect to, when a daemon answers there; else the host's system-mode
+//     daemon at api.SystemSocket. No token is sent to either, and the CLI
+//     never falls back to TCP.
 func (a *App) connect() (*api.Client, error) {
 	if a.client != nil {
 		return a.client, nil
@@ -63,12 +71,28 @@ func (a *App) connect() (*api.Client, error) {
 		return nil, usageErr("%w", err)
 	}
 	a.stateDir = dir
-	if strings.TrimSpace(a.Host) == "" && a.Port == 0 {
-		sock := filepath.Join(dir, api.SocketFile)
-		a.url = "unix://" + sock
-		a.client = api.NewUnixClient(sock)
-		return a.client, nil
+	host := strings.TrimSpace(a.Host)
+	sock, isUnix, err := unixSocketPath(host)
+	switch {
+	case err != nil:
+		return nil, err
+	case isUnix && a.Port != 0:
+		return nil, usageErr("--port %d with --host %q: a Unix socket has no port; give one or the other (TT_DEVICE_PORT, TT_DEVICE_URL)", a.Port, host)
+	case isUnix:
+		a.via = viaGiven
+		return a.useSocket(sock), nil
+	case host == "" && a.Port == 0:
+		sock, isSystem, err := pickSocket(a.ctx, filepath.Join(dir, api.SocketFile), api.SystemSocket)
+		if err != nil {
+			return nil, err
+		}
+		a.via = viaOwn
+		if isSystem {
+			a.via = viaSystem
+		}
+		return a.useSocket(sock), nil
 	}
+	a.via = viaTCP
 	if a.url, err = a.baseURL(); err != nil {
 		return nil, err
 	}
@@ -88,6 +112,13 @@ func (a *App) connect() (*api.Client, error) {
 	}
 	a.client = api.NewClient(a.url, token)
 	return a.client, nil
+}
+
+// useSocket makes the client for the daemon on the Unix socket at path.
+func (a *App) useSocket(path string) *api.Client {
+	a.url = "unix://" + path
+	a.client = api.NewUnixClient(path)
+	return a.client
 }
 
 // clientID is --client-id (TT_QUEUE_CLIENT_ID), else the user name, so

@@ -5,7 +5,8 @@
 //
 // Exit statuses: the job's own for run and result (a signal N, recorded
 // as -N, becomes 128+N); 0 for success; 1 when the daemon refused the
-// request (the message is the daemon's); 2 for usage errors and when the
+// request (the message is the daemon's, on one line; a shared daemon's
+// 403 for another user's job is one); 2 for usage errors and when the
 // daemon cannot be reached (the message says how to start it); 124 when a
 // local wait timed out; 130 when interrupted. Neither of the last two
 // stops the job.
@@ -33,7 +34,7 @@ const Name = "tt-device-queue"
 // environment variables set their defaults.
 type Globals struct {
 	Version  kong.VersionFlag `help:"Print the version and exit."`
-	Host     string           `env:"TT_DEVICE_URL" placeholder:"HOST|URL" help:"Daemon host, or its whole URL such as http://127.0.0.1:5741; the token is sent only once the server there proves it is your queued (default: queued's socket in its state directory, no TCP)."`
+	Host     string           `env:"TT_DEVICE_URL" placeholder:"HOST|URL" help:"Daemon: unix:///path/to/queued.sock (no token), or a host or URL such as http://127.0.0.1:5741 (the token is sent only once the server there proves it is your queued). Default: your queued's socket in its state directory when it answers, else the host's shared queued at /run/tt-device-queue/queued.sock; never TCP."`
 	Port     int              `env:"TT_DEVICE_PORT" placeholder:"PORT" help:"Daemon TCP port on --host (default 5741 once --host is given)."`
 	ClientID string           `name:"client-id" env:"TT_QUEUE_CLIENT_ID" placeholder:"NAME" help:"Name recorded on submitted jobs (default: your user name); list --mine selects by it. It never changes their order."`
 	JSON     bool             `name:"json" help:"Print machine-readable JSON only."`
@@ -49,7 +50,7 @@ type CLI struct {
 	Result      ResultCmd      `cmd:"" help:"Wait for a job to end, print its output and exit with its status."`
 	Logs        LogsCmd        `cmd:"" help:"Print a job's output, or follow it as it is produced."`
 	QueuePython QueuePythonCmd `cmd:"" name:"queue-python" help:"Submit a Python script (a file, or - for stdin)."`
-	Status      StatusCmd      `cmd:"" help:"Show every card: state, current job, queue, estimated wait, resets and foreign holders."`
+	Status      StatusCmd      `cmd:"" help:"Show which queued answered, then every card: state, current job and its owner, queue, estimated wait, resets and foreign holders."`
 	List        ListCmd        `cmd:"" help:"List jobs: running and queued ones card by card, then finished ones, newest first."`
 	Wait        WaitCmd        `cmd:"" help:"Wait until jobs have ended and exit with the worst status among them."`
 	Kill        KillCmd        `cmd:"" help:"Stop jobs: a queued one at once, a running one with SIGINT and then SIGKILL."`
@@ -97,7 +98,8 @@ func run(ctx context.Context, args []string, s Streams) (code int) {
 	parser, err := kong.New(&c,
 		kong.Name(Name),
 		kong.Description("Submit jobs to queued, which runs them one at a time per Tenstorrent card, in submission order.\n\n"+
-			"Exit status: the job's own for run and result (a signal N becomes 128+N); 1 when queued refused the request; "+
+			"Exit status: the job's own for run and result (a signal N becomes 128+N); 1 when queued refused the request "+
+			"(such as another user's job on a shared queued); "+
 			"2 for usage errors or when queued cannot be reached; 124 when --wait-timeout ran out; 130 when interrupted. "+
 			"Neither of the last two stops the job."),
 		kong.Vars{"version": Name + " " + version.String()},

@@ -54,18 +54,22 @@ func (d *DoctorCmd) Run(a *App) error {
 		}
 	}
 	h.StateDir, h.StateDirErr = config.StateDir(os.LookupEnv)
+	// Connect first, so the checks name the daemon that answered (the
+	// user's own or the host's shared one) or every place that was tried.
+	c, connErr := a.connect()
 	h.Queued = func(ctx context.Context) (api.Status, error) {
-		c, err := a.connect()
-		if err != nil {
-			return api.Status{}, err
+		if connErr != nil {
+			return api.Status{}, connErr
 		}
 		return c.Status(ctx)
 	}
-	h.QueuedAt = "its socket in " + h.StateDir
-	if strings.TrimSpace(a.Host) != "" || a.Port != 0 {
-		if u, err := a.baseURL(); err == nil {
-			h.QueuedAt = u
-		}
+	switch {
+	case a.url != "":
+		h.QueuedAt = a.url
+	case strings.TrimSpace(a.Host) == "" && a.Port == 0:
+		h.QueuedAt = "its socket in " + h.StateDir + " nor at the host's shared socket " + api.SystemSocket
+	default:
+		h.QueuedAt = strings.TrimSpace(a.Host)
 	}
 	checks := append([]doctor.Check{settings}, doctor.Run(a.ctx, h)...)
 	if a.JSON {

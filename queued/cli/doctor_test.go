@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ttkit/ttkit/queued/api"
 	"github.com/ttkit/ttkit/queued/doctor"
 	"github.com/ttkit/ttkit/queued/doctor/doctortest"
 )
@@ -79,7 +80,8 @@ func TestDoctorOnHealthyHostWithDaemon(t *testing.T) {
 	d := startDaemon(t, "TT_DEVICE_DRIVER_PATH="+r.KMD.Dir)
 	env := append(doctorEnv(r), "TT_DEVICE_LOG_DIR="+d.state)
 	res := runDoctor(t, env, "doctor", "--root", r.Dir)
-	if res.code != 0 || !strings.Contains(res.stdout, "ok    queued ") || strings.Contains(res.stdout, "fail  ") {
+	if res.code != 0 || !strings.Contains(res.stdout, "ok    queued ") || strings.Contains(res.stdout, "fail  ") ||
+		!strings.Contains(res.stdout, " answers at unix://"+filepath.Join(d.state, api.SocketFile)+",") {
 		t.Fatalf("doctor on a healthy host:\n%s", res)
 	}
 	res = runDoctor(t, env, "--json", "doctor", "--root", r.Dir)
@@ -103,7 +105,7 @@ func TestDoctorWithoutDaemon(t *testing.T) {
 	r := doctortest.New(t, t.TempDir(), 2)
 	env := append(doctorEnv(r), "TT_DEVICE_LOG_DIR="+filepath.Join(t.TempDir(), "never-ran"))
 	res := runDoctor(t, env, "doctor", "--root", r.Dir)
-	res.want(t, 1, []string{"fail  queued         queued is not running: nothing listens at its socket in ", "fix: systemctl --user start queued", "fail  token ", "skip  store ", "ok    kmd "}, nil)
+	res.want(t, 1, []string{"fail  queued         queued is not running: nothing listens at its socket in ", " nor at the host's shared socket " + api.SystemSocket, "fix: systemctl --user start queued", "fail  token ", "skip  store ", "ok    kmd "}, nil)
 	checks := decodeChecks(t, runDoctor(t, env, "--json", "doctor", "--root", r.Dir))
 	for name, want := range map[string]doctor.Status{"queued": doctor.Fail, "token": doctor.Fail, "store": doctor.Skip, "kmd": doctor.OK, "device-nodes": doctor.OK} {
 		if c := checks[name]; c.Status != want || (want == doctor.Fail && c.Fix == "") {

@@ -67,7 +67,9 @@ func (a *App) explain(ctx context.Context, err error) *Error {
 		return &Error{Code: ExitUsage, Err: errors.New(ae.Message)}
 	}
 	if errors.As(err, &ae) {
-		msg := ae.Message
+		// The daemon's own words, on one line whatever they hold: a
+		// refusal such as 403 "job X belongs to bob ..." is one message.
+		msg := strings.Join(strings.Fields(ae.Message), " ")
 		if ae.StatusCode == http.StatusUnauthorized {
 			msg += fmt.Sprintf(" (the token in %s is not this daemon's: is TT_DEVICE_LOG_DIR the daemon's state directory?)", a.stateDir)
 		}
@@ -89,9 +91,13 @@ func (a *App) explain(ctx context.Context, err error) *Error {
 	}
 	hint := startHint
 	switch {
-	case errors.Is(err, syscall.EACCES), errors.Is(err, syscall.EPERM):
+	case denied(err) && a.via == viaOwn:
 		hint = "You may not use that queue: its state directory (TT_DEVICE_LOG_DIR) belongs to someone else; each user's queued has its own."
-	case errors.Is(err, syscall.ECONNREFUSED) && strings.HasPrefix(a.url, "unix://"):
+	case denied(err) && a.via != viaTCP:
+		hint = "You may not use that queue: the socket's permissions keep you out (a shared queued lets only its group in, TT_DEVICE_SOCKET_GROUP); ask the host's admin."
+	case errors.Is(err, syscall.ENOENT) && a.via == viaGiven:
+		hint = "No socket there: is --host (TT_DEVICE_URL) right? " + startHint
+	case errors.Is(err, syscall.ECONNREFUSED) && a.via != viaTCP:
 		hint = "Its socket is left over from a stop or a crash. " + startHint
 	}
 	return &Error{Code: ExitUsage, Err: fmt.Errorf("cannot reach queued at %s: %w\n%s", a.url, err, hint)}

@@ -149,7 +149,7 @@ func TestWriteStatus(t *testing.T) {
 	st := api.Status{
 		Cards: []api.CardStatus{
 			{DeviceID: "0", State: "healthy", Worker: "running",
-				Current:          &api.JobSummary{ID: "3f2a1c9e0000000000000000000000aa", Cmd: "python3 train.py --epochs 10 --batch 64 --lr 0.001", StartedAt: &started},
+				Current:          &api.JobSummary{ID: "3f2a1c9e0000000000000000000000aa", Cmd: "python3 train.py --epochs 10 --batch 64 --lr 0.001", StartedAt: &started, ClientID: "alice"},
 				Pending:          []api.JobSummary{{ID: "b1"}, {ID: "b2"}},
 				EstimatedWaitSec: 190,
 				LastReset:        &api.ResetInfo{JobID: "77aa", State: "done", Result: "ok", At: now.Add(-12 * time.Minute)},
@@ -166,13 +166,13 @@ func TestWriteStatus(t *testing.T) {
 		Warnings:    []string{"pid 99 of an interrupted job would not die"},
 	}
 	var plain, coloured bytes.Buffer
-	writeStatus(&plain, st, now, false)
-	writeStatus(&coloured, st, now, true)
+	writeStatus(&plain, st, "unix:///s", now, false)
+	writeStatus(&coloured, st, "unix:///s", now, true)
 	out := plain.String()
 	for _, want := range []string{
-		"CARD  STATE      WORKER   CURRENT",
-		"0     healthy    running  3f2a1c9e python3 train.py --epochs 10 ...  1m20s    2       ~3m        ok, 12m00s ago     1",
-		"1     dead       stopped  -                                          -        0       -          failed, 2m00s ago  0",
+		"queued at unix:///s\nCARD  STATE      WORKER   CURRENT                                    OWNER  RUNTIME",
+		"0     healthy    running  3f2a1c9e python3 train.py --epochs 10 ...  alice  1m20s    2       ~3m        ok, 12m00s ago     1",
+		"1     dead       stopped  -                                          -      -        0       -          failed, 2m00s ago  0",
 		"failed, 2m00s ago",
 		"2     resetting  paused",
 		"running now",

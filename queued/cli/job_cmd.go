@@ -81,6 +81,9 @@ func jobFields(j api.Job, now time.Time) fields {
 	}
 	f.add("timeout", "%ds per iteration", j.Timeout)
 	f.add("repeat", "%d (iterations run: %d)", max(j.Repeat, 1), j.Iterations)
+	if o := ownerText(j.Owner, j.OwnerUID); o != "" {
+		f.add("owner", "%s", o)
+	}
 	if j.ClientID != "" {
 		f.add("client", "%s", j.ClientID)
 	}

@@ -67,10 +67,7 @@ func writeList(w io.Writer, jobs []api.Job, now time.Time, colour bool) {
 		if j.Position > 0 {
 			pos = itoa(j.Position)
 		}
-		owner := j.ClientID
-		if owner == "" {
-			owner = "-"
-		}
+		owner := ownerCell(j.Owner, j.OwnerUID, j.ClientID)
 		what := j.Cmd
 		if j.Kind == "reset" {
 			what = "(reset)"

@@ -70,7 +70,57 @@ func describeReset(e api.ResetEntry) string {
 	if e.InterruptedJobID != "" {
 		s += "; it interrupts running job " + e.InterruptedJobID
 	}
+	if e.WaitsForJobID != "" {
+		owner := e.WaitsForOwner
+		if owner == "" {
+			owner = "another user"
+		}
+		s += fmt.Sprintf(" behind job %s of %s (only its owner or an admin may interrupt it)", e.WaitsForJobID, owner)
+	}
 	return s
+}
+
+// resetQuestion lays out, before a reset of every card, the cards and
+// what happens to their running jobs. On a shared (system-mode) daemon it
+// names each job's owner, and a non-admin's reset waits for other users'
+// jobs rather than interrupting them.
+func resetQuestion(st api.Status, noInterrupt bool) string {
+	cards := make([]string, len(st.Cards))
+	var interrupted, waited []string
+	shared := st.Mode == "system"
+	for i, cs := range st.Cards {
+		cards[i] = cs.DeviceID
+		j := cs.Current
+		if j == nil || j.Kind == "reset" {
+			continue
+		}
+		of := ""
+		if shared {
+			of = " of " + ownerCell(j.Owner, j.OwnerUID, j.ClientID)
+		}
+		line := fmt.Sprintf("  card %s: job %s%s  %s", cs.DeviceID, shortID(j.ID), of, cut(oneLine(j.Cmd), 60))
+		if c := st.Caller; shared && c != nil && !c.Admin && j.OwnerUID != nil && *j.OwnerUID != c.UID {
+			waited = append(waited, line)
+		} else {
+			interrupted = append(interrupted, line)
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "This resets every card (%s).\n", strings.Join(cards, ", "))
+	switch {
+	case len(interrupted)+len(waited) == 0:
+		b.WriteString("No job is running.\n")
+	case noInterrupt:
+		fmt.Fprintf(&b, "These running jobs finish first (--no-interrupt):\n%s\n", strings.Join(append(interrupted, waited...), "\n"))
+	default:
+		if len(interrupted) > 0 {
+			fmt.Fprintf(&b, "It interrupts these running jobs:\n%s\n", strings.Join(interrupted, "\n"))
+		}
+		if len(waited) > 0 {
+			fmt.Fprintf(&b, "These running jobs of other users finish first (only their owner or an admin may interrupt them):\n%s\n", strings.Join(waited, "\n"))
+		}
+	}
+	return b.String()
 }
 
 // errNotConfirmed is a bare reset the person at the terminal declined.
@@ -83,23 +133,7 @@ func (r *ResetCmd) confirm(a *App, c *api.Client) error {
 	if err != nil {
 		return a.explain(a.ctx, err)
 	}
-	cards := make([]string, len(st.Cards))
-	var running []string
-	for i, cs := range st.Cards {
-		cards[i] = cs.DeviceID
-		if j := cs.Current; j != nil && j.Kind != "reset" {
-			running = append(running, fmt.Sprintf("  card %s: job %s  %s", cs.DeviceID, shortID(j.ID), cut(oneLine(j.Cmd), 60)))
-		}
-	}
-	fmt.Fprintf(a.Err, "This resets every card (%s).\n", strings.Join(cards, ", "))
-	switch {
-	case len(running) == 0:
-		fmt.Fprintln(a.Err, "No job is running.")
-	case r.NoInterrupt:
-		fmt.Fprintf(a.Err, "These running jobs finish first (--no-interrupt):\n%s\n", strings.Join(running, "\n"))
-	default:
-		fmt.Fprintf(a.Err, "It interrupts these running jobs:\n%s\n", strings.Join(running, "\n"))
-	}
+	fmt.Fprint(a.Err, resetQuestion(st, r.NoInterrupt))
 	fmt.Fprint(a.Err, "Reset every card? [y/N] ")
 	line, _ := bufio.NewReader(a.In).ReadString('\n')
 	switch strings.ToLower(strings.TrimSpace(line)) {

@@ -28,7 +28,7 @@ func (s *StatusCmd) Run(a *App) error {
 	if a.JSON {
 		return a.printJSON(st)
 	}
-	writeStatus(a.Out, st, time.Now(), a.colour())
+	writeStatus(a.Out, st, a.url, time.Now(), a.colour())
 	if mine := version.String(); st.Version != "" && st.Version != mine {
 		a.progress.note("warning: queued runs version %s, this %s is %s; restart queued (make install restarts it when idle) so both are the same build",
 			st.Version, Name, mine)
@@ -42,9 +42,11 @@ type cell struct{ text, colour string }
 // cmdWidth bounds the command shown in the CURRENT column.
 const cmdWidth = 32
 
-// writeStatus renders the table (see writeTable) and the notes under it.
-func writeStatus(w io.Writer, st api.Status, now time.Time, colour bool) {
-	header := []string{"CARD", "STATE", "WORKER", "CURRENT", "RUNTIME", "QUEUED", "EST. WAIT", "LAST RESET", "FOREIGN"}
+// writeStatus renders which daemon answered at the address at (see
+// daemonLine), the table (see writeTable) and the notes under it.
+func writeStatus(w io.Writer, st api.Status, at string, now time.Time, colour bool) {
+	fmt.Fprintln(w, daemonLine(st, at))
+	header := []string{"CARD", "STATE", "WORKER", "CURRENT", "OWNER", "RUNTIME", "QUEUED", "EST. WAIT", "LAST RESET", "FOREIGN"}
 	rows := [][]cell{}
 	var notes []string
 	for _, c := range st.Cards {
@@ -60,13 +62,18 @@ func writeStatus(w io.Writer, st api.Status, now time.Time, colour bool) {
 				what = "(reset)"
 			}
 			row = append(row, cell{text: shortID(j.ID) + " " + cut(oneLine(what), cmdWidth)})
+			owner := "-"
+			if j.Kind != "reset" {
+				owner = ownerCell(j.Owner, j.OwnerUID, j.ClientID)
+			}
+			row = append(row, cell{text: owner})
 			if j.StartedAt != nil {
 				row = append(row, cell{text: fmtDuration(now.Sub(*j.StartedAt))})
 			} else {
 				row = append(row, cell{text: "-"})
 			}
 		} else {
-			row = append(row, cell{text: "-"}, cell{text: "-"})
+			row = append(row, cell{text: "-"}, cell{text: "-"}, cell{text: "-"})
 		}
 		wait := fmtWait(c.EstimatedWaitSec)
 		if j := c.Current; j != nil && j.OverdueSec > 0 {
@@ -87,6 +94,9 @@ func writeStatus(w io.Writer, st api.Status, now time.Time, colour bool) {
 		}
 		rows = append(rows, row)
 		notes = append(notes, cardNotes(c, now)...)
+		if st.Mode == "system" {
+			notes = append(notes, queueOwners(c)...)
+		}
 	}
 	writeTable(w, header, rows, colour)
 	if len(notes) > 0 {
@@ -96,9 +106,6 @@ func writeStatus(w io.Writer, st api.Status, now time.Time, colour bool) {
 		}
 	}
 	fmt.Fprintf(w, "\n%d of at most %d jobs queued", st.Queued, st.MaxQueued)
-	if st.Version != "" {
-		fmt.Fprintf(w, "; queued %s", st.Version)
-	}
 	if st.Stopping {
 		fmt.Fprint(w, "; queued is stopping")
 	}
@@ -234,6 +241,32 @@ func cardNotes(c api.CardStatus, now time.Time) []string {
 		out = append(out, card+"holder list may be incomplete: "+c.ForeignError)
 	}
 	return out
+}
+
+// queueOwners is the note saying whose jobs wait in a card's queue, for a
+// shared daemon: "card 0: queued for alice (2), bob (1)", in queue order
+// of each owner's first job; resets are left out.
+func queueOwners(c api.CardStatus) []string {
+	var order []string
+	count := map[string]int{}
+	for _, j := range c.Pending {
+		if j.Kind == "reset" {
+			continue
+		}
+		o := ownerCell(j.Owner, j.OwnerUID, j.ClientID)
+		if count[o] == 0 {
+			order = append(order, o)
+		}
+		count[o]++
+	}
+	if len(order) == 0 {
+		return nil
+	}
+	parts := make([]string, len(order))
+	for i, o := range order {
+		parts[i] = fmt.Sprintf("%s (%d)", o, count[o])
+	}
+	return []string{"card " + c.DeviceID + ": queued for " + strings.Join(parts, ", ")}
 }
 
 // cut shortens s to n bytes, marking the cut with "...".

@@ -46,6 +46,9 @@ func (c *WebCmd) Run(a *App) error {
 		return usageErr("%w", err)
 	}
 	a.stateDir = dir
+	if _, isUnix, err := unixSocketPath(strings.TrimSpace(a.Host)); err != nil || isUnix {
+		return usageErr("--host %q is a Unix socket (TT_DEVICE_URL): the page is served on queued's TCP address, with its token; give that address with --host, or unset TT_DEVICE_URL to use the one queued records in %s", a.Host, dir)
+	}
 	base := ""
 	if strings.TrimSpace(a.Host) != "" || a.Port != 0 {
 		if base, err = a.baseURL(); err != nil {

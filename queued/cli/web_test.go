@@ -74,6 +74,10 @@ func TestWeb(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 
+	// A Unix socket has no page a browser can open: say so, naming it.
+	sock := "unix://" + filepath.Join(d.state, api.SocketFile)
+	d.runWith(append(env, "TT_DEVICE_URL="+sock), "", "web").want(t, 2, nil, []string{`"` + sock + `"`, "served on queued's TCP address", "a Unix socket"})
+
 	// A server that cannot prove it holds the token gets no URL with it.
 	impostor := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")

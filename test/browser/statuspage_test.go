@@ -106,11 +106,12 @@ var pageFiles = map[string]bool{"/": true, "/app.js": true, "/style.css": true, 
 
 // TestChromiumStatusPage loads the live status page from the URL that
 // `tt-device-queue web` prints and checks that it renders both cards
-// with the running jobs, their output, the queue, the last reset and the
-// holder outside the queue; that a job submitted after load shows within
-// a second; that the console logs no error; that every request the script
-// makes carries the token as a bearer token and no request carries it in
-// its URL; and that in a narrow window nothing overflows sideways.
+// with the running jobs, their output, the queue, each job's owner, the
+// last reset and the holder outside the queue; that a job submitted after
+// load shows within a second; that the console logs no error; that every
+// request the script makes carries the token as a bearer token and no
+// request carries it in its URL; and that in a narrow window nothing
+// overflows sideways.
 func TestChromiumStatusPage(t *testing.T) {
 	sc := startScene(t)
 	ctx, rec := browserTab(t, 960, 900)
@@ -130,6 +131,11 @@ func TestChromiumStatusPage(t *testing.T) {
 	waitText("#tail-"+sc.train, "epoch 2/10")
 	waitText("#card-0 ol.queue", "python3 eval.py")
 	waitText("#card-0 ol.queue", "./bench.sh matmul")
+	// Whose each job is: the owner, else (a daemon that records no
+	// owner) the client id it was submitted under.
+	waitText("#card-0 .kv", "owner")
+	waitText("#card-0 .kv", "alice")
+	waitText("#card-0 ol.queue .owner", "alice")
 	waitText("#card-1", "eval_model 600")
 	waitText("#tail-"+sc.eval, "evaluating llama-3b on card 1")
 	waitText("#card-1", "ok at")                    // the last reset

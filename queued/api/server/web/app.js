@@ -76,6 +76,15 @@ function since(iso) { return (Date.now() - Date.parse(iso)) / 1000; }
 function when(iso) { return new Date(iso).toLocaleString(); }
 function short(id) { return id ? id.slice(0, 8) : ""; }
 
+// owner names whose a job is: its owner's user name (or uid), else the
+// client id it was submitted under (jobs recorded before owners were), or
+// "" when neither is known.
+function owner(j) {
+  if (j.owner) return j.owner;
+  if (j.owner_uid !== undefined && j.owner_uid !== null) return "uid " + j.owner_uid;
+  return j.client_id || "";
+}
+
 function kv(pairs) {
   const dl = el("dl", "kv");
   for (const [k, v] of pairs) {
@@ -98,6 +107,7 @@ function renderSummary(st) {
   s.append(el("span", null, st.queued + " queued of at most " + st.max_queued), store);
   if (st.stopping) s.append(el("span", "bad", "queued is stopping"));
   if (st.version) s.append(el("span", null, "queued " + st.version));
+  if (st.mode === "system") s.append(el("span", null, "shared by every user of the host (system mode)"));
   for (const w of st.warnings || []) s.append(el("span", "bad", w));
 }
 
@@ -121,7 +131,9 @@ function renderCard(c) {
     runtime.textContent = cur.started_at ? dur(since(cur.started_at)) : "starting";
     card.appendChild(kv([
       ["command", el("code", "cmd", cur.cmd)],
-      ["job", short(cur.id) + (cur.kind === "reset" ? " (reset)" : "") + (cur.client_id ? " by " + cur.client_id : "")],
+      ["job", short(cur.id) + (cur.kind === "reset" ? " (reset)" : "")],
+      ["owner", cur.kind === "reset" ? "" : owner(cur)],
+      ["client", cur.client_id && cur.client_id !== owner(cur) ? cur.client_id : ""],
       ["runtime", runtime],
       ["estimate", cur.estimated_run_sec ? dur(cur.estimated_run_sec) + " in all, about " + dur(cur.estimated_wait_sec) + " left" : "no history yet"],
       ["pid", cur.pid ? String(cur.pid) : ""],
@@ -138,10 +150,12 @@ function renderCard(c) {
   if (c.pending && c.pending.length) {
     const ol = el("ol", "queue");
     for (const j of c.pending) {
+      const who = j.kind === "reset" ? "" : owner(j);
       const li = el("li", null, null, el("span", "pos", "#" + j.position),
-        el("code", "cmd", j.cmd), el("span", "wait", "~" + dur(j.estimated_wait_sec)));
+        el("code", "cmd", j.cmd), el("span", "owner", who), el("span", "wait", "~" + dur(j.estimated_wait_sec)));
       li.dataset.job = j.id;
-      li.title = short(j.id) + (j.client_id ? " by " + j.client_id : "") + (j.kind === "reset" ? " (reset)" : "");
+      li.title = short(j.id) + (j.kind === "reset" ? " (reset)" : (who ? " by " + who : "")) +
+        (j.client_id && j.client_id !== who ? " (client " + j.client_id + ")" : "");
       ol.appendChild(li);
     }
     card.appendChild(ol);
