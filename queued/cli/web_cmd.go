@@ -24,7 +24,9 @@ type WebCmd struct {
 func (c *WebCmd) Help() string {
 	return "The page is read-only: every card, its running job with a live tail of its output, its queue, resets and " +
 		"processes holding it outside the queue. It updates within a second of a change. Anyone with the address " +
-		"can read the queue until queued restarts with a new token, so share it as you would the token file."
+		"can read the queue until queued restarts with a new token, so share it as you would the token file. " +
+		"A queued reached over a Unix socket (the host's system-mode queued, or TT_DEVICE_URL=unix://...) has no TCP " +
+		"address: web then serves the page itself, on a loopback port with a token of its own, as you, until Ctrl-C."
 }
 
 // webURL is the status page's address for the daemon at base with token.
@@ -39,23 +41,33 @@ func webURL(base, token string) (string, error) {
 
 // Run finds queued's TCP address (--host/--port, else the address queued
 // recorded in its state directory), checks that the server there proves
-// it holds the token, and prints the page's URL.
+// it holds the token, and prints the page's URL. A daemon reached over a
+// Unix socket (a unix:// --host, or no address recorded: the host's
+// system-mode queued) gets its page served by this command (proxy).
 func (c *WebCmd) Run(a *App) error {
 	dir, err := config.StateDir(os.LookupEnv)
 	if err != nil {
 		return usageErr("%w", err)
 	}
 	a.stateDir = dir
-	if _, isUnix, err := unixSocketPath(strings.TrimSpace(a.Host)); err != nil || isUnix {
-		return usageErr("--host %q is a Unix socket (TT_DEVICE_URL): the page is served on queued's TCP address, with its token; give that address with --host, or unset TT_DEVICE_URL to use the one queued records in %s", a.Host, dir)
+	_, isUnix, err := unixSocketPath(strings.TrimSpace(a.Host))
+	if err != nil {
+		return err
 	}
 	base := ""
-	if strings.TrimSpace(a.Host) != "" || a.Port != 0 {
+	switch {
+	case isUnix:
+		return c.proxy(a)
+	case strings.TrimSpace(a.Host) != "" || a.Port != 0:
 		if base, err = a.baseURL(); err != nil {
 			return err
 		}
-	} else if base, err = api.ReadAddress(dir); err != nil {
-		return &Error{Code: ExitUsage, Err: fmt.Errorf("%w: the page is served on queued's TCP address, which it records in %s.\n%s", err, dir, startHint)}
+	default:
+		if base, err = api.ReadAddress(dir); err != nil {
+			// No daemon of this user's records a TCP address: the host's
+			// system-mode queued, on its socket, if that is what answers.
+			return c.proxy(a)
+		}
 	}
 	token, err := api.ReadToken(dir)
 	if errors.Is(err, api.ErrNoToken) {
@@ -85,6 +97,35 @@ func (c *WebCmd) Run(a *App) error {
 		return nil
 	}
 	return openBrowser(page)
+}
+
+// proxy serves the page of the daemon the CLI reaches over a Unix socket
+// (a system-mode queued has no TCP port, and its socket knows the caller
+// from the kernel) on a loopback port of this command, until Ctrl-C: see
+// pageProxy.
+func (c *WebCmd) proxy(a *App) error {
+	if _, err := a.connect(); err != nil {
+		return err
+	}
+	sock := strings.TrimPrefix(a.url, "unix://")
+	err := servePage(a.ctx, sock, func(page string) error {
+		if a.JSON {
+			if err := a.printJSON(map[string]string{"url": page}); err != nil {
+				return err
+			}
+		} else {
+			fmt.Fprintf(a.Err, "Serving the status page of queued at %s, as you, until Ctrl-C:\n", a.url)
+			fmt.Fprintln(a.Out, page)
+		}
+		if c.Open {
+			return openBrowser(page)
+		}
+		return nil
+	})
+	if err != nil {
+		return &Error{Code: ExitRefused, Err: err}
+	}
+	return nil
 }
 
 // openBrowser starts $BROWSER, else xdg-open, on page and does not wait

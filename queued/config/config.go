@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ttkit/ttkit/queued/api"
 )
 
 // DefaultPort is the loopback TCP port the seed assigns to the service.
@@ -113,9 +115,6 @@ type Config struct {
 // TT_DEVICE_LOG_DIR is not set.
 const DefaultSystemStateDir = "/var/lib/tt-device-queue"
 
-// DefaultSystemSocket is where the shipped system unit puts the socket
-// (TT_DEVICE_SOCKET) and where the CLI looks for a system daemon.
-const DefaultSystemSocket = "/run/tt-device-queue/queued.sock"
 
 // maxSocketPath is the longest path a Unix socket can be bound at
 // (sun_path holds 108 bytes with its NUL).
@@ -204,7 +203,7 @@ var Settings = []Setting{
 	{"TT_DEVICE_DEEP_RESET_TIMEOUT", "300", "Seconds the deep reset command may run."},
 	{"TT_DEVICE_DRIVER_PATH", DefaultDriverPath, "KMD directory whose <card>/pids files list the processes holding each card."},
 	{"TT_DEVICE_WAIT_FOREIGN", "0", "1: a card starts no job while a process outside the queue holds it."},
-	{"TT_DEVICE_SOCKET", "none (user mode)", "System mode: as root, serve every user of the host on this Unix socket (the shipped unit: " + DefaultSystemSocket + "), each job run as its submitter; TCP is off unless TT_DEVICE_PORT or --listen is given, and the state directory defaults to " + DefaultSystemStateDir + "."},
+	{"TT_DEVICE_SOCKET", "none (user mode)", "System mode: as root, serve every user of the host on this Unix socket (the shipped unit: " + api.SystemSocket + ", where the CLI looks), each job run as its submitter; TCP is off unless TT_DEVICE_PORT or --listen is given, and the state directory defaults to " + DefaultSystemStateDir + "."},
 	{"TT_DEVICE_SOCKET_GROUP", "none: every user may connect", "System mode: only this group's members may connect to the socket (mode 0660)."},
 	{"TT_DEVICE_ADMIN_GROUP", "none: root only", "System mode: members of this group, like root, may see and kill every user's jobs, and their resets interrupt any job."},
 	{"TT_DEVICE_RESET_USER", "root", "System mode: the user resets and health checks run as, in its home directory."},
