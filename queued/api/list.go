@@ -16,7 +16,11 @@ type ListQuery struct {
 	DeviceID string // a card number
 	State    string // queued, running or done
 	ClientID string
-	Limit    int
+	// Mine asks for the caller's own jobs: on a system-mode daemon those
+	// it submitted (by uid, whatever their client id); a user-mode daemon,
+	// where every job is its user's, goes by ClientID.
+	Mine  bool
+	Limit int
 }
 
 // JobList answers GET /jobs: the active jobs first (card by card, the
@@ -36,6 +40,9 @@ func (c *Client) List(ctx context.Context, q ListQuery) ([]Job, error) {
 	}
 	if q.ClientID != "" {
 		v.Set("client_id", q.ClientID)
+	}
+	if q.Mine {
+		v.Set("mine", "1")
 	}
 	if q.Limit > 0 {
 		v.Set("limit", strconv.Itoa(q.Limit))

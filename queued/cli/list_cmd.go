@@ -14,7 +14,7 @@ import (
 type ListCmd struct {
 	Device *int   `short:"d" placeholder:"N" help:"Only this card's jobs."`
 	State  string `enum:",queued,running,done" default:"" placeholder:"STATE" help:"Only jobs in this state: queued, running or done."`
-	Mine   bool   `help:"Only jobs submitted under your client id (--client-id, by default your user name)."`
+	Mine   bool   `help:"Only your jobs: on a system-mode queued those you submitted, else those under your client id (--client-id, by default your user name)."`
 	Limit  int    `default:"50" placeholder:"N" help:"At most this many jobs (1 to 1000)."`
 }
 
@@ -31,7 +31,7 @@ func (l *ListCmd) Run(a *App) error {
 		q.DeviceID = strconv.Itoa(*l.Device)
 	}
 	if l.Mine {
-		q.ClientID = a.clientID()
+		q.ClientID, q.Mine = a.clientID(), true
 	}
 	c, err := a.connect()
 	if err != nil {

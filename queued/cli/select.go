@@ -11,7 +11,7 @@ import (
 type Selection struct {
 	IDs    []string `arg:"" optional:"" placeholder:"JOB_ID" help:"Job ids, or unique prefixes of at least 6 characters."`
 	Device *int     `short:"d" placeholder:"N" help:"Also every queued or running job on this card."`
-	Mine   bool     `help:"Also every queued or running job submitted under your client id (with --device: yours on that card)."`
+	Mine   bool     `help:"Also every queued or running job of yours (with --device: yours on that card): on a system-mode queued those you submitted, else those under your client id."`
 }
 
 // resolve returns the selected job ids, in the order given, then the
@@ -33,7 +33,7 @@ func (s *Selection) resolve(a *App, c *api.Client) ([]string, error) {
 		q.DeviceID = strconv.Itoa(*s.Device)
 	}
 	if s.Mine {
-		q.ClientID = a.clientID()
+		q.ClientID, q.Mine = a.clientID(), true
 	}
 	seen := map[string]bool{}
 	for _, id := range ids {

@@ -114,6 +114,11 @@ func TestSystemMode_SecondAccountQueuesBehindTheFirst(t *testing.T) {
 	bobJob := strings.TrimSpace(r.stdout)
 
 	s.run(bob, "status").want(t, 0, []string{"system mode", "you are " + bob.Name, alice.Name}, nil)
+	// Bob's own jobs are those he submitted, whatever client id.
+	r = s.run(bob, "--client-id", alice.Name, "list", "--mine")
+	if r.code != 0 || !strings.Contains(r.stdout, bobJob[:8]) || strings.Contains(r.stdout, aliceJob[:8]) {
+		t.Errorf("bob's list --mine: %v", r)
+	}
 	for _, cmd := range [][]string{{"logs", aliceJob}, {"result", aliceJob}, {"job", aliceJob}, {"kill", aliceJob}} {
 		r := s.run(bob, cmd...)
 		if r.code != 1 || !strings.Contains(r.stderr, "belongs to "+alice.Name) || strings.Contains(r.stdout, "alice-secret-output") {

@@ -18,6 +18,8 @@ type ListFilter struct {
 	State store.State
 	// ClientID selects the jobs submitted under this client id.
 	ClientID string
+	// OwnerUID selects the jobs of this submitter.
+	OwnerUID *uint32
 	// Limit bounds the answer; at least 1.
 	Limit int
 }
@@ -25,7 +27,8 @@ type ListFilter struct {
 func (f *ListFilter) match(rec *store.Job) bool {
 	return (f.Card == nil || rec.Card() == *f.Card) &&
 		(f.State == "" || rec.State == f.State) &&
-		(f.ClientID == "" || rec.ClientID == f.ClientID)
+		(f.ClientID == "" || rec.ClientID == f.ClientID) &&
+		(f.OwnerUID == nil || (rec.OwnerUID != nil && *rec.OwnerUID == *f.OwnerUID))
 }
 
 // List returns the jobs f selects: the active ones first, card by card

@@ -9,12 +9,25 @@ import (
 	"github.com/ttkit/ttkit/queued/store"
 )
 
-// handleList answers GET /jobs?device_id=&state=&client_id=&limit=.
+// handleList answers GET /jobs?device_id=&state=&client_id=&mine=&limit=.
 func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := scheduler.ListFilter{ClientID: q.Get("client_id")}
 	if len(f.ClientID) > 256 {
 		s.fail(w, r, fieldErr("client_id", "longer than 256 bytes"))
+		return
+	}
+	switch q.Get("mine") {
+	case "", "0":
+	case "1":
+		if s.cfg.Shared {
+			// The caller's jobs are those the kernel says it submitted,
+			// whatever client id they carry.
+			uid := callerOf(r).uid
+			f.OwnerUID, f.ClientID = &uid, ""
+		}
+	default:
+		s.fail(w, r, fieldErr("mine", "%q: want 1 or 0", cut(q.Get("mine"), 40)))
 		return
 	}
 	if v := q.Get("device_id"); v != "" {

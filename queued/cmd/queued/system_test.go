@@ -247,6 +247,11 @@ func TestSystem_TwoUsersShareACard(t *testing.T) {
 		st.Cards[0].Current == nil || st.Cards[0].Current.ID != aliceJob || st.Cards[0].Current.Owner != alice.Name {
 		t.Errorf("bob's status: %v", r)
 	}
+	// "Mine" is what the kernel says bob submitted, whatever client id.
+	r = s.as(bob, "GET", "/jobs?mine=1&client_id=root", "")
+	if r.code != http.StatusOK || strings.Contains(r.body, aliceJob) || !strings.Contains(r.body, bobJob) {
+		t.Errorf("bob's own jobs: %v", r)
+	}
 	r = s.as(bob, "GET", "/jobs", "")
 	if r.code != http.StatusOK || strings.Contains(r.body, alice.Home) || !strings.Contains(r.body, bob.Home) {
 		t.Errorf("bob's list shows alice's cwd or hides his own: %v", r)
