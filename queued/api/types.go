@@ -170,10 +170,10 @@ type Job struct {
 	Timeout  int64             `json:"timeout"`
 	Repeat   int               `json:"repeat"`
 	ClientID string            `json:"client_id,omitempty"`
-	// OwnerUID and Owner are the submitter's uid (from the kernel, never
-	// from the request) and its user name; in system mode the job runs
-	// as that user. Absent for resets and for jobs recorded before
-	// owners were.
+	// OwnerUID and Owner are, on a system-mode daemon, the submitter's
+	// uid (from the kernel, never from the request) and its user name:
+	// the job runs as that user (for a reset: who asked for it). Absent
+	// on a user-mode daemon, whose jobs are all its user's.
 	OwnerUID *uint32 `json:"owner_uid,omitempty"`
 	Owner    string  `json:"owner,omitempty"`
 	// EnvFromShell names the entries of Env that came from the

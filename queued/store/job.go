@@ -58,11 +58,11 @@ type Job struct {
 	Repeat   int               `json:"repeat"`
 	ClientID string            `json:"client_id,omitempty"`
 
-	// OwnerUID is the submitter's uid as the kernel gave it (SO_PEERCRED
-	// on the socket; the daemon's own uid for a token holder over TCP).
-	// In system mode the job runs as this user. Nil in records written
-	// before owners were recorded, and for resets, which run as the
-	// daemon (or TT_DEVICE_RESET_USER).
+	// OwnerUID is, in system mode, the submitter's uid as the kernel gave
+	// it (SO_PEERCRED on the socket; the daemon's own uid for a token
+	// holder over TCP): the job runs as this user. On a reset it is who
+	// asked for it (resets run as root or TT_DEVICE_RESET_USER). Nil on a
+	// user-mode daemon, where every job is its one user's.
 	OwnerUID *uint32 `json:"owner_uid,omitempty"`
 	// Owner is the submitter's user name when the job was submitted, for
 	// people reading status; the uid is what counts.

@@ -124,19 +124,26 @@ func (s *Server) mode() string {
 	return "user"
 }
 
-// resetPolicy fills in who asks for a reset and, on a shared daemon, keeps
+// resetPolicy, on a shared daemon, records who asks for a reset and keeps
 // a non-admin's reset from interrupting another user's running job.
 func (s *Server) resetPolicy(r *http.Request, req *scheduler.ResetRequest) {
+	if !s.cfg.Shared {
+		return
+	}
 	c := callerOf(r)
 	uid := c.uid
 	req.OwnerUID, req.Owner = &uid, userName(uid)
-	if s.cfg.Shared && !s.admin(c) {
+	if !s.admin(c) {
 		req.MayInterrupt = func(running store.Job) bool { return owns(c, &running) }
 	}
 }
 
-// ownerOf is the submitter for a new job.
-func ownerOf(r *http.Request) (*uint32, string) {
+// ownerOf is the submitter of a new job on a shared daemon; on a user
+// daemon every job is its user's, and the client id tells them apart.
+func (s *Server) ownerOf(r *http.Request) (*uint32, string) {
+	if !s.cfg.Shared {
+		return nil, ""
+	}
 	uid := callerOf(r).uid
 	return &uid, userName(uid)
 }

@@ -37,7 +37,7 @@ func (s *Server) handleQueue(w http.ResponseWriter, r *http.Request) {
 	// next ones are decoded while the fsync runs. Answering afterwards is a
 	// few hundred bytes, written without a slot.
 	slotOf(r).release()
-	spec.OwnerUID, spec.Owner = ownerOf(r)
+	spec.OwnerUID, spec.Owner = s.ownerOf(r)
 	info, err := s.sched.Submit(spec)
 	if err != nil {
 		s.fail(w, r, err)
