@@ -269,6 +269,7 @@ func TestSystemServiceUnitSettings(t *testing.T) {
 		"LimitNOFILE":          {"65536:524288"},
 		"TasksMax":             {"50%"},
 		"UMask":                {"0022"},
+		"KeyringMode":          {"inherit"},
 		"WantedBy":             {"multi-user.target"},
 	}
 	for k, vs := range want {
