@@ -3,7 +3,9 @@
 # host, each job run as its submitter (docs/system-mode.md). Run as root
 # from the repository root (make install-system does).
 #
-#   PREFIX=/usr/local    where bin/ and share/ go (the unit's ExecStart follows)
+#   PREFIX=/usr/local    where bin/ and share/ go (the unit's ExecStart
+#                        follows); refused when a directory on the way is
+#                        writable by others than root, who runs what is there
 #   DESTDIR=             install under this root instead of / (packaging,
 #                        tests); the service and the host's groups are then
 #                        left alone
@@ -32,6 +34,7 @@ die() { printf 'install-system: %s\n' "$*" >&2; exit 1; }
 [[ -f go.mod && -d queued ]] || die "run me from the repository root (make install-system does)"
 [[ $PREFIX == /* ]] || die "PREFIX=\"$PREFIX\": want an absolute path"
 [[ -z $DESTDIR || $DESTDIR == /* ]] || die "DESTDIR=\"$DESTDIR\": want an absolute path"
+while [[ $DESTDIR == */ ]]; do DESTDIR=${DESTDIR%/}; done # "/" and "/x/" as "" and "/x"
 if [[ -n $SOCKET_GROUP && ! $SOCKET_GROUP =~ ^[a-z_][a-z0-9_-]{0,31}$ ]]; then
 	die "SOCKET_GROUP=\"$SOCKET_GROUP\": want a group name (lower case letters, digits, _ and -, starting with a letter or _, at most 32)"
 fi
@@ -40,6 +43,25 @@ BIN_DIR=$PREFIX/bin
 SHARE_DIR=$PREFIX/share/tt-device-queue
 UNIT=/etc/systemd/system/queued-system.service
 DEFAULTS=/etc/default/tt-device-queue
+
+# Root runs what is installed (the unit's queued, the default health
+# check): no one else may be able to replace it. Every existing directory
+# on the way to bin/ and share/ (below DESTDIR, when set) must be root's
+# and writable by root alone.
+check_root_only() { # dir
+	local d=$1 owner mode
+	while [[ $d != "${DESTDIR:-/}" && $d != / ]]; do
+		if [[ -e $d || -L $d ]]; then
+			read -r owner mode < <(stat -L -c '%u %a' -- "$d")
+			if [[ $owner != 0 ]] || ((8#$mode & 8#022)); then
+				die "$d is writable by others than root (owner uid $owner, mode $mode), and root would run what is installed below it: choose another PREFIX"
+			fi
+		fi
+		d=$(dirname -- "$d")
+	done
+}
+check_root_only "$DESTDIR$BIN_DIR"
+check_root_only "$DESTDIR$SHARE_DIR"
 
 if [[ ${SKIP_TESTS:-0} != 1 ]]; then
 	say "Running the tests first (SKIP_TESTS=1 skips them)"

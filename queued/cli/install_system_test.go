@@ -192,6 +192,24 @@ func TestInstallSystemScript(t *testing.T) {
 	if _, err := os.Stat(other.dest); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("refused runs installed something: %v", err)
 	}
+	// A PREFIX under a directory that others may write: root would run
+	// what they put there (the unit's queued, the default health check).
+	shared := newSystemInstall(t)
+	if err := os.MkdirAll(filepath.Join(shared.dest, "opt", "shared"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Join(shared.dest, "opt", "shared"), 0o1777); err != nil {
+		t.Fatal(err)
+	}
+	shared.run("PREFIX=/opt/shared/ttkit", "NO_BUILD=1").want(t, 1, nil,
+		[]string{shared.dest + "/opt/shared is writable by others than root", "PREFIX"})
+	if _, err := os.Stat(filepath.Join(shared.dest, "opt", "shared", "ttkit")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("installed under a directory others may write: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(shared.dest, "etc")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a refused run installed something: %v", err)
+	}
+
 	// Not root: refused before anything is built or written.
 	other.cred = &syscall.Credential{Uid: 65534, Gid: 65534}
 	other.run().want(t, 1, nil, []string{"must run as root"})
