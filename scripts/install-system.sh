@@ -45,23 +45,31 @@ UNIT=/etc/systemd/system/queued-system.service
 DEFAULTS=/etc/default/tt-device-queue
 
 # Root runs what is installed (the unit's queued, the default health
-# check): no one else may be able to replace it. Every existing directory
-# on the way to bin/ and share/ (below DESTDIR, when set) must be root's
-# and writable by root alone.
-check_root_only() { # dir
-	local d=$1 owner mode
+# check) and the commands of the settings file: no one else may be able to
+# replace them. Every existing directory on the way to them (below
+# DESTDIR, when set), and the settings file, must be root's and writable by
+# root alone.
+root_only() { # path: fails when it exists and others than root may write it
+	local owner mode
+	[[ -e $1 ]] || return 0
+	read -r owner mode < <(stat -L -c '%u %a' -- "$1")
+	[[ $owner == 0 ]] && ! ((8#$mode & 8#022)) && return 0
+	printf 'owner uid %s, mode %s' "$owner" "$mode"
+	return 1
+}
+check_root_only() { # dir what-to-change
+	local d=$1 why
 	while [[ $d != "${DESTDIR:-/}" && $d != / ]]; do
-		if [[ -e $d || -L $d ]]; then
-			read -r owner mode < <(stat -L -c '%u %a' -- "$d")
-			if [[ $owner != 0 ]] || ((8#$mode & 8#022)); then
-				die "$d is writable by others than root (owner uid $owner, mode $mode), and root would run what is installed below it: choose another PREFIX"
-			fi
-		fi
+		why=$(root_only "$d") || die "$d is writable by others than root ($why), and root runs what is installed below it: $2"
 		d=$(dirname -- "$d")
 	done
 }
-check_root_only "$DESTDIR$BIN_DIR"
-check_root_only "$DESTDIR$SHARE_DIR"
+check_root_only "$DESTDIR$BIN_DIR" "choose another PREFIX"
+check_root_only "$DESTDIR$SHARE_DIR" "choose another PREFIX"
+check_root_only "$DESTDIR/etc/systemd/system" "make it root's alone"
+check_root_only "$DESTDIR/etc/default" "make it root's alone"
+why=$(root_only "$DESTDIR$DEFAULTS") ||
+	die "$DESTDIR$DEFAULTS is writable by others than root ($why), and root runs the reset commands it sets: chown root:root and chmod 0644 it"
 
 if [[ ${SKIP_TESTS:-0} != 1 ]]; then
 	say "Running the tests first (SKIP_TESTS=1 skips them)"

@@ -210,6 +210,22 @@ func TestInstallSystemScript(t *testing.T) {
 		t.Errorf("a refused run installed something: %v", err)
 	}
 
+	// A settings file others may write: its reset commands run as root.
+	loose := newSystemInstall(t)
+	if err := os.MkdirAll(filepath.Join(loose.dest, "etc", "default"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(loose.dest, "etc/default/tt-device-queue"), []byte("TT_DEVICE_IDS=0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Join(loose.dest, "etc/default/tt-device-queue"), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	loose.run("NO_BUILD=1").want(t, 1, nil, []string{loose.dest + "/etc/default/tt-device-queue is writable by others than root"})
+	if _, err := os.Stat(filepath.Join(loose.dest, "usr")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a refused run installed something: %v", err)
+	}
+
 	// Not root: refused before anything is built or written.
 	other.cred = &syscall.Credential{Uid: 65534, Gid: 65534}
 	other.run().want(t, 1, nil, []string{"must run as root"})
