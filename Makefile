@@ -58,6 +58,10 @@ demo: ## Build everything and run the whole of ttkit on two simulated cards (no 
 install: ## Test, then install queued, tt-device-queue and the health check with a systemd user unit.
 	GO=$(GO) bash scripts/install.sh
 
+.PHONY: install-system
+install-system: ## As root: install queued in system mode for every user of the host (SOCKET_GROUP=name limits who may submit).
+	GO=$(GO) bash scripts/install-system.sh
+
 SMOKE_CARD ?= 0
 
 .PHONY: smoke
