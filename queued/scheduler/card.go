@@ -400,6 +400,9 @@ func (s *Scheduler) writeProcess(j *job) {
 // root.
 var ErrNoOwner = errors.New("the job has no recorded owner, and system mode runs every job as its owner")
 
+// ErrOwnerChanged refuses a job whose owner's uid now names another user.
+var ErrOwnerChanged = errors.New("the job's owner is gone")
+
 // spec is how rec runs: as whom, where, in what environment. With RunAs,
 // a job runs as its owner, looked up now, and an owner that cannot be
 // found is an error (the job fails without starting); a reset runs as
@@ -425,6 +428,11 @@ func (s *Scheduler) spec(rec *store.Job) (runner.Spec, error) {
 		a, err := account.LookupUID(*rec.OwnerUID)
 		if err != nil {
 			return spec, fmt.Errorf("running the job as its owner %s: %w", rec.Owner, err)
+		}
+		if rec.Owner != "" && a.Name != rec.Owner {
+			// The uid changed hands (or the user was renamed) since the
+			// job was submitted: it is not this user's job to run.
+			return spec, fmt.Errorf("uid %d is now user %s, not %s who submitted the job: %w", *rec.OwnerUID, a.Name, rec.Owner, ErrOwnerChanged)
 		}
 		spec.Account = &a
 		base = append([]string{"PATH=" + loginPath}, a.Env()...)

@@ -128,3 +128,24 @@ func TestScheduler_ResetsRunAsTheResetUser(t *testing.T) {
 		t.Errorf("reset output %q, want %q", out, want)
 	}
 }
+
+// A uid that changed hands between submit and start (the user deleted,
+// the uid given to a new one) does not run the old user's job as the new
+// user: the job fails, naming both.
+func TestScheduler_RunAsRefusesAUIDNowSomeoneElses(t *testing.T) {
+	b := setup(t, func(o *Options) { o.RunAs = true })
+	bob := usertest.New(t, "ttqb")
+	dir := bob.Home
+	uid := bob.UID
+	info, err := b.s.Submit(JobSpec{Card: 0, Cmd: "touch ran", Cwd: dir, OwnerUID: &uid, Owner: "departed"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := b.waitDone(info.ID)
+	if done.Outcome != store.OutcomeFailure || !strings.Contains(done.Error, "departed") || !strings.Contains(done.Error, bob.Name) {
+		t.Errorf("job of a reused uid: %s %q", done.Outcome, done.Error)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "ran")); err == nil {
+		t.Error("the job ran as the uid's new user")
+	}
+}
