@@ -48,7 +48,8 @@ type Spec struct {
 	Env []string
 	// Account, when set, is the user the program runs as (system mode):
 	// its uid, primary gid and supplementary groups are set in the child
-	// before it enters Dir or runs anything. Nil runs it as queued's own
+	// before it enters Dir or runs anything, and it gets a session keyring
+	// of its own (see startInOwnSession). Nil runs it as queued's own
 	// user.
 	Account *account.Account
 	// Timeout bounds each iteration; on expiry the group gets SIGKILL and
@@ -164,7 +165,11 @@ func start(spec *Spec, out *Log) (*running, error) {
 	// is nil and only the process group is signalled.
 	cg, _ := jobcgroup.Default().New(jobcgroup.NameFromEnv(spec.Env, JobEnvVar))
 	cg.Place(cmd.SysProcAttr)
-	err = cmd.Start()
+	if spec.Account != nil {
+		err = startInOwnSession(cmd)
+	} else {
+		err = cmd.Start()
+	}
 	pw.Close()
 	if err != nil {
 		cg.Close()

@@ -121,10 +121,16 @@ func startDaemonWith(t *testing.T, state, path string, extra ...string) *daemon 
 // directory and extra environment variables; the test's end kills it.
 func spawn(t *testing.T, state string, cmd *exec.Cmd, extra ...string) *daemon {
 	t.Helper()
+	return spawnWith(t, state, cmd, (*exec.Cmd).Start, extra...)
+}
+
+// spawnWith is spawn with start doing the cmd.Start.
+func spawnWith(t *testing.T, state string, cmd *exec.Cmd, start func(*exec.Cmd) error, extra ...string) *daemon {
+	t.Helper()
 	d := &daemon{t: t, state: state, stderr: &syncBuffer{}, exited: make(chan struct{}), cmd: cmd}
 	d.cmd.Env = env(append([]string{"TT_DEVICE_IDS=0,1", "TT_DEVICE_LOG_DIR=" + state, "TT_DEVICE_KILL_GRACE=2"}, extra...)...)
 	d.cmd.Stderr = d.stderr
-	if err := d.cmd.Start(); err != nil {
+	if err := start(d.cmd); err != nil {
 		t.Fatal(err)
 	}
 	go func() { d.cmd.Wait(); close(d.exited) }()

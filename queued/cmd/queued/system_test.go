@@ -12,11 +12,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/ttkit/ttkit/internal/usertest"
 	"github.com/ttkit/ttkit/queued/api"
@@ -77,6 +80,12 @@ type sysd struct {
 // root on the socket.
 func startSystem(t *testing.T, state string, extra ...string) *sysd {
 	t.Helper()
+	return startSystemWith(t, state, (*exec.Cmd).Start, extra...)
+}
+
+// startSystemWith is startSystem with start doing the cmd.Start.
+func startSystemWith(t *testing.T, state string, start func(*exec.Cmd) error, extra ...string) *sysd {
+	t.Helper()
 	usertest.RequireRoot(t)
 	open := usertest.OpenDir(t)
 	s := &sysd{sock: filepath.Join(open, "queued.sock"), clientBin: filepath.Join(open, "client")}
@@ -85,7 +94,7 @@ func startSystem(t *testing.T, state string, extra ...string) *sysd {
 		t.Fatal(err)
 	}
 	copyFile(t, self, s.clientBin, 0o755)
-	d := spawn(t, state, exec.Command(bin), append([]string{"TT_DEVICE_SOCKET=" + s.sock, "ROOT_SECRET=hunter2"}, extra...)...)
+	d := spawnWith(t, state, exec.Command(bin), start, append([]string{"TT_DEVICE_SOCKET=" + s.sock, "ROOT_SECRET=hunter2"}, extra...)...)
 	d.client = api.NewUnixClient(s.sock)
 	t.Cleanup(d.client.Close)
 	deadline := time.Now().Add(20 * time.Second)
@@ -413,5 +422,58 @@ func TestSystem_RefusesAnUnsafeStart(t *testing.T) {
 				t.Errorf("a refused start left its socket at %s", sock)
 			}
 		})
+	}
+}
+
+// startWithKeyring starts cmd from an OS thread that has a session keyring
+// of its own holding a key called desc, as a queued started by hand from
+// a root login (pam_keyinit) would have.
+func startWithKeyring(desc string) func(*exec.Cmd) error {
+	return func(cmd *exec.Cmd) error {
+		done := make(chan error, 1)
+		go func() {
+			runtime.LockOSThread() // the thread ends with the goroutine: its keyring goes with it
+			if _, err := unix.KeyctlInt(unix.KEYCTL_JOIN_SESSION_KEYRING, 0, 0, 0, 0); err != nil {
+				done <- fmt.Errorf("joining a session keyring: %w", err)
+				return
+			}
+			if _, err := unix.AddKey("user", desc, []byte("root's"), unix.KEY_SPEC_SESSION_KEYRING); err != nil {
+				done <- fmt.Errorf("adding a key: %w", err)
+				return
+			}
+			done <- cmd.Start()
+		}()
+		return <-done
+	}
+}
+
+// Jobs of different users never share a session keyring: not queued's
+// own (one inherited from a root login, which holds root's keys), and not
+// one a job of another user could add keys to. Each job has one of its
+// own, which it may use.
+func TestSystem_JobsGetNoSharedKeyring(t *testing.T) {
+	alice, bob := usertest.New(t, "ttqa"), usertest.New(t, "ttqb")
+	secret := "ttq-root-secret-" + strconv.Itoa(os.Getpid())
+	s := startSystemWith(t, t.TempDir(), startWithKeyring(secret))
+	// The session keyring of root's queued is not the jobs'.
+	job := s.queueAs(alice, alice.Home, "cat /proc/keys")
+	if j := s.waitResult(job); j.Outcome != "success" {
+		t.Fatalf("alice's job: %s %s", j.Outcome, j.Error)
+	}
+	if out := s.logs(job); strings.Contains(out, secret) {
+		t.Errorf("alice's job sees root's session key %s:\n%s", secret, out)
+	}
+	// What one user's job puts in its session keyring, another's cannot see.
+	const add = `python3 -c 'import ctypes,sys; l=ctypes.CDLL(None); l.syscall.restype=ctypes.c_long; print(l.syscall(248, b"user", sys.argv[1].encode(), b"x", 1, -3))' `
+	mark := "ttq-alice-key-" + strconv.Itoa(os.Getpid())
+	job = s.queueAs(alice, alice.Home, add+mark+"; cat /proc/keys")
+	s.waitResult(job)
+	if out := s.logs(job); !strings.Contains(out, mark) {
+		t.Errorf("alice's job could not keep a key in its own session keyring:\n%s", out)
+	}
+	job = s.queueAs(bob, bob.Home, "cat /proc/keys")
+	s.waitResult(job)
+	if out := s.logs(job); strings.Contains(out, mark) {
+		t.Errorf("bob's job sees the key alice's job added:\n%s", out)
 	}
 }
