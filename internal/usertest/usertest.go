@@ -7,6 +7,7 @@ package usertest
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"os/exec"
 	"os/user"
@@ -14,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // User is a user created for one test.
@@ -48,15 +50,39 @@ func suffix(t testing.TB) string {
 	return hex.EncodeToString(b)
 }
 
+// admin runs useradd or groupadd. Tests of several packages run at once
+// and each tool locks the user database while it writes, so one that
+// finds it locked is run again, within a deadline.
+func admin(t testing.TB, tool string, args ...string) {
+	t.Helper()
+	if err := retry(tool, args...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// retry runs tool until it succeeds, fails for another reason than a
+// locked database, or 30 seconds have passed.
+func retry(tool string, args ...string) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		out, err := exec.Command(tool, args...).CombinedOutput()
+		if err == nil {
+			return nil
+		}
+		if !strings.Contains(string(out), "lock") || time.Now().After(deadline) {
+			return fmt.Errorf("%s %s: %w: %s", tool, strings.Join(args, " "), err, out)
+		}
+		time.Sleep(50 * time.Millisecond) // the other writer holds the lock for milliseconds
+	}
+}
+
 // Group creates a group and returns its name and gid.
 func Group(t testing.TB, prefix string) (string, uint32) {
 	t.Helper()
 	RequireRoot(t)
 	name := prefix + suffix(t)
-	if out, err := exec.Command("groupadd", name).CombinedOutput(); err != nil {
-		t.Fatalf("groupadd %s: %v: %s", name, err, out)
-	}
-	t.Cleanup(func() { exec.Command("groupdel", name).Run() })
+	admin(t, "groupadd", name)
+	t.Cleanup(func() { retry("groupdel", name) })
 	g, err := user.LookupGroup(name)
 	if err != nil {
 		t.Fatal(err)
@@ -77,12 +103,10 @@ func New(t testing.TB, prefix string, groups ...string) User {
 	if len(groups) > 0 {
 		args = append(args, "--groups", strings.Join(groups, ","))
 	}
-	if out, err := exec.Command("useradd", append(args, name)...).CombinedOutput(); err != nil {
-		t.Fatalf("useradd %s: %v: %s", name, err, out)
-	}
+	admin(t, "useradd", append(args, name)...)
 	t.Cleanup(func() {
-		exec.Command("userdel", name).Run()
-		exec.Command("groupdel", name).Run()
+		retry("userdel", name)
+		retry("groupdel", name)
 	})
 	u, err := user.Lookup(name)
 	if err != nil {
