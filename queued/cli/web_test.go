@@ -77,7 +77,6 @@ func TestWeb(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 
-
 	// A server that cannot prove it holds the token gets no URL with it.
 	impostor := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")

@@ -115,7 +115,6 @@ type Config struct {
 // TT_DEVICE_LOG_DIR is not set.
 const DefaultSystemStateDir = "/var/lib/tt-device-queue"
 
-
 // maxSocketPath is the longest path a Unix socket can be bound at
 // (sun_path holds 108 bytes with its NUL).
 const maxSocketPath = 107
