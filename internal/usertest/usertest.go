@@ -105,6 +105,9 @@ func New(t testing.TB, prefix string, groups ...string) User {
 	}
 	admin(t, "useradd", append(args, name)...)
 	t.Cleanup(func() {
+		// A test that failed may leave a job of the user running, and
+		// userdel refuses a user with processes.
+		exec.Command("pkill", "-KILL", "-u", name).Run()
 		retry("userdel", name)
 		retry("groupdel", name)
 	})
