@@ -61,7 +61,8 @@ func admin(t testing.TB, tool string, args ...string) {
 }
 
 // retry runs tool until it succeeds, fails for another reason than a
-// locked database, or 30 seconds have passed.
+// locked database or a user's process still exiting, or 30 seconds have
+// passed.
 func retry(tool string, args ...string) error {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -69,7 +70,8 @@ func retry(tool string, args ...string) error {
 		if err == nil {
 			return nil
 		}
-		if !strings.Contains(string(out), "lock") || time.Now().After(deadline) {
+		busy := strings.Contains(string(out), "lock") || strings.Contains(string(out), "used by process")
+		if !busy || time.Now().After(deadline) {
 			return fmt.Errorf("%s %s: %w: %s", tool, strings.Join(args, " "), err, out)
 		}
 		time.Sleep(50 * time.Millisecond) // the other writer holds the lock for milliseconds
