@@ -91,4 +91,16 @@ func TestRun_WorkingDirectoryTheUserCannotEnter(t *testing.T) {
 	if res.Err == nil || !strings.Contains(res.Err.Error(), "no such file or directory") {
 		t.Errorf("missing directory: %v", res.Err)
 	}
+	// Under a directory the user cannot search, what exists and what does
+	// not read the same: the answer is the user's view, not root's.
+	if err := os.Mkdir(filepath.Join(closed, "exists"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	res, _ = runAs(t, a, filepath.Join(closed, "exists"), "true")
+	there := res.Err
+	res, _ = runAs(t, a, filepath.Join(closed, "absent"), "true")
+	absent := res.Err
+	if there == nil || absent == nil || !strings.Contains(there.Error(), "permission denied") || !strings.Contains(absent.Error(), "permission denied") {
+		t.Errorf("below a closed directory: existing %v, absent %v; want permission denied for both", there, absent)
+	}
 }

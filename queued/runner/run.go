@@ -201,20 +201,23 @@ func start(spec *Spec, out *Log) (*running, error) {
 // answer names the shell even when entering the working directory failed
 // (the child changes its user, then enters the directory, then runs the
 // shell), so a directory that is missing, or that the job's user cannot
-// enter, is told apart here: by a look as queued, then by starting the
-// shell as the user outside the directory.
+// enter, is told apart here: for a job of queued's own user by a look at
+// the directory; for another user's by starting the shell as that user
+// outside it, and then the kernel's answer is the user's view (queued,
+// as root, would tell them which of the paths they cannot search exist).
 func startError(spec *Spec, err error) error {
-	if spec.Dir != "" {
+	switch a := spec.Account; {
+	case spec.Dir == "":
+	case a == nil:
 		if _, serr := os.Stat(spec.Dir); serr != nil {
 			return fmt.Errorf("working directory: %w", serr)
 		}
-		if a := spec.Account; a != nil && shellStartsAs(spec, "/") {
-			var errno syscall.Errno
-			if !errors.As(err, &errno) {
-				errno = syscall.EACCES
-			}
-			return fmt.Errorf("working directory %s: %w for user %s (uid %d)", spec.Dir, errno, a.Name, a.UID)
+	case shellStartsAs(spec, "/"):
+		var errno syscall.Errno
+		if !errors.As(err, &errno) {
+			errno = syscall.EACCES
 		}
+		return fmt.Errorf("working directory %s: %w for user %s (uid %d)", spec.Dir, errno, a.Name, a.UID)
 	}
 	if a := spec.Account; a != nil {
 		return fmt.Errorf("starting %s as user %s (uid %d): %w", spec.Shell[0], a.Name, a.UID, err)
