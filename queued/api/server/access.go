@@ -100,14 +100,17 @@ func (s *Server) adminsText() string {
 }
 
 // redact hides the parts of another user's job that are not everyone's
-// to see on a shared daemon: its environment and working directory (the
-// command, card, state and owner stay, as ps shows every user's
-// processes).
+// to see on a shared daemon: its environment, working directory and
+// error (which may name its paths); the command, card, state, outcome and
+// owner stay, as ps shows every user's processes.
 func (s *Server) redact(r *http.Request, j *api.Job, rec *store.Job) {
 	if s.mayTouch(r, rec, true) == nil {
 		return
 	}
 	j.Env, j.EnvFromShell, j.Cwd = nil, nil, ""
+	if j.Error != "" {
+		j.Error = "(only its owner and admins may see why)"
+	}
 }
 
 // callerView is the caller as GET /status shows it.

@@ -290,6 +290,14 @@ func TestSystem_TwoUsersShareACard(t *testing.T) {
 	if b, _ := os.ReadFile(target); string(b) != "root's" {
 		t.Errorf("root's write followed the planted link: %q", b)
 	}
+	// A failed job's error may name its paths: others do not see it.
+	failed := s.queueAs(alice, filepath.Join(alice.Home, "private-project"), "true")
+	if j := s.waitResult(failed); !strings.Contains(j.Error, "private-project") {
+		t.Fatalf("alice's job in a missing directory: %q", j.Error)
+	}
+	if r := s.as(bob, "GET", "/jobs?state=done", ""); strings.Contains(r.body, "private-project") {
+		t.Errorf("bob's list shows the error of alice's job: %v", r)
+	}
 
 	// The admin may kill alice's job; alice may kill her own.
 	long := s.queueAs(alice, alice.Home, "sleep 100")
