@@ -367,13 +367,14 @@ func FromEnv(lookup Lookup) (Config, error) {
 		return c, err
 	}
 	_, c.PortSet = get("TT_DEVICE_PORT")
-	dir, err := StateDir(lookup)
-	if err != nil && c.Socket == "" {
-		return c, err
-	}
-	c.StateDir = dir
 	if _, set := get("TT_DEVICE_LOG_DIR"); c.Socket != "" && !set {
-		c.StateDir = DefaultSystemStateDir
+		c.StateDir = DefaultSystemStateDir // root's, not a user's home
+	} else {
+		dir, err := StateDir(lookup)
+		if err != nil {
+			return c, err
+		}
+		c.StateDir = dir
 	}
 	if err := c.Validate(); err != nil {
 		return c, err

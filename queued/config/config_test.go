@@ -209,6 +209,14 @@ func TestFromEnv_SystemMode(t *testing.T) {
 	if err != nil || c.StateDir != "/srv/q" || !c.PortSet {
 		t.Fatalf("state dir %q port set %v, %v", c.StateDir, c.PortSet, err)
 	}
+	_, err = FromEnv(env(map[string]string{"TT_DEVICE_SOCKET": "/run/q.sock", "TT_DEVICE_LOG_DIR": "relative/state"}))
+	if ee := (*EnvError)(nil); !errors.As(err, &ee) || ee.Var != "TT_DEVICE_LOG_DIR" {
+		t.Errorf("system mode with a relative state directory: %v", err)
+	}
+	c, err = FromEnv(env(map[string]string{"TT_DEVICE_SOCKET": "/run/q.sock"}))
+	if err != nil || c.StateDir != DefaultSystemStateDir {
+		t.Errorf("system mode without HOME: %q, %v", c.StateDir, err)
+	}
 	c, err = FromEnv(env(map[string]string{"HOME": "/h"}))
 	if err != nil || c.Socket != "" || c.PortSet {
 		t.Fatalf("user mode: %+v, %v", c, err)
