@@ -485,3 +485,37 @@ func TestSystem_JobsGetNoSharedKeyring(t *testing.T) {
 		t.Errorf("bob's job sees the key alice's job added:\n%s", out)
 	}
 }
+
+// A system-mode queued killed with SIGKILL and started again keeps every
+// user's jobs: the running one's leftover processes are killed and it is
+// recorded interrupted, and the queued one still runs as its submitter,
+// from the owner recorded in the store.
+func TestSystem_KillDashNineKeepsEachUsersJobs(t *testing.T) {
+	alice, bob := usertest.New(t, "ttqa"), usertest.New(t, "ttqb")
+	state := t.TempDir()
+	s := startSystem(t, state)
+	running := s.queueAs(alice, alice.Home, "echo up; sleep 300")
+	s.waitOutput(running, "up")
+	pgid := s.job(running).PID
+	waiting := s.queueAs(bob, bob.Home, "id -un; pwd")
+	s.cmd.Process.Kill()
+	<-s.exited
+
+	s = startSystem(t, state)
+	if j := s.waitResult(running); j.Outcome != "interrupted" {
+		t.Errorf("alice's job after the crash: %s, want interrupted", j.Outcome)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for alive(pgid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("alice's job (pid %d) outlived the crash and the restart", pgid)
+		}
+		time.Sleep(10 * time.Millisecond) // polling for the leftover to be killed
+	}
+	if j := s.waitResult(waiting); j.Outcome != "success" || j.OwnerUID == nil || *j.OwnerUID != bob.UID {
+		t.Fatalf("bob's job after the restart: %s %q, owner %v", j.Outcome, j.Error, j.OwnerUID)
+	}
+	if out := s.logs(waiting); out != bob.Name+"\n"+bob.Home+"\n" {
+		t.Errorf("bob's job ran as %q, want %s in %s", out, bob.Name, bob.Home)
+	}
+}
