@@ -167,8 +167,9 @@ func ownerText(name string, uid *uint32) string {
 }
 
 // ownerCell is who a job is shown as belonging to in tables: its owner's
-// name (or uid), else the client id it was submitted under (all that jobs
-// recorded before owners were carry), else "-".
+// name (or uid), which a system-mode daemon records, else the client id it
+// was submitted under (a user-mode daemon's jobs are all its user's, and
+// the client id tells them apart), else "-".
 func ownerCell(owner string, uid *uint32, clientID string) string {
 	if owner != "" {
 		return owner

@@ -76,9 +76,10 @@ function since(iso) { return (Date.now() - Date.parse(iso)) / 1000; }
 function when(iso) { return new Date(iso).toLocaleString(); }
 function short(id) { return id ? id.slice(0, 8) : ""; }
 
-// owner names whose a job is: its owner's user name (or uid), else the
-// client id it was submitted under (jobs recorded before owners were), or
-// "" when neither is known.
+// owner names whose a job is: its owner's user name (or uid), which a
+// system-mode queued records, else the client id it was submitted under
+// (on a user-mode queued every job is its one user's), or "" when neither
+// is known.
 function owner(j) {
   if (j.owner) return j.owner;
   if (j.owner_uid !== undefined && j.owner_uid !== null) return "uid " + j.owner_uid;
