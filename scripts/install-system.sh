@@ -148,6 +148,11 @@ $group_line
 # Jobs queued at once, all users together: one user can fill it.
 #TT_DEVICE_MAX_QUEUED_JOBS=1000
 
+# Processes and threads one job may have, so one job's fork bomb cannot
+# take what queued and the other users' jobs need. Leave room for your
+# largest job's data loaders and thread pools.
+#TT_DEVICE_JOB_TASKS_MAX=4096
+
 # TCP is off in system mode. A port turns it on (127.0.0.1); requests over
 # it need the token in the root-only state directory, and a token holder
 # acts as root.

@@ -68,6 +68,10 @@ type Config struct {
 	// KillGrace is the time between SIGINT and SIGKILL when a job is
 	// stopped; 0 sends SIGKILL right after SIGINT.
 	KillGrace time.Duration
+	// JobTasksMax caps each job at that many processes and threads
+	// (pids.max of its cgroup, where jobs get cgroups of their own); 0
+	// leaves them unlimited.
+	JobTasksMax int
 	// StopTimeout is how long the service manager waits after SIGTERM
 	// before it kills queued (systemd's TimeoutStopSec); queued warns at
 	// start when the kill grace leaves too little of it to record how the
@@ -202,6 +206,7 @@ var Settings = []Setting{
 	{"TT_DEVICE_DEEP_RESET_TIMEOUT", "300", "Seconds the deep reset command may run."},
 	{"TT_DEVICE_DRIVER_PATH", DefaultDriverPath, "KMD directory whose <card>/pids files list the processes holding each card."},
 	{"TT_DEVICE_WAIT_FOREIGN", "0", "1: a card starts no job while a process outside the queue holds it."},
+	{"TT_DEVICE_JOB_TASKS_MAX", "none", "Processes and threads one job may have (pids.max of its cgroup; needs Delegate=yes): on a shared host, one job's fork bomb then cannot take what queued and the other jobs need."},
 	{"TT_DEVICE_SOCKET", "none (user mode)", "System mode: as root, serve every user of the host on this Unix socket (the shipped unit: " + api.SystemSocket + ", where the CLI looks), each job run as its submitter; TCP is off unless TT_DEVICE_PORT or --listen is given, and the state directory defaults to " + DefaultSystemStateDir + "."},
 	{"TT_DEVICE_SOCKET_GROUP", "none: every user may connect", "System mode: only this group's members may connect to the socket (mode 0660)."},
 	{"TT_DEVICE_ADMIN_GROUP", "none: root only", "System mode: members of this group, like root, may see and kill every user's jobs, and their resets interrupt any job."},
@@ -281,6 +286,7 @@ func FromEnv(lookup Lookup) (Config, error) {
 		{"TT_DEVICE_RETENTION_DAYS", &c.RetentionDays, 1},
 		{"TT_DEVICE_MAX_COMPLETED_JOBS", &c.MaxCompleted, 1},
 		{"TT_DEVICE_PORT", &c.Port, 0},
+		{"TT_DEVICE_JOB_TASKS_MAX", &c.JobTasksMax, 1},
 	}
 	for _, f := range ints {
 		if v, ok := get(f.name); ok {

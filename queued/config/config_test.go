@@ -29,13 +29,13 @@ func TestFromEnv_Defaults(t *testing.T) {
 func TestFromEnv_Overrides(t *testing.T) {
 	c, err := FromEnv(env(map[string]string{
 		"TT_DEVICE_IDS": "1, 0", "TT_DEVICE_MAX_QUEUED_JOBS": "5", "TT_DEVICE_DEFAULT_TIMEOUT": "10",
-		"TT_DEVICE_LOG_DIR": "/srv/q", "TT_DEVICE_MAX_LOG_BYTES": "4096", "TT_DEVICE_PORT": "0",
+		"TT_DEVICE_LOG_DIR": "/srv/q", "TT_DEVICE_MAX_LOG_BYTES": "4096", "TT_DEVICE_PORT": "0", "TT_DEVICE_JOB_TASKS_MAX": "512",
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(c.Devices) != 2 || c.Devices[0] != 0 || c.MaxQueued != 5 || c.DefaultTimeout != 10*time.Second ||
-		c.StateDir != "/srv/q" || c.MaxLogBytes != 4096 || c.Port != 0 {
+		c.StateDir != "/srv/q" || c.MaxLogBytes != 4096 || c.Port != 0 || c.JobTasksMax != 512 {
 		t.Fatalf("config = %+v", c)
 	}
 	c, err = FromEnv(env(map[string]string{"XDG_STATE_HOME": "/x"}))
@@ -54,6 +54,7 @@ func TestFromEnv_ErrorsNameVariableAndValue(t *testing.T) {
 		"TT_DEVICE_LOG_DIR":           "relative/dir",
 		"TT_DEVICE_DEFAULT_TIMEOUT":   "-5",
 		"TT_DEVICE_MAX_REQUEST_BYTES": "1e6",
+		"TT_DEVICE_JOB_TASKS_MAX":     "0",
 	} {
 		_, err := FromEnv(env(map[string]string{"HOME": "/h", name: val}))
 		var ee *EnvError

@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -29,7 +30,8 @@ import (
 
 // Controllers are the controllers a Manager enables for the job cgroups
 // when its cgroup offers them: memory for per-job accounting and OOM
-// containment, pids for a per-job view of how many tasks a job has.
+// containment, pids for a per-job view of how many tasks a job has and
+// its limit (TT_DEVICE_JOB_TASKS_MAX).
 var Controllers = []string{"memory", "pids"}
 
 // removeTimeout bounds how long Job.Close waits for a killed job's
@@ -89,8 +91,9 @@ func (m *Manager) Enabled() []string { return append([]string(nil), m.controller
 
 // Job is the cgroup of one running program.
 type Job struct {
-	dir string
-	fd  *os.File
+	dir  string
+	fd   *os.File
+	pids bool // the pids controller is enabled for it
 }
 
 // New creates a job cgroup named after name (characters other than
@@ -122,7 +125,35 @@ func (m *Manager) New(name string) (*Job, error) {
 		os.Remove(dir)
 		return nil, fmt.Errorf("opening job cgroup: %w", err)
 	}
-	return &Job{dir: dir, fd: fd}, nil
+	return &Job{dir: dir, fd: fd, pids: contains(m.controllers, "pids")}, nil
+}
+
+// Has reports whether the job cgroups get controller (see Controllers); a
+// nil Manager has none.
+func (m *Manager) Has(controller string) bool {
+	return m != nil && contains(m.controllers, controller)
+}
+
+// ErrNoController means a limit needs a controller the job cgroups do not
+// have.
+var ErrNoController = errors.New("controller not enabled for the job cgroups")
+
+// LimitTasks caps the job at n tasks (processes and threads: pids.max), so
+// a job that forks without end runs out inside its own cgroup rather than
+// taking what queued and the other jobs need. A nil Job (no delegated
+// cgroup) has nothing to limit.
+func (j *Job) LimitTasks(n int) error {
+	if j == nil {
+		return nil
+	}
+	if !j.pids {
+		return fmt.Errorf("pids.max of %s: %w", j.dir, ErrNoController)
+	}
+	path := filepath.Join(j.dir, "pids.max")
+	if err := os.WriteFile(path, []byte(strconv.Itoa(n)), 0); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
 }
 
 // NameFromEnv returns the value of key in env (NAME=value entries), the

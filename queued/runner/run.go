@@ -60,6 +60,10 @@ type Spec struct {
 	Repeat int
 	// KillGrace is the time between SIGINT and SIGKILL after a stop.
 	KillGrace time.Duration
+	// TasksMax, when above 0, caps each iteration at that many processes
+	// and threads (pids.max of its cgroup), where it has a cgroup of its
+	// own (see package jobcgroup); elsewhere it is not enforced.
+	TasksMax int
 	// OnStart, if set, is called as each iteration's process starts; the
 	// scheduler records the process for recovery. It must not block: the
 	// timeout and stop are not watched while it runs.
@@ -164,6 +168,14 @@ func start(spec *Spec, out *Log) (*running, error) {
 	// and the OOM killer's victim is the job, not the queue; elsewhere cg
 	// is nil and only the process group is signalled.
 	cg, _ := jobcgroup.Default().New(jobcgroup.NameFromEnv(spec.Env, JobEnvVar))
+	if spec.TasksMax > 0 {
+		if err := cg.LimitTasks(spec.TasksMax); err != nil && !errors.Is(err, jobcgroup.ErrNoController) {
+			cg.Close()
+			pr.Close()
+			pw.Close()
+			return nil, fmt.Errorf("limiting the job to %d tasks: %w", spec.TasksMax, err)
+		}
+	}
 	cg.Place(cmd.SysProcAttr)
 	if spec.Account != nil {
 		err = startInOwnSession(cmd)

@@ -416,6 +416,9 @@ func (s *Scheduler) spec(rec *store.Job) (runner.Spec, error) {
 		Repeat:    rec.Repeat,
 		KillGrace: s.opt.KillGrace,
 	}
+	if rec.Kind == store.KindJob {
+		spec.TasksMax = s.opt.JobTasksMax
+	}
 	base := s.env
 	switch {
 	case rec.Kind == store.KindReset && s.opt.ResetAccount != nil:

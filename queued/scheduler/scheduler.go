@@ -102,6 +102,10 @@ type Options struct {
 	MaxOutputBytes int64
 	// KillGrace is the time from SIGINT to SIGKILL; default 10s.
 	KillGrace time.Duration
+	// JobTasksMax (TT_DEVICE_JOB_TASKS_MAX), when above 0, caps each job
+	// at that many processes and threads where jobs get cgroups of their
+	// own; 0 leaves them unlimited.
+	JobTasksMax int
 	// RetentionDays and MaxCompleted bound finished jobs; defaults 30 and 10000.
 	RetentionDays int
 	MaxCompleted  int

@@ -190,3 +190,44 @@ func TestQueued_OOMKilledJobLeavesQueuedAndOtherCard(t *testing.T) {
 		t.Fatalf("the next job on card 0: %+v, %v", r, err)
 	}
 }
+
+// TestQueued_JobCgroupTasksMax: with TT_DEVICE_JOB_TASKS_MAX each job's
+// cgroup gets that pids.max, so a job that forks without end (on a shared
+// host, one user's fork bomb) runs out of tasks inside its own cgroup
+// while queued, which needs threads of its own, and the other card's job
+// go on.
+func TestQueued_JobCgroupTasksMax(t *testing.T) {
+	dir, wrapper := delegatedCgroup(t)
+	offered, _ := os.ReadFile(filepath.Join(dir, "cgroup.controllers"))
+	if !slices.Contains(strings.Fields(string(offered)), "pids") {
+		t.Skipf("the pids controller is not available to cgroup v2 children here (cgroup.controllers of %s: %q); "+
+			"queued/jobcgroup/vmtest.sh runs this test in a VM that has it", dir, strings.TrimSpace(string(offered)))
+	}
+	state, work := t.TempDir(), t.TempDir()
+	d := startDaemonWith(t, state, wrapper, "TT_DEVICE_JOB_TASKS_MAX=8")
+	other := d.queue("1", work, "echo started; sleep 1000")
+	d.waitOutput(other, "started")
+	// The forks happen in a subshell, which a failed fork ends; the rest
+	// uses builtins only, since no fork is left to the job then. Its
+	// sleeps end with it (the runner kills the job's group).
+	bomb := d.queue("0", work, `cg=/sys/fs/cgroup$(sed -n 's/^0:://p' /proc/self/cgroup); echo "max $(cat $cg/pids.max)"; `+
+		`( i=0; while [ $i -lt 30 ]; do sleep 1000 & i=$((i+1)); done ); read n < $cg/pids.current; echo "current $n"; exit 0`)
+	if _, err := d.client.WaitResult(ctx(t), bomb); err != nil {
+		t.Fatal(err)
+	}
+	out := d.logsOf(bomb)
+	m := regexp.MustCompile(`current (\d+)`).FindStringSubmatch(out)
+	if !strings.Contains(out, "max 8\n") || m == nil {
+		t.Fatalf("the job's cgroup is not limited to 8 tasks:\n%s", out)
+	}
+	if n, _ := strconv.Atoi(m[1]); n > 8 {
+		t.Errorf("the job has %d tasks, over its limit of 8", n)
+	}
+	if r, err := d.client.Job(ctx(t), other); err != nil || r.State != "running" {
+		t.Fatalf("card 1's job after card 0's ran out of tasks: %+v, %v", r, err)
+	}
+	next := d.queue("0", work, "echo after")
+	if r, err := d.client.WaitResult(ctx(t), next); err != nil || *r.ExitCode != 0 {
+		t.Fatalf("the next job on card 0: %+v, %v", r, err)
+	}
+}

@@ -207,3 +207,14 @@ func TestQueued_WarnsWhenTheGraceDoesNotFit(t *testing.T) {
 		t.Fatalf("no warning for a 50 s grace in a 45 s stop timeout:\n%s", d.stderr.String())
 	}
 }
+
+// TestQueued_WarnsWhenTheTaskLimitIsNotEnforced: where jobs get no cgroup
+// of their own (no Delegate=yes), a TT_DEVICE_JOB_TASKS_MAX that cannot be
+// enforced is named at start rather than silently ignored.
+func TestQueued_WarnsWhenTheTaskLimitIsNotEnforced(t *testing.T) {
+	t.Parallel()
+	d := startDaemonWith(t, t.TempDir(), bin, "TT_DEVICE_JOB_TASKS_MAX=64")
+	if !strings.Contains(d.stderr.String(), "TT_DEVICE_JOB_TASKS_MAX is not enforced") {
+		t.Fatalf("no warning for a task limit without job cgroups:\n%s", d.stderr.String())
+	}
+}

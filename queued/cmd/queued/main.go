@@ -24,6 +24,7 @@ import (
 	"github.com/ttkit/ttkit/queued/api"
 	"github.com/ttkit/ttkit/queued/api/server"
 	"github.com/ttkit/ttkit/queued/config"
+	"github.com/ttkit/ttkit/queued/jobcgroup"
 	"github.com/ttkit/ttkit/queued/legacyimport"
 	"github.com/ttkit/ttkit/queued/scheduler"
 	"github.com/ttkit/ttkit/queued/store"
@@ -302,6 +303,10 @@ func run(c cli, log *slog.Logger) error {
 		log.Warn("the kill grace does not fit in the service manager's stop timeout: a stop may be cut off before it records how the running jobs ended; raise TimeoutStopSec and TT_DEVICE_STOP_TIMEOUT or lower TT_DEVICE_KILL_GRACE",
 			"kill_grace", cfg.KillGrace, "stop_timeout", cfg.StopTimeout, "needed", cfg.KillGrace+stopMargin)
 	}
+	if cfg.JobTasksMax > 0 && !jobcgroup.Default().Has("pids") {
+		log.Warn("TT_DEVICE_JOB_TASKS_MAX is not enforced: jobs get no cgroup of their own with the pids controller here (Delegate=yes, cgroup v2 with pids)",
+			"job_tasks_max", cfg.JobTasksMax)
+	}
 	metrics, err := telemetry.Setup(context.Background(), version.String(), log)
 	if err != nil {
 		return err
@@ -372,7 +377,7 @@ func run(c cli, log *slog.Logger) error {
 		KillGrace: killGrace(cfg.KillGrace), RetentionDays: cfg.RetentionDays, MaxCompleted: cfg.MaxCompleted, Logger: log,
 		Controls: controls(cfg, log), DriverPath: cfg.DriverPath, WaitForeign: cfg.WaitForeign,
 		MeterProvider: metrics, MaxOutputBytes: cfg.MaxOutputBytes,
-		RunAs: cfg.Socket != "", ResetAccount: sys.reset,
+		RunAs: cfg.Socket != "", ResetAccount: sys.reset, JobTasksMax: cfg.JobTasksMax,
 	})
 	if err != nil {
 		return err
