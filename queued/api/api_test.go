@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+	"golang.org/x/sys/unix"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -205,5 +206,12 @@ func TestNewClient_Transport(t *testing.T) {
 		t.Errorf("answer timeout %s cuts long-polls short", tr.ResponseHeaderTimeout)
 	case c.http.Timeout != 0:
 		t.Errorf("whole-request timeout %s", c.http.Timeout)
+	}
+}
+
+// MaxSocketPath is what a socket address holds, less its NUL.
+func TestMaxSocketPathIsTheKernels(t *testing.T) {
+	if want := len(unix.RawSockaddrUnix{}.Path) - 1; MaxSocketPath != want {
+		t.Errorf("MaxSocketPath %d, want %d", MaxSocketPath, want)
 	}
 }

@@ -6,6 +6,11 @@ import (
 	"net/http"
 )
 
+// MaxSocketPath is the longest path a Unix socket can be bound at or
+// dialled (sun_path holds 108 bytes with its terminating NUL): the daemon,
+// its settings and the CLI refuse a longer one by this one figure.
+const MaxSocketPath = 107
+
 // SocketFile is the Unix socket queued listens on inside its state
 // directory. The directory is 0700 and the socket 0600, so no other user
 // can listen there in queued's place or connect to it: the CLI talks to its

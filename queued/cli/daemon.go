@@ -10,8 +10,6 @@ import (
 	"strings"
 	"syscall"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/ttkit/ttkit/queued/api"
 )
 
@@ -22,10 +20,6 @@ const (
 	viaSystem        // api.SystemSocket, since the user's own daemon did not answer
 	viaGiven         // a unix:// URL in --host (TT_DEVICE_URL)
 )
-
-// maxSocketPath is the longest path a Unix socket address can hold (the
-// kernel's sun_path less its terminating NUL).
-var maxSocketPath = len(unix.RawSockaddrUnix{}.Path) - 1
 
 // unixExample is how a unix URL looks, for messages.
 const unixExample = "unix://" + api.SystemSocket
@@ -56,8 +50,8 @@ func unixSocketPath(raw string) (path string, ok bool, err error) {
 		return bad("a socket path has no query, fragment or NUL")
 	}
 	path = filepath.Clean(path)
-	if len(path) > maxSocketPath {
-		return bad(fmt.Sprintf("the socket path is %d bytes, more than a socket address holds (%d)", len(path), maxSocketPath))
+	if len(path) > api.MaxSocketPath {
+		return bad(fmt.Sprintf("the socket path is %d bytes, more than a socket address holds (%d)", len(path), api.MaxSocketPath))
 	}
 	return path, true, nil
 }

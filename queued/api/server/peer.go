@@ -77,21 +77,17 @@ func SameUser(p Peer) error {
 	return fmt.Errorf("uid %d may not use the queue of uid %d", p.UID, os.Getuid())
 }
 
-// maxSocketPath is the longest path a Unix socket can be bound at
-// (sun_path holds 108 bytes with its NUL).
-const maxSocketPath = 107
-
 // ListenUnix serves a Unix socket at path, created atomically: it is bound
 // under a temporary name in the same directory, given mode (and group gid,
 // unless gid < 0), and renamed into place, so it never exists with looser
 // permissions, and a socket left by a daemon that died is replaced. The
 // caller removes path when done.
 func ListenUnix(path string, mode os.FileMode, gid int) (*net.UnixListener, error) {
-	if len(path) > maxSocketPath {
-		return nil, fmt.Errorf("socket path %s is %d bytes, over the %d a Unix socket allows: use a shorter state directory (TT_DEVICE_LOG_DIR)", path, len(path), maxSocketPath)
+	if len(path) > api.MaxSocketPath {
+		return nil, fmt.Errorf("socket path %s is %d bytes, over the %d a Unix socket allows: use a shorter state directory (TT_DEVICE_LOG_DIR)", path, len(path), api.MaxSocketPath)
 	}
 	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+"."+strconv.Itoa(os.Getpid()))
-	if len(tmp) > maxSocketPath {
+	if len(tmp) > api.MaxSocketPath {
 		tmp = path + "~"
 	}
 	os.Remove(tmp)
