@@ -1,10 +1,8 @@
 package cli_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,19 +33,7 @@ func runDoctor(t *testing.T, env []string, args ...string) result {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, filepath.Join(bin, "tt-device-queue"), args...)
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH")}, env...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	r := result{stdout: out.String(), stderr: errb.String()}
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee):
-		r.code = ee.ExitCode()
-	default:
-		t.Fatalf("running tt-device-queue %v: %v", args, err)
-	}
-	return r
+	return runCmd(t, cmd)
 }
 
 func decodeChecks(t *testing.T, r result) map[string]doctor.Check {

@@ -1,8 +1,6 @@
 package cli_test
 
 import (
-	"bytes"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -92,17 +90,7 @@ func TestImport_Command(t *testing.T) {
 	importInto := func(state string, args ...string) result {
 		cmd := exec.Command(filepath.Join(bin, "tt-device-queue"), append([]string{"import"}, args...)...)
 		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "TT_DEVICE_LOG_DIR=" + state}
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		err := cmd.Run()
-		r := result{stdout: out.String(), stderr: errb.String()}
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			r.code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		return r
+		return runCmd(t, cmd)
 	}
 	var first, again result
 	d := startDaemonWith(t, func(state string) {

@@ -64,17 +64,7 @@ func (s *systemInstall) run(extra ...string) result {
 	if s.cred != nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred}
 	}
-	var out, errb strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	res := result{stdout: out.String(), stderr: errb.String()}
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		res.code = ee.ExitCode()
-	} else if err != nil {
-		s.t.Fatal(err)
-	}
-	return res
+	return runCmd(s.t, cmd)
 }
 
 // wantFile checks that the installed path exists with mode and owner root.

@@ -2,7 +2,6 @@ package cli_test
 
 import (
 	"context"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -81,17 +80,7 @@ func (r *installRig) install(extra ...string) result {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", "scripts/install.sh")
 	cmd.Dir, cmd.Env = r.root, append(append([]string(nil), r.env...), extra...)
-	var out, errb strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	res := result{stdout: out.String(), stderr: errb.String()}
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		res.code = ee.ExitCode()
-	} else if err != nil {
-		r.t.Fatal(err)
-	}
-	return res
+	return runCmd(r.t, cmd)
 }
 
 // calls returns and forgets the systemctl calls so far.

@@ -1,10 +1,8 @@
 package cli_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,20 +32,8 @@ func (d *daemon) runIn(dir string, env []string, stdin string, args ...string) r
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cmd := d.command(ctx, env, args...)
-	cmd.Dir = dir
-	var out, errb bytes.Buffer
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = strings.NewReader(stdin), &out, &errb
-	err := cmd.Run()
-	r := result{stdout: out.String(), stderr: errb.String()}
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee):
-		r.code = ee.ExitCode()
-	default:
-		d.t.Fatalf("running tt-device-queue %v: %v", args, err)
-	}
-	return r
+	cmd.Dir, cmd.Stdin = dir, strings.NewReader(stdin)
+	return runCmd(d.t, cmd)
 }
 
 // probeScript imports a sibling module and prints, as one JSON line, what

@@ -3,7 +3,6 @@ package cli_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -83,19 +82,7 @@ func (s *shared) run(u usertest.User, args ...string) result {
 	cmd.Dir = u.Home
 	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + u.Home, "USER=" + u.Name, "TT_DEVICE_URL=unix://" + s.sock}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: u.UID, Gid: u.GID}}
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	r := result{stdout: out.String(), stderr: errb.String()}
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee):
-		r.code = ee.ExitCode()
-	default:
-		s.t.Fatalf("tt-device-queue %v as %s: %v", args, u.Name, err)
-	}
-	return r
+	return runCmd(s.t, cmd)
 }
 
 // The walkthrough: a second account queues onto the same card
