@@ -69,26 +69,52 @@ func owns(c caller, rec *store.Job) bool {
 	return rec.OwnerUID != nil && *rec.OwnerUID == c.uid
 }
 
-// mayTouch decides whether the caller may read the job's record and
-// output (see) or stop it (see false). On a user-mode daemon everyone who
-// gets in is its user or root, so everything is allowed. On a shared one
-// a job is its owner's and the admins'; the record and output of a reset
-// are everyone's (they are about the card), stopping one is not.
-func (s *Server) mayTouch(r *http.Request, rec *store.Job, see bool) error {
-	if !s.cfg.Shared {
+// access is what one request's caller may do with jobs. Whether the
+// caller is an admin is read from the user database at most once per
+// request, and only for a job that is not theirs: a list of many other
+// users' jobs costs one lookup, not one per job.
+type access struct {
+	s       *Server
+	c       caller
+	checked bool // isAdmin has been looked up
+	isAdmin bool
+}
+
+// accessOf is r's access.
+func (s *Server) accessOf(r *http.Request) *access { return &access{s: s, c: callerOf(r)} }
+
+func (a *access) admin() bool {
+	if !a.checked {
+		a.isAdmin, a.checked = a.s.admin(a.c), true
+	}
+	return a.isAdmin
+}
+
+// allowed reports whether the caller may read the job's record and output
+// (see) or stop it (see false). On a user-mode daemon everyone who gets in
+// is its user or root, so everything is allowed. On a shared one a job is
+// its owner's and the admins'; the record and output of a reset are
+// everyone's (they are about the card), stopping one is not.
+func (a *access) allowed(rec *store.Job, see bool) bool {
+	return !a.s.cfg.Shared || owns(a.c, rec) || (see && rec.Kind == store.KindReset) || a.admin()
+}
+
+// mayTouch is nil when allowed, else the refusal, naming the owner.
+func (a *access) mayTouch(rec *store.Job, see bool) error {
+	if a.allowed(rec, see) {
 		return nil
 	}
-	c := callerOf(r)
-	if owns(c, rec) || (see && rec.Kind == store.KindReset) || s.admin(c) {
-		return nil
-	}
-	what := "see its record or output or stop it"
 	owner := "no recorded owner"
 	if rec.OwnerUID != nil {
 		owner = fmt.Sprintf("%s (uid %d)", rec.Owner, *rec.OwnerUID)
 	}
-	return fmt.Errorf("job %s belongs to %s, not to %s (uid %d): only its owner and admins (%s) may %s: %w",
-		rec.ID, owner, userName(c.uid), c.uid, s.adminsText(), what, ErrForbidden)
+	return fmt.Errorf("job %s belongs to %s, not to %s (uid %d): only its owner and admins (%s) may see its record or output or stop it: %w",
+		rec.ID, owner, userName(a.c.uid), a.c.uid, a.s.adminsText(), ErrForbidden)
+}
+
+// mayTouch is accessOf(r).mayTouch, for a request about one job.
+func (s *Server) mayTouch(r *http.Request, rec *store.Job, see bool) error {
+	return s.accessOf(r).mayTouch(rec, see)
 }
 
 // adminsText says who the admins are, for refusals.
@@ -103,8 +129,8 @@ func (s *Server) adminsText() string {
 // to see on a shared daemon: its environment, working directory and
 // error (which may name its paths); the command, card, state, outcome and
 // owner stay, as ps shows every user's processes.
-func (s *Server) redact(r *http.Request, j *api.Job, rec *store.Job) {
-	if s.mayTouch(r, rec, true) == nil {
+func redact(a *access, j *api.Job, rec *store.Job) {
+	if a.allowed(rec, true) {
 		return
 	}
 	j.Env, j.EnvFromShell, j.Cwd = nil, nil, ""

@@ -242,10 +242,11 @@ func (s *Server) handleLogs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	deadline := time.Now().Add(wait)
+	a := s.accessOf(r)
 	for {
 		wt, err := s.sched.Watch(id)
 		if err == nil {
-			err = s.mayTouch(r, &wt.Info.Job, true)
+			err = a.mayTouch(&wt.Info.Job, true)
 		}
 		if err != nil {
 			s.fail(w, r, err)
@@ -310,10 +311,11 @@ func (s *Server) handleResult(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	deadline := time.Now().Add(wait)
+	a := s.accessOf(r)
 	for {
 		wt, err := s.sched.Watch(id)
 		if err == nil {
-			err = s.mayTouch(r, &wt.Info.Job, true)
+			err = a.mayTouch(&wt.Info.Job, true)
 		}
 		if err != nil {
 			s.fail(w, r, err)

@@ -57,9 +57,10 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := api.JobList{Jobs: make([]api.Job, len(infos))}
+	a := s.accessOf(r)
 	for i, info := range infos {
 		out.Jobs[i] = jobView(info)
-		s.redact(r, &out.Jobs[i], &infos[i].Job)
+		redact(a, &out.Jobs[i], &infos[i].Job)
 	}
 	writeJSON(w, http.StatusOK, out)
 }
