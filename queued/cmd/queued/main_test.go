@@ -94,26 +94,36 @@ func startDaemonWith(t *testing.T, state, path string, extra ...string) *daemon 
 	t.Helper()
 	os.Remove(filepath.Join(state, api.AddressFile))
 	d := spawn(t, state, exec.Command(path, "--listen", "127.0.0.1:0"), extra...)
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	d.waitStarted(func() bool {
 		url, err := api.ReadAddress(state)
-		if err == nil {
-			tok, err := api.ReadToken(state)
-			if err != nil {
-				t.Fatal(err)
-			}
-			d.client = api.NewClient(url, tok)
-			return d
+		if err != nil {
+			return false
 		}
+		tok, err := api.ReadToken(state)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.client = api.NewClient(url, tok)
+		return true
+	})
+	return d
+}
+
+// waitStarted polls ready until it holds, failing the test when queued
+// exits first or does not get there within 20 s.
+func (d *daemon) waitStarted(ready func() bool) {
+	d.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !ready() {
 		select {
 		case <-d.exited:
-			t.Fatalf("queued exited at start:\n%s", d.stderr.String())
+			d.t.Fatalf("queued exited at start:\n%s", d.stderr.String())
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("queued did not start:\n%s", d.stderr.String())
+			d.t.Fatalf("queued did not start:\n%s", d.stderr.String())
 		}
-		time.Sleep(5 * time.Millisecond) // polling for the address file
+		time.Sleep(5 * time.Millisecond) // polling for the address file or the socket
 	}
 }
 

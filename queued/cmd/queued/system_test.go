@@ -97,21 +97,10 @@ func startSystemWith(t *testing.T, state string, start func(*exec.Cmd) error, ex
 	d := spawnWith(t, state, exec.Command(bin), start, append([]string{"TT_DEVICE_SOCKET=" + s.sock, "ROOT_SECRET=hunter2"}, extra...)...)
 	d.client = api.NewUnixClient(s.sock)
 	t.Cleanup(d.client.Close)
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if _, err := d.client.Status(context.Background()); err == nil {
-			break
-		}
-		select {
-		case <-d.exited:
-			t.Fatalf("queued exited at start:\n%s", d.stderr.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("queued did not start:\n%s", d.stderr.String())
-		}
-		time.Sleep(5 * time.Millisecond) // polling for the socket
-	}
+	d.waitStarted(func() bool {
+		_, err := d.client.Status(context.Background())
+		return err == nil
+	})
 	s.daemon = d
 	return s
 }
