@@ -98,21 +98,38 @@ func Group(t testing.TB, prefix string) (string, uint32) {
 // groups.
 func New(t testing.TB, prefix string, groups ...string) User {
 	t.Helper()
+	return create(t, prefix, nil, groups)
+}
+
+// Reuse deletes old and creates a new user with old's uid, as a host
+// does when it gives a departed user's uid to someone new.
+func Reuse(t testing.TB, old User, prefix string) User {
+	t.Helper()
+	remove(old.Name)
+	return create(t, prefix, []string{"--uid", strconv.FormatUint(uint64(old.UID), 10)}, nil)
+}
+
+// remove deletes a user, its own group and its processes. A test that
+// failed may leave a job of the user running, and userdel refuses a user
+// with processes.
+func remove(name string) {
+	exec.Command("pkill", "-KILL", "-u", name).Run()
+	retry("userdel", name)
+	retry("groupdel", name)
+}
+
+// create is New with extra useradd arguments.
+func create(t testing.TB, prefix string, extra, groups []string) User {
+	t.Helper()
 	RequireRoot(t)
 	name := prefix + suffix(t)
 	home := filepath.Join(OpenDir(t), name)
-	args := []string{"--create-home", "--home-dir", home, "--shell", "/bin/bash", "--user-group"}
+	args := append([]string{"--create-home", "--home-dir", home, "--shell", "/bin/bash", "--user-group"}, extra...)
 	if len(groups) > 0 {
 		args = append(args, "--groups", strings.Join(groups, ","))
 	}
 	admin(t, "useradd", append(args, name)...)
-	t.Cleanup(func() {
-		// A test that failed may leave a job of the user running, and
-		// userdel refuses a user with processes.
-		exec.Command("pkill", "-KILL", "-u", name).Run()
-		retry("userdel", name)
-		retry("groupdel", name)
-	})
+	t.Cleanup(func() { remove(name) })
 	u, err := user.Lookup(name)
 	if err != nil {
 		t.Fatal(err)

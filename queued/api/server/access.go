@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"sync"
 
 	"github.com/ttkit/ttkit/queued/account"
 	"github.com/ttkit/ttkit/queued/api"
@@ -34,20 +33,11 @@ func callerOf(r *http.Request) caller {
 	return caller{uid: uint32(os.Getuid())}
 }
 
-// names caches user names by uid for job records and messages: a
-// submission should not read the user database each time, and a name
-// only labels the uid.
-var names sync.Map // uint32 -> string
-
-// userName is uid's user name, "uid N" when it has none.
-func userName(uid uint32) string {
-	if v, ok := names.Load(uid); ok {
-		return v.(string)
-	}
-	n := account.Name(uid)
-	names.Store(uid, n)
-	return n
-}
+// userName is uid's user name, "uid N" when it has none. It is read from
+// the user database each time (about 10 µs), never remembered: a uid
+// given to a new user must record the new name, or the job would look
+// like the old user's and be refused at start.
+func userName(uid uint32) string { return account.Name(uid) }
 
 // admin reports whether c may act on every user's jobs: root, the
 // daemon's own user, and, on a shared daemon, members of the admin group

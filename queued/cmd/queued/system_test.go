@@ -508,3 +508,25 @@ func TestSystem_KillDashNineKeepsEachUsersJobs(t *testing.T) {
 		t.Errorf("bob's job ran as %q, want %s in %s", out, bob.Name, bob.Home)
 	}
 }
+
+// A uid given to a new user after its old one left is the new user's: a
+// job the new user submits records and runs as them (a name remembered
+// from the old user would make the job look like the old user's, and
+// fail at start as a uid that changed hands).
+func TestSystem_AReusedUIDIsItsNewUsers(t *testing.T) {
+	old := usertest.New(t, "ttqo")
+	s := startSystem(t, t.TempDir())
+	first := s.queueAs(old, old.Home, "true")
+	if j := s.waitResult(first); j.Owner != old.Name {
+		t.Fatalf("first job's owner %q, want %s", j.Owner, old.Name)
+	}
+	heir := usertest.Reuse(t, old, "ttqn")
+	job := s.queueAs(heir, heir.Home, "id -un")
+	j := s.waitResult(job)
+	if j.Owner != heir.Name || j.Outcome != "success" {
+		t.Fatalf("the new user's job: owner %q, %s %q; want %s, success", j.Owner, j.Outcome, j.Error, heir.Name)
+	}
+	if out := s.logs(job); out != heir.Name+"\n" {
+		t.Errorf("ran as %q, want %s", out, heir.Name)
+	}
+}
