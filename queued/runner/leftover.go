@@ -94,20 +94,84 @@ func scanEnv(procRoot string, marks [][]byte, self int) ([]int, error) {
 		if err != nil || pid == self {
 			continue
 		}
-		env, err := os.ReadFile(filepath.Join(procRoot, e.Name(), "environ"))
-		if err != nil || len(env) == 0 {
-			continue
-		}
-		env = append([]byte{0}, env...) // so every variable starts after a NUL
-		env = append(env, 0)
-		for _, m := range marks {
-			if bytes.Contains(env, append([]byte{0}, m...)) {
-				if st, err := readStat(procRoot, pid); err == nil && st.state != 'Z' {
-					pids = append(pids, pid)
-				}
-				break
+		if hasMark(procRoot, e.Name(), marks) {
+			if st, err := readStat(procRoot, pid); err == nil && st.state != 'Z' {
+				pids = append(pids, pid)
 			}
 		}
 	}
 	return pids, nil
+}
+
+// stragglerTimeout bounds how long killStragglers keeps looking.
+const stragglerTimeout = 2 * time.Second
+
+// killStragglers SIGKILLs what an ended iteration left behind outside its
+// process group, where it had no cgroup to take everything: processes of
+// its session (sid is the leader's pid, still unreaped, so no other
+// session can have that id), and, when the job has a marker, every live
+// process whose environment carries it (one that also left the session).
+// It repeats until a scan finds none, for at most stragglerTimeout.
+func killStragglers(procRoot string, sid int, marker string) {
+	var marks [][]byte
+	if marker != "" {
+		marks = [][]byte{[]byte(JobEnvVar + "=" + marker + "\x00")}
+	}
+	self := os.Getpid()
+	deadline := time.Now().Add(stragglerTimeout)
+	for {
+		pids := scanJob(procRoot, sid, marks, self)
+		for _, pid := range pids {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+		if len(pids) == 0 || time.Now().After(deadline) {
+			return
+		}
+		time.Sleep(5 * time.Millisecond) // give SIGKILL time to land before rescanning
+	}
+}
+
+// scanJob lists the live processes, other than the session's leader and
+// self, in session sid or carrying one of marks in their environment.
+func scanJob(procRoot string, sid int, marks [][]byte, self int) []int {
+	entries, err := os.ReadDir(procRoot)
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == self || pid == sid {
+			continue
+		}
+		st, err := readStat(procRoot, pid)
+		if err != nil || st.state == 'Z' {
+			continue
+		}
+		if st.session == sid {
+			pids = append(pids, pid)
+			continue
+		}
+		if len(marks) > 0 && hasMark(procRoot, e.Name(), marks) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// hasMark reports whether the environment of /proc/<name> holds one of
+// marks (each "NAME=value\x00").
+func hasMark(procRoot, name string, marks [][]byte) bool {
+	env, err := os.ReadFile(filepath.Join(procRoot, name, "environ"))
+	if err != nil || len(env) == 0 {
+		return false
+	}
+	env = append([]byte{0}, env...) // so every variable starts after a NUL
+	env = append(env, 0)
+	for _, m := range marks {
+		if bytes.Contains(env, append([]byte{0}, m...)) {
+			return true
+		}
+	}
+	return false
 }

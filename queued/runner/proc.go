@@ -10,9 +10,10 @@ import (
 
 // procStat holds the fields of /proc/<pid>/stat the runner needs.
 type procStat struct {
-	state byte   // field 3: R, S, Z, ...
-	pgrp  int    // field 5
-	start uint64 // field 22: start time in clock ticks since boot
+	state   byte   // field 3: R, S, Z, ...
+	pgrp    int    // field 5
+	session int    // field 6
+	start   uint64 // field 22: start time in clock ticks since boot
 }
 
 func readStat(procRoot string, pid int) (procStat, error) {
@@ -32,11 +33,12 @@ func readStat(procRoot string, pid int) (procStat, error) {
 		return procStat{}, fmt.Errorf("parsing %s: %d fields", path, len(f))
 	}
 	pgrp, err1 := strconv.Atoi(string(f[2]))
+	session, err3 := strconv.Atoi(string(f[3]))
 	start, err2 := strconv.ParseUint(string(f[19]), 10, 64)
-	if err1 != nil || err2 != nil {
-		return procStat{}, fmt.Errorf("parsing %s: bad pgrp or start time", path)
+	if err1 != nil || err2 != nil || err3 != nil {
+		return procStat{}, fmt.Errorf("parsing %s: bad pgrp, session or start time", path)
 	}
-	return procStat{state: f[0][0], pgrp: pgrp, start: start}, nil
+	return procStat{state: f[0][0], pgrp: pgrp, session: session, start: start}, nil
 }
 
 // StartTime returns field 22 of <procRoot>/<pid>/stat: when the process

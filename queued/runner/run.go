@@ -1,16 +1,23 @@
-// Package runner runs one shell program for queued: in its own process
-// group (and its own cgroup where queued's cgroup is delegated, see
-// package jobcgroup), with a per-iteration timeout, repeated until the first failure,
-// its output drained into a bounded Log, and stoppable with SIGINT then
-// SIGKILL. It also finds and kills process groups left behind by a daemon
-// that died while a job ran.
+// Package runner runs one shell program for queued: in a session of its
+// own (and its own cgroup where queued's cgroup is delegated, see package
+// jobcgroup), started through the exec helper (see helper.go) so that a
+// start that blocks can still be timed out and stopped, with a timeout
+// over all its iterations, repeated until the first failure, its output
+// drained into a bounded Log, and stoppable with SIGINT then SIGKILL. When
+// an iteration ends, whatever it left behind (its process group, its
+// session, processes carrying its job marker) is killed. It also finds and
+// kills what a daemon that died while a job ran left behind.
 package runner
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -21,9 +28,18 @@ import (
 )
 
 // drainTimeout bounds how long output is still read after an iteration's
-// process group is gone; only a process that left the group (setsid) can
-// keep the pipe open that long, and its later output is lost.
+// processes are gone; only a process that escaped every kill can keep the
+// pipe open that long, and its later output is lost.
 const drainTimeout = 2 * time.Second
+
+// DefaultStartTimeout bounds the start of an iteration, from the helper's
+// start to the execve of the shell: the switch to the user and entering
+// the working directory, which on a network or FUSE mount that stopped
+// answering would otherwise never end.
+const DefaultStartTimeout = 30 * time.Second
+
+// ErrStartHung means an iteration's start did not finish within its bound.
+var ErrStartHung = errors.New("did not finish")
 
 // Shell returns the interpreter prefix for a program: bash -c, or sh -c
 // where bash is missing. The "--" ends the shell's options, so a program
@@ -38,23 +54,32 @@ func Shell() []string {
 // Spec describes one program to run.
 type Spec struct {
 	// Shell is the interpreter prefix, such as {"/usr/bin/bash", "-c"}; the
-	// program is its last argument.
+	// program is its last argument. Shell[0] is an absolute path.
 	Shell []string
 	// Cmd is the shell program.
 	Cmd string
-	// Dir is the working directory.
+	// Dir is the working directory; empty means queued's own.
 	Dir string
 	// Env is the complete environment.
 	Env []string
 	// Account, when set, is the user the program runs as (system mode):
-	// its uid, primary gid and supplementary groups are set in the child
-	// before it enters Dir or runs anything, and it gets a session keyring
-	// of its own (see startInOwnSession). Nil runs it as queued's own
-	// user.
+	// the helper sets its supplementary groups, gid and uid before it
+	// enters Dir or runs anything, and gives it a session keyring of its
+	// own. Nil runs it as queued's own user.
 	Account *account.Account
-	// Timeout bounds each iteration; on expiry the group gets SIGKILL and
-	// the exit code is -9. Zero means no timeout.
+	// Keyring gives the program a new, empty session keyring of its own
+	// even without Account: a system-mode queued's root-run resets must
+	// not share its keyring either.
+	Keyring bool
+	// Timeout bounds the whole run, every iteration together, from the
+	// start of the first (as the Python tool's job timeout does); on
+	// expiry the running iteration gets SIGKILL and the exit code is -9.
+	// Zero means no timeout.
 	Timeout time.Duration
+	// StartTimeout bounds each iteration's start, from the helper's start
+	// to the execve of the shell; zero means DefaultStartTimeout. A start
+	// that takes longer fails the run.
+	StartTimeout time.Duration
 	// Repeat is the number of iterations (less than 1 means 1); the first
 	// failing iteration ends the run.
 	Repeat int
@@ -64,16 +89,25 @@ type Spec struct {
 	// and threads (pids.max of its cgroup), where it has a cgroup of its
 	// own (see package jobcgroup); elsewhere it is not enforced.
 	TasksMax int
-	// OnStart, if set, is called as each iteration's process starts; the
-	// scheduler records the process for recovery. It must not block: the
-	// timeout and stop are not watched while it runs.
+	// OOMScoreAdj, when set, is each iteration's oom_score_adj, set
+	// before the switch to Account so the user cannot lower it: the
+	// kernel's OOM killer then takes a job before queued.
+	OOMScoreAdj *int
+	// Notes writes the Python tool's notes into the output, so logs read
+	// as they did there: "[tt-device-queue] Repeat i/N" before each
+	// iteration of a repeated run, and a line saying the timeout killed it.
+	Notes bool
+	// OnStart, if set, is called as each iteration's program starts (its
+	// shell was executed); the scheduler records the process for recovery.
+	// It must not block: the timeout and stop are not watched while it
+	// runs.
 	OnStart func(Proc)
 }
 
 // Proc identifies a started iteration: its leader's PID, which is also its
-// process group id, and the leader's start time (field 22 of
-// /proc/<pid>/stat, clock ticks since boot), which tells it from a later
-// process that reuses the PID.
+// process group id and its session id, and the leader's start time (field
+// 22 of /proc/<pid>/stat, clock ticks since boot), which tells it from a
+// later process that reuses the PID.
 type Proc struct {
 	PID   int
 	Start uint64
@@ -83,18 +117,20 @@ type Proc struct {
 type Result struct {
 	// ExitCode is the last iteration's exit status; a signal N is -N; -9
 	// after a timeout; -1 when the program could not be started, or when
-	// the stop came between two iterations (no process was running).
+	// the stop came between two iterations or before the program started.
 	ExitCode int
-	// Iterations counts iterations whose process started; a program that
-	// could not be started is no iteration.
+	// Iterations counts iterations whose program started; one that could
+	// not be started, or was stopped or timed out before it did, is no
+	// iteration.
 	Iterations int
-	// TimedOut is set when the last iteration hit its timeout.
+	// TimedOut is set when the run's timeout ended it.
 	TimedOut bool
 	// Stopped is set when the stop channel closed during the run; a
 	// stopped run's ExitCode is never 0 (-1 when its last iteration exited
 	// 0 as the stop came).
 	Stopped bool
-	// Err says why the program could not be started, if it could not.
+	// Err says why the program could not be started, if it could not; with
+	// TimedOut or Stopped, what the start was still doing then.
 	Err error
 }
 
@@ -106,6 +142,10 @@ type Result struct {
 // the run's.
 func Run(spec Spec, out *Log, stop <-chan struct{}) Result {
 	n := max(spec.Repeat, 1)
+	var deadline time.Time
+	if spec.Timeout > 0 {
+		deadline = time.Now().Add(spec.Timeout)
+	}
 	var res Result
 	for i := 0; i < n; i++ {
 		select {
@@ -114,85 +154,146 @@ func Run(spec Spec, out *Log, stop <-chan struct{}) Result {
 			return res
 		default:
 		}
-		it, started := runOnce(&spec, out, stop)
+		if !deadline.IsZero() && !time.Now().Before(deadline) {
+			// The time ran out with the previous iteration.
+			res.TimedOut, res.ExitCode = true, -int(syscall.SIGKILL)
+			break
+		}
+		if spec.Notes && n > 1 {
+			fmt.Fprintf(out, "\n[tt-device-queue] Repeat %d/%d\n", i+1, n)
+		}
+		it, started := runOnce(&spec, out, stop, deadline)
 		if started {
 			res.Iterations++
 		}
 		res.ExitCode, res.TimedOut, res.Stopped, res.Err = it.ExitCode, it.TimedOut, it.Stopped, it.Err
-		if it.ExitCode != 0 || it.Stopped || it.Err != nil {
-			return res
+		if it.ExitCode != 0 || it.Stopped || it.Err != nil || it.TimedOut {
+			break
 		}
+	}
+	if res.TimedOut && spec.Notes {
+		fmt.Fprintf(out, "\n[tt-device-queue] Command timed out after %ss; the queue sent SIGKILL.\n",
+			strconv.FormatFloat(spec.Timeout.Seconds(), 'f', -1, 64))
 	}
 	return res
 }
 
-// running is a started iteration: its command, the read end of its output
-// pipe and the goroutine draining it.
+// running is a started iteration: its helper (the program, once the
+// helper has executed it), the read end of its output pipe and the
+// goroutine draining it, and the helper's progress.
 type running struct {
 	cmd    *exec.Cmd
 	pr     *os.File
 	proc   Proc
 	copied chan struct{}
 	cg     *jobcgroup.Job // nil where queued's cgroup is not delegated
+	marker string         // the job's TT_QUEUE_JOB_ID, "" for none
+	start  *startWatch
 }
 
-// killAll sends SIGKILL to the iteration's process group and, where it
-// has one, its whole cgroup (setsid or not). Call it only before the
-// leader is reaped.
+// killAll sends SIGKILL to the iteration's leader (through its pidfd),
+// its process group and, where it has one, its whole cgroup. Call it only
+// before the leader is reaped.
 func (r *running) killAll() {
+	r.cmd.Process.Signal(syscall.SIGKILL)
 	syscall.Kill(-r.proc.PID, syscall.SIGKILL)
 	r.cg.Kill()
 }
 
-// start starts one iteration in its own process group, draining its output
-// into out.
+// helperPath is the exec helper: queued itself, as it runs now (a binary
+// replaced on disk since the start would speak another version of the
+// helper's protocol).
+const helperPath = "/proc/self/exe"
+
+// startUmask is queued's umask when it started (the unit's). Every
+// program gets it explicitly, whatever queued does to its own since.
+var startUmask = func() int {
+	m := unix.Umask(0o022)
+	unix.Umask(m)
+	return m
+}()
+
+// start starts one iteration's helper in a session of its own, draining
+// its output into out. It returns once the helper runs; the program's
+// start is watched through r.start.
 func start(spec *Spec, out *Log) (*running, error) {
 	if len(spec.Shell) == 0 {
 		return nil, errors.New("no shell configured")
 	}
+	req := helperRequest{
+		Path: spec.Shell[0], Argv: append(append([]string(nil), spec.Shell...), spec.Cmd), Env: spec.Env, Dir: spec.Dir,
+		Umask: startUmask, OOMScoreAdj: spec.OOMScoreAdj, Keyring: spec.Keyring || spec.Account != nil,
+	}
+	if req.Dir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return nil, fmt.Errorf("reading queued's working directory: %w", err)
+		}
+		req.Dir = wd
+	}
+	if a := spec.Account; a != nil {
+		req.Cred = &helperCred{UID: a.UID, GID: a.GID, Groups: a.Groups}
+	}
+	reqFile, err := requestFile(&req)
+	if err != nil {
+		return nil, err
+	}
+	defer reqFile.Close()
+	sr, sw, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("creating status pipe: %w", err)
+	}
 	pr, pw, err := os.Pipe()
 	if err != nil {
+		sr.Close()
+		sw.Close()
 		return nil, fmt.Errorf("creating output pipe: %w", err)
 	}
-	args := append(append([]string(nil), spec.Shell[1:]...), spec.Cmd)
-	cmd := exec.Command(spec.Shell[0], args...)
-	cmd.Dir = spec.Dir
-	cmd.Env = spec.Env
-	cmd.Stdout, cmd.Stderr = pw, pw
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if spec.Account != nil {
-		cmd.SysProcAttr.Credential = spec.Account.Credential()
+	marker := markerOf(spec.Env)
+	cmd := exec.Command(helperPath, helperArg)
+	cmd.Args[0] = "queued"
+	cmd.Env = []string{} // nothing of queued's: the request carries the program's
+	if marker != "" {
+		// Only the marker, so a restart finds a helper still stuck in its
+		// start by it, as it finds the job's processes.
+		cmd.Env = []string{JobEnvVar + "=" + marker}
 	}
+	cmd.Dir = "/"
+	cmd.Stdout, cmd.Stderr = pw, pw
+	cmd.ExtraFiles = []*os.File{reqFile, sw}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	// Where queued's cgroup is delegated, the iteration starts in a cgroup
 	// of its own, so a kill reaches its whole process tree (setsid or not)
 	// and the OOM killer's victim is the job, not the queue; elsewhere cg
-	// is nil and only the process group is signalled.
+	// is nil and the process group, the session and the job's marker find
+	// what is left.
 	cg, _ := jobcgroup.Default().New(jobcgroup.NameFromEnv(spec.Env, JobEnvVar))
 	if spec.TasksMax > 0 {
 		if err := cg.LimitTasks(spec.TasksMax); err != nil && !errors.Is(err, jobcgroup.ErrNoController) {
 			cg.Close()
 			pr.Close()
 			pw.Close()
+			sr.Close()
+			sw.Close()
 			return nil, fmt.Errorf("limiting the job to %d tasks: %w", spec.TasksMax, err)
 		}
 	}
 	cg.Place(cmd.SysProcAttr)
-	if spec.Account != nil {
-		err = startInOwnSession(cmd)
-	} else {
-		err = cmd.Start()
-	}
+	err = cmd.Start()
 	pw.Close()
+	sw.Close()
 	if err != nil {
 		cg.Close()
 		pr.Close()
-		return nil, startError(spec, err)
+		sr.Close()
+		return nil, fmt.Errorf("starting queued's exec helper: %w", err)
 	}
 	pid := cmd.Process.Pid
 	// Read the start time before anything can reap the child: until then
-	// the PID is still its own.
+	// the PID is still its own. The program keeps it across the execve.
 	st, _ := StartTime("/proc", pid)
-	r := &running{cmd: cmd, pr: pr, proc: Proc{PID: pid, Start: st}, copied: make(chan struct{}), cg: cg}
+	r := &running{cmd: cmd, pr: pr, proc: Proc{PID: pid, Start: st}, copied: make(chan struct{}), cg: cg,
+		marker: marker, start: watchStart(sr)}
 	go func() {
 		defer close(r.copied)
 		buf := make([]byte, 32<<10)
@@ -209,41 +310,40 @@ func start(spec *Spec, out *Log) (*running, error) {
 	return r, nil
 }
 
-// startError says why the shell could not be started. The kernel's
-// answer names the shell even when entering the working directory failed
-// (the child changes its user, then enters the directory, then runs the
-// shell), so a directory that is missing, or that the job's user cannot
-// enter, is told apart here: for a job of queued's own user by a look at
-// the directory; for another user's by starting the shell as that user
-// outside it, and then the kernel's answer is the user's view (queued,
-// as root, would tell them which of the paths they cannot search exist).
-func startError(spec *Spec, err error) error {
-	switch a := spec.Account; {
-	case spec.Dir == "":
-	case a == nil:
-		if _, serr := os.Stat(spec.Dir); serr != nil {
-			return fmt.Errorf("working directory: %w", serr)
-		}
-	case shellStartsAs(spec, "/"):
-		var errno syscall.Errno
-		if !errors.As(err, &errno) {
-			errno = syscall.EACCES
-		}
-		return fmt.Errorf("working directory %s: %w for user %s (uid %d)", spec.Dir, errno, a.Name, a.UID)
+// requestFile is the helper's request in an anonymous memory file, read
+// from its start.
+func requestFile(req *helperRequest) (*os.File, error) {
+	b, err := json.Marshal(req)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the exec request: %w", err)
 	}
-	if a := spec.Account; a != nil {
-		return fmt.Errorf("starting %s as user %s (uid %d): %w", spec.Shell[0], a.Name, a.UID, err)
+	fd, err := unix.MemfdCreate("queued-exec-request", unix.MFD_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("creating the exec request: %w", err)
 	}
-	return fmt.Errorf("starting %s: %w", spec.Shell[0], err)
+	f := os.NewFile(uintptr(fd), "exec-request")
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("writing the exec request: %w", err)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("rewinding the exec request: %w", err)
+	}
+	return f, nil
 }
 
-// shellStartsAs reports whether the shell starts as spec's user in dir.
-func shellStartsAs(spec *Spec, dir string) bool {
-	probe := exec.Command(spec.Shell[0], "-c", "exit 0")
-	probe.Dir = dir
-	probe.Env = []string{"PATH=/usr/bin:/bin"}
-	probe.SysProcAttr = &syscall.SysProcAttr{Credential: spec.Account.Credential()}
-	return probe.Run() == nil
+// markerOf is the value of the job marker in env (the last one, as the
+// kernel's environ lists them in order and the scheduler appends its own
+// last), or "".
+func markerOf(env []string) string {
+	m := ""
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, JobEnvVar+"="); ok {
+			m = v
+		}
+	}
+	return m
 }
 
 // finish reaps the leader and drains what is left of the output.
@@ -258,8 +358,8 @@ func (r *running) finish() *os.ProcessState {
 
 // waitExited blocks until the process pid (a child of ours) has exited,
 // WITHOUT reaping it: until it is reaped its PID, and so its process group
-// id, cannot be taken by another process, which makes a signal to the
-// group safe.
+// and session ids, cannot be taken by another process, which makes a
+// signal to the group, and a kill by session, safe.
 func waitExited(pid int) error {
 	for {
 		var info unix.Siginfo
@@ -273,57 +373,114 @@ func waitExited(pid int) error {
 	}
 }
 
-// runOnce runs one iteration; started is false when its process could not
-// be started. Every signal to the process group is sent while the leader
-// is not yet reaped (see waitExited), so none can reach a group that
-// reused its id.
-func runOnce(spec *Spec, out *Log, stop <-chan struct{}) (res Result, started bool) {
+// runOnce runs one iteration; started is false when its program did not
+// start (the helper failed, or was stopped or timed out first). Every
+// signal to the process group is sent while the leader is not yet reaped
+// (see waitExited), so none can reach a group that reused its id.
+func runOnce(spec *Spec, out *Log, stop <-chan struct{}, deadline time.Time) (res Result, started bool) {
 	r, err := start(spec, out)
 	if err != nil {
 		return Result{ExitCode: -1, Err: err}, false
 	}
 	pgid := r.proc.PID
-	if spec.OnStart != nil {
-		spec.OnStart(r.proc)
-	}
 	exited := make(chan error, 1)
 	go func() { exited <- waitExited(pgid) }()
 
 	var timeout, grace <-chan time.Time
-	if spec.Timeout > 0 {
-		t := time.NewTimer(spec.Timeout)
+	if !deadline.IsZero() {
+		t := time.NewTimer(time.Until(deadline))
 		defer t.Stop()
 		timeout = t.C
+	}
+	startLimit := spec.StartTimeout
+	if startLimit <= 0 {
+		startLimit = DefaultStartTimeout
+	}
+	st := time.NewTimer(startLimit)
+	defer st.Stop()
+	startBound, execd := st.C, r.start.done
+	running := false
+	var startErr error
+	killed := false // by a timeout, a stop or the start bound
+	onExec := func(err error) {
+		execd, startBound = nil, nil
+		if err != nil {
+			if !(killed && killedByUs(err)) {
+				startErr = r.start.describe(spec, err)
+			}
+			return
+		}
+		running = true
+		if spec.OnStart != nil {
+			spec.OnStart(r.proc)
+		}
 	}
 	var waitErr error
 	for done := false; !done; {
 		select {
 		case waitErr = <-exited:
 			done = true
+		case err := <-execd:
+			onExec(err)
+		case <-startBound:
+			startBound = nil
+			startErr = r.start.hung(spec, startLimit)
+			killed = true
+			r.killAll()
 		case <-timeout:
-			res.TimedOut = true
+			res.TimedOut, timeout = true, nil
+			killed = true
 			r.killAll()
 		case <-stop:
-			res.Stopped = true
-			stop = nil
+			res.Stopped, stop = true, nil
+			if !running {
+				// Nothing of the program runs yet, only queued's helper:
+				// no SIGINT to give it a chance to clean up.
+				killed = true
+				r.killAll()
+				continue
+			}
 			syscall.Kill(-pgid, syscall.SIGINT)
 			t := time.NewTimer(spec.KillGrace)
 			defer t.Stop()
 			grace = t.C
 		case <-grace:
+			killed = true
 			r.killAll()
 		}
 	}
-	// Nothing of an iteration outlives its leader: kill what is left of the
-	// group, so no stray process holds the card or the output pipe. The
-	// leader is a zombie until finish reaps it, so the id is still ours;
-	// the job's cgroup, where there is one, takes what left the group.
+	if execd != nil {
+		// It ended before its progress was read; the status pipe is
+		// closed by now.
+		onExec(<-execd)
+	}
+	// Nothing of an iteration outlives its leader: kill what is left of
+	// the group, so no stray process holds the card or the output pipe.
+	// The leader is a zombie until finish reaps it, so the id is still
+	// ours; the job's cgroup, where there is one, takes what left the
+	// group, and elsewhere its session and its marker find it.
 	if waitErr == nil {
 		syscall.Kill(-pgid, syscall.SIGKILL)
+		if r.cg == nil {
+			killStragglers("/proc", pgid, r.marker)
+		}
 	}
 	r.cg.Kill()
 	state := r.finish()
 
+	if !running {
+		res.Err = startErr
+		switch {
+		case res.TimedOut:
+			res.ExitCode = -int(syscall.SIGKILL)
+		default:
+			res.ExitCode = -1
+		}
+		if res.Err == nil && !res.Stopped && !res.TimedOut {
+			res.Err = fmt.Errorf("queued's exec helper ended (%s) before it started the program", state)
+		}
+		return res, false
+	}
 	res.ExitCode = exitCode(state)
 	switch {
 	case res.TimedOut:
