@@ -72,6 +72,10 @@ type Config struct {
 	// (pids.max of its cgroup, where jobs get cgroups of their own); 0
 	// leaves them unlimited.
 	JobTasksMax int
+	// ChildOOMScoreAdj is every job's oom_score_adj, set before the job
+	// runs (so its user cannot lower it): the kernel's OOM killer takes a
+	// job before queued. Nil leaves jobs queued's own.
+	ChildOOMScoreAdj *int
 	// StopTimeout is how long the service manager waits after SIGTERM
 	// before it kills queued (systemd's TimeoutStopSec); queued warns at
 	// start when the kill grace leaves too little of it to record how the
@@ -114,6 +118,9 @@ type Config struct {
 	// only then (or with --listen).
 	PortSet bool
 }
+
+// DefaultChildOOMScoreAdj is the Python tool's oom_score_adj for jobs.
+const DefaultChildOOMScoreAdj = 500
 
 // DefaultResetCmd resets one card by its device node. --no_reinit keeps
 // tt-smi from reinitializing (and so touching) every card afterwards.
@@ -174,7 +181,7 @@ type Setting struct {
 // followed by the ones queued adds.
 var Settings = []Setting{
 	{"TT_DEVICE_IDS", "numeric nodes under /dev/tenstorrent", "Comma-separated card numbers that get a queue."},
-	{"TT_DEVICE_DEFAULT_TIMEOUT", "3600", "Seconds a job iteration may run when it asks for no timeout."},
+	{"TT_DEVICE_DEFAULT_TIMEOUT", "3600", "Seconds a job may run, every repeat together, when it asks for no timeout."},
 	{"TT_DEVICE_MAX_TIMEOUT", "86400", "Largest timeout in seconds a job may ask for."},
 	{"TT_DEVICE_MAX_QUEUED_JOBS", "1000", "Queued jobs allowed over all cards; more are refused with 429."},
 	{"TT_DEVICE_MAX_LOG_BYTES", "16777216", "Bytes of output kept per job: past it the first and the last half are kept (the tail in memory while the job runs) and the middle is cut and counted."},
@@ -198,6 +205,7 @@ var Settings = []Setting{
 	{"TT_DEVICE_DEEP_RESET_TIMEOUT", "300", "Seconds the deep reset command may run."},
 	{"TT_DEVICE_DRIVER_PATH", DefaultDriverPath, "KMD directory whose <card>/pids files list the processes holding each card."},
 	{"TT_DEVICE_WAIT_FOREIGN", "0", "1: a card starts no job while a process outside the queue holds it."},
+	{"TT_DEVICE_CHILD_OOM_SCORE_ADJ", strconv.Itoa(DefaultChildOOMScoreAdj), "Each job's oom_score_adj (-1000 to 1000, or none to keep queued's), set before it runs: the kernel's OOM killer takes a job before queued, as with the Python tool."},
 	{"TT_DEVICE_JOB_TASKS_MAX", "none", "Processes and threads one job may have (pids.max of its cgroup; needs Delegate=yes): on a shared host, one job's fork bomb then cannot take what queued and the other jobs need."},
 	{"TT_DEVICE_SOCKET", "none (user mode)", "System mode: as root, serve every user of the host on this Unix socket (the shipped unit: " + api.SystemSocket + ", where the CLI looks), each job run as its submitter; TCP is off unless TT_DEVICE_PORT or --listen is given, and the state directory defaults to " + DefaultSystemStateDir + "."},
 	{"TT_DEVICE_SOCKET_GROUP", "none: every user may connect", "System mode: only this group's members may connect to the socket (mode 0660)."},
@@ -224,6 +232,7 @@ func Default() Config {
 		MaxCompleted:     10000,
 		KillGrace:        10 * time.Second,
 		StopTimeout:      45 * time.Second,
+		ChildOOMScoreAdj: ptr(DefaultChildOOMScoreAdj),
 
 		ResetCmd:           DefaultResetCmd,
 		ResetTimeout:       300 * time.Second,
@@ -232,6 +241,8 @@ func Default() Config {
 		DriverPath:         DefaultDriverPath,
 	}
 }
+
+func ptr[T any](v T) *T { return &v }
 
 // EnvError is a variable whose value cannot be used. Its message names the
 // variable and quotes the value, so the operator can fix it at once.
@@ -350,6 +361,15 @@ func FromEnv(lookup Lookup) (Config, error) {
 			return c, &EnvError{"TT_DEVICE_DRIVER_PATH", v, "want an absolute path"}
 		}
 		c.DriverPath = filepath.Clean(v)
+	}
+	if v, ok := get("TT_DEVICE_CHILD_OOM_SCORE_ADJ"); ok {
+		if v == "none" {
+			c.ChildOOMScoreAdj = nil
+		} else if n, err := strconv.Atoi(v); err != nil || n < -1000 || n > 1000 {
+			return c, &EnvError{"TT_DEVICE_CHILD_OOM_SCORE_ADJ", v, "want a whole number from -1000 to 1000, or none"}
+		} else {
+			c.ChildOOMScoreAdj = &n
+		}
 	}
 	if v, ok := get("TT_DEVICE_WAIT_FOREIGN"); ok {
 		switch v {

@@ -406,7 +406,10 @@ var ErrOwnerChanged = errors.New("the job's owner is gone")
 // spec is how rec runs: as whom, where, in what environment. With RunAs,
 // a job runs as its owner, looked up now, and an owner that cannot be
 // found is an error (the job fails without starting); a reset runs as
-// ResetAccount when one is set.
+// ResetAccount when one is set. Resets and health checks get the minimal
+// environment of controlEnv, never the whole of queued's. In system mode
+// everything gets a session keyring of its own, so nothing shares
+// queued's (root's).
 func (s *Scheduler) spec(rec *store.Job) (runner.Spec, error) {
 	spec := runner.Spec{
 		Shell:     s.opt.Shell,
@@ -415,16 +418,21 @@ func (s *Scheduler) spec(rec *store.Job) (runner.Spec, error) {
 		Timeout:   time.Duration(rec.Timeout) * time.Second,
 		Repeat:    rec.Repeat,
 		KillGrace: s.opt.KillGrace,
+		Keyring:   s.opt.RunAs,
 	}
 	if rec.Kind == store.KindJob {
 		spec.TasksMax = s.opt.JobTasksMax
+		spec.OOMScoreAdj = s.opt.JobOOMScoreAdj
+		spec.Notes = true
 	}
 	base := s.env
 	switch {
 	case rec.Kind == store.KindReset && s.opt.ResetAccount != nil:
 		spec.Account = s.opt.ResetAccount
-		base = overrideEnv(s.env, s.opt.ResetAccount.Env())
-	case rec.Kind == store.KindReset || !s.opt.RunAs:
+		base = overrideEnv(s.ctlEnv, s.opt.ResetAccount.Env())
+	case rec.Kind == store.KindReset:
+		base = s.ctlEnv
+	case !s.opt.RunAs:
 	case rec.OwnerUID == nil:
 		return spec, ErrNoOwner
 	default:
@@ -442,6 +450,25 @@ func (s *Scheduler) spec(rec *store.Job) (runner.Spec, error) {
 	}
 	spec.Env = jobEnv(base, rec)
 	return spec, nil
+}
+
+// controlEnv is the environment of reset and health commands, taken from
+// queued's: PATH, HOME, USER, LOGNAME, SHELL, LANG, LC_ALL, TZ and every
+// TT_ variable (the reset and health commands' own settings, TT_METAL_*),
+// and nothing else. Whatever else the service's environment holds (a
+// secret an admin put in the unit, a proxy with credentials) stays out of
+// reset logs, which every user may read. A reset run as
+// TT_DEVICE_RESET_USER gets that user's HOME, USER, LOGNAME and SHELL.
+func controlEnv(env []string) []string {
+	keep := map[string]bool{"PATH": true, "HOME": true, "USER": true, "LOGNAME": true, "SHELL": true, "LANG": true, "LC_ALL": true, "TZ": true}
+	var out []string
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if keep[name] || strings.HasPrefix(name, "TT_") {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 // loginPath is the PATH a job in system mode starts with, before the

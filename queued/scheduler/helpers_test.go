@@ -12,11 +12,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ttkit/ttkit/queued/runner"
 	"github.com/ttkit/ttkit/queued/store"
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	runner.ServeExecJob() // jobs are started through this binary, re-executed
+	goleak.VerifyTestMain(m)
+}
 
 // errInjected is the fault faultStore returns.
 var errInjected = errors.New("injected write fault")

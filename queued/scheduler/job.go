@@ -151,7 +151,16 @@ func finishRecord(rec store.Job, res runner.Result, reason stopReason, ls runner
 		code, rec.Outcome, rec.Error = -1, store.OutcomeFailure, res.Err.Error()
 	case res.TimedOut:
 		rec.Outcome = store.OutcomeTimeout
-		rec.Error = fmt.Sprintf("iteration %d timed out after %ds; its process group was killed", res.Iterations, rec.Timeout)
+		// The timeout covers the whole job, every iteration together.
+		switch {
+		case res.Iterations == 0:
+			rec.Error = fmt.Sprintf("timed out after %ds before its program started; it was killed", rec.Timeout)
+		case rec.Repeat > 1:
+			rec.Error = fmt.Sprintf("timed out after %ds, in iteration %d of %d (the timeout covers every iteration together); it was killed",
+				rec.Timeout, res.Iterations, rec.Repeat)
+		default:
+			rec.Error = fmt.Sprintf("timed out after %ds; it was killed", rec.Timeout)
+		}
 	case code == 0:
 		rec.Outcome = store.OutcomeSuccess
 	default:

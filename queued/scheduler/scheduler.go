@@ -106,6 +106,10 @@ type Options struct {
 	// at that many processes and threads where jobs get cgroups of their
 	// own; 0 leaves them unlimited.
 	JobTasksMax int
+	// JobOOMScoreAdj (TT_DEVICE_CHILD_OOM_SCORE_ADJ), when set, is every
+	// job's oom_score_adj, set before the job runs (not for resets and
+	// health checks): the kernel's OOM killer takes a job before queued.
+	JobOOMScoreAdj *int
 	// RetentionDays and MaxCompleted bound finished jobs; defaults 30 and 10000.
 	RetentionDays int
 	MaxCompleted  int
@@ -212,6 +216,7 @@ type Scheduler struct {
 	st     Store
 	log    *slog.Logger
 	env    []string // BaseEnv without the variables the queue sets
+	ctlEnv []string // what of BaseEnv reset and health commands get; see controlEnv
 	bootID string
 
 	mu       sync.Mutex
@@ -271,6 +276,7 @@ func New(opt Options) (*Scheduler, error) {
 		}
 		s.env = append(s.env, kv)
 	}
+	s.ctlEnv = controlEnv(s.env)
 	if b, err := os.ReadFile(opt.BootIDPath); err == nil {
 		s.bootID = strings.TrimSpace(string(b))
 	}

@@ -15,12 +15,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ttkit/ttkit/queued/runner"
 	"github.com/ttkit/ttkit/queued/scheduler"
 	"github.com/ttkit/ttkit/queued/store"
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	runner.ServeExecJob() // jobs are started through this binary, re-executed
+	goleak.VerifyTestMain(m)
+}
 
 // faultStore wraps the real store and fails writes while fault is set.
 type faultStore struct {

@@ -20,12 +20,14 @@ import (
 	"time"
 
 	"github.com/alecthomas/kong"
+	"golang.org/x/sys/unix"
 
 	"github.com/ttkit/ttkit/queued/api"
 	"github.com/ttkit/ttkit/queued/api/server"
 	"github.com/ttkit/ttkit/queued/config"
 	"github.com/ttkit/ttkit/queued/jobcgroup"
 	"github.com/ttkit/ttkit/queued/legacyimport"
+	"github.com/ttkit/ttkit/queued/runner"
 	"github.com/ttkit/ttkit/queued/scheduler"
 	"github.com/ttkit/ttkit/queued/store"
 	"github.com/ttkit/ttkit/queued/telemetry"
@@ -41,7 +43,7 @@ type cli struct {
 	StateDir         *string          `help:"State directory: store, token, job output (TT_DEVICE_LOG_DIR)." placeholder:"DIR"`
 	DeviceIDs        *string          `name:"device-ids" help:"Comma-separated card numbers to queue for (TT_DEVICE_IDS)." placeholder:"0,1"`
 	DevDir           string           `default:"/dev/tenstorrent" help:"Where to look for numeric card nodes when no ids are given." placeholder:"DIR"`
-	DefaultTimeout   *int64           `help:"Seconds per iteration when a job gives no timeout (TT_DEVICE_DEFAULT_TIMEOUT)." placeholder:"SEC"`
+	DefaultTimeout   *int64           `help:"Seconds a job may run, every repeat together, when it gives no timeout (TT_DEVICE_DEFAULT_TIMEOUT)." placeholder:"SEC"`
 	MaxTimeout       *int64           `help:"Largest timeout a job may ask for, in seconds (TT_DEVICE_MAX_TIMEOUT)." placeholder:"SEC"`
 	MaxQueuedJobs    *int             `help:"Queued jobs allowed over all cards (TT_DEVICE_MAX_QUEUED_JOBS)." placeholder:"N"`
 	MaxLogBytes      *int64           `help:"Bytes of output kept per job (TT_DEVICE_MAX_LOG_BYTES)." placeholder:"BYTES"`
@@ -62,6 +64,12 @@ type cli struct {
 }
 
 func main() {
+	// First: started as the exec helper of a running queued, this process
+	// becomes a job's program here and never returns.
+	runner.ServeExecJob()
+	// Nothing queued inherited beyond 0-2 (a wrapper's `9</etc/shadow`, a
+	// CI runner's descriptors) reaches a job, whatever starts it.
+	unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
 	var c cli
 	kong.Parse(&c,
 		kong.Name("queued"),
@@ -377,7 +385,7 @@ func run(c cli, log *slog.Logger) error {
 		KillGrace: killGrace(cfg.KillGrace), RetentionDays: cfg.RetentionDays, MaxCompleted: cfg.MaxCompleted, Logger: log,
 		Controls: controls(cfg, log), DriverPath: cfg.DriverPath, WaitForeign: cfg.WaitForeign,
 		MeterProvider: metrics, MaxOutputBytes: cfg.MaxOutputBytes,
-		RunAs: cfg.Socket != "", ResetAccount: sys.reset, JobTasksMax: cfg.JobTasksMax,
+		RunAs: cfg.Socket != "", ResetAccount: sys.reset, JobTasksMax: cfg.JobTasksMax, JobOOMScoreAdj: cfg.ChildOOMScoreAdj,
 	})
 	if err != nil {
 		return err

@@ -26,6 +26,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(asClientEnv) != "" {
 		os.Exit(runAsClient()) // this binary, run as another user by a system-mode test
 	}
+	if text, ok := os.LookupEnv(typeEnv); ok {
+		os.Exit(typeIntoTerminal(text)) // this binary, run as a job that tries to type into queued's terminal
+	}
 	dir, err := os.MkdirTemp("", "queued-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -92,8 +95,15 @@ func startDaemon(t *testing.T, state string) *daemon {
 // startDaemonWith runs the binary at path with extra environment variables.
 func startDaemonWith(t *testing.T, state, path string, extra ...string) *daemon {
 	t.Helper()
+	return startDaemonCmd(t, state, exec.Command(path, "--listen", "127.0.0.1:0"), extra...)
+}
+
+// startDaemonCmd starts cmd, a queued told to listen on a free loopback
+// port, and waits until it has written its address.
+func startDaemonCmd(t *testing.T, state string, cmd *exec.Cmd, extra ...string) *daemon {
+	t.Helper()
 	os.Remove(filepath.Join(state, api.AddressFile))
-	d := spawn(t, state, exec.Command(path, "--listen", "127.0.0.1:0"), extra...)
+	d := spawn(t, state, cmd, extra...)
 	d.waitStarted(func() bool {
 		url, err := api.ReadAddress(state)
 		if err != nil {

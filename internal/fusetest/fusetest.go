@@ -1,0 +1,86 @@
+// Package fusetest mounts, for tests, a FUSE file system that never
+// answers: the working directory that wedges whatever enters it. Any user
+// can mount one in a namespace of their own, so queued must survive a job
+// whose working directory is on one; these tests mount it as root (the
+// kernel's /dev/fuse needs no FUSE library) and skip where they cannot.
+package fusetest
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// HangingDir mounts a FUSE file system whose server never reads a request
+// and returns a directory on it, and a function that aborts the mount:
+// entering the directory (chdir, stat) blocks until then, killably. The
+// test's cleanup aborts it too. It skips the test when not root or where
+// FUSE cannot be mounted.
+func HangingDir(t testing.TB) (dir string, abort func()) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a FUSE file system needs root")
+	}
+	mnt, err := os.MkdirTemp("", "ttq-fuse-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(mnt, 0o755)
+	fd, err := unix.Open("/dev/fuse", unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		os.Remove(mnt)
+		t.Skipf("no FUSE here: %v", err)
+	}
+	opts := fmt.Sprintf("fd=%d,rootmode=40000,user_id=0,group_id=0,allow_other", fd)
+	if err := unix.Mount("ttq-hang", mnt, "fuse", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+		unix.Close(fd)
+		os.Remove(mnt)
+		t.Skipf("cannot mount FUSE here: %v", err)
+	}
+	var once sync.Once
+	abort = func() {
+		once.Do(func() {
+			// A child forked but not yet exec'd shares the descriptor, and
+			// the connection ends only with its last holder: kill such
+			// children (stuck on the mount), then close ours.
+			KillStuckChildren()
+			unix.Close(fd)
+			unix.Unmount(mnt, unix.MNT_DETACH)
+			os.Remove(mnt)
+		})
+	}
+	t.Cleanup(abort)
+	return filepath.Join(mnt, "sub"), abort
+}
+
+// KillStuckChildren SIGKILLs this process's children that wait on a FUSE
+// request.
+func KillStuckChildren() {
+	entries, _ := os.ReadDir("/proc")
+	self := strconv.Itoa(os.Getpid())
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		i := strings.LastIndexByte(string(b), ')')
+		f := strings.Fields(string(b)[i+1:])
+		if len(f) < 2 || f[1] != self {
+			continue
+		}
+		if w, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "wchan")); strings.HasPrefix(string(w), "fuse") {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}

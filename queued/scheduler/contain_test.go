@@ -1,0 +1,75 @@
+package scheduler
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// A repeated job's output carries the Python tool's notes: a line before
+// each iteration, and one when the timeout, which covers the whole job,
+// killed it; its record says the timeout covered every iteration.
+func TestJob_RepeatAndTimeoutNotes(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	info, err := b.s.Submit(JobSpec{Card: 0, Cmd: "echo run; sleep 0.3", Cwd: b.work, Repeat: 20, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := b.waitDone(info.ID)
+	out := output(t, b, info.ID)
+	for _, want := range []string{"\n[tt-device-queue] Repeat 1/20\nrun\n", "\n[tt-device-queue] Repeat 2/20\nrun\n",
+		"\n[tt-device-queue] Command timed out after 1s; the queue sent SIGKILL.\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if done.Iterations >= 20 || *done.ExitCode != -9 || !strings.Contains(done.Error, "every iteration together") {
+		t.Errorf("%d iterations, exit %d, %q: want a timeout over the whole job", done.Iterations, *done.ExitCode, done.Error)
+	}
+}
+
+// A job's oom_score_adj is the configured one (the Python tool's 500), so
+// the kernel's OOM killer takes a job before queued; resets keep queued's.
+func TestJob_OOMScoreAdj(t *testing.T) {
+	t.Parallel()
+	adj := 500
+	b := setup(t, func(o *Options) {
+		o.JobOOMScoreAdj = &adj
+		o.Controls = Controls{Reset: "echo reset-oom=$(cat /proc/self/oom_score_adj) #", HealthCheck: "true"}
+	})
+	info := b.submit(0, "cat /proc/self/oom_score_adj")
+	b.waitDone(info.ID)
+	if got := strings.TrimSpace(output(t, b, info.ID)); got != "500" {
+		t.Errorf("the job's oom_score_adj is %q, want 500", got)
+	}
+}
+
+// Reset and health commands get a minimal environment: PATH, HOME, USER,
+// LANG and the TT_ variables, nothing else of queued's (a secret in the
+// unit's environment would be in a reset log every user may read).
+func TestReset_MinimalEnvironment(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(o *Options) {
+		o.BaseEnv = []string{"PATH=/usr/bin:/bin", "HOME=/root", "USER=root", "LANG=C.UTF-8", "TT_METAL_HOME=/opt/tt-metal",
+			"ROOT_SECRET=hunter2", "LD_PRELOAD=/tmp/evil.so", "http_proxy=http://user:pw@proxy"}
+		o.Controls = Controls{Reset: "env; echo reset-done #", HealthCheck: "env | sed 's/^/health:/'"}
+	})
+	outs, err := b.s.Reset(ResetRequest{Card: new(int)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.waitDone(outs[0].JobID)
+	out := output(t, b, outs[0].JobID)
+	for _, want := range []string{"PATH=/usr/bin:/bin", "HOME=/root", "USER=root", "LANG=C.UTF-8", "TT_METAL_HOME=/opt/tt-metal",
+		"TT_QUEUE_DEVICE=0", "health:PATH=/usr/bin:/bin"} {
+		if !strings.Contains(out, want+"\n") {
+			t.Errorf("reset output lacks %q", want)
+		}
+	}
+	for _, secret := range []string{"hunter2", "LD_PRELOAD", "user:pw"} {
+		if strings.Contains(out, secret) {
+			t.Errorf("a reset command saw %q of queued's environment:\n%s", secret, out)
+		}
+	}
+}
