@@ -56,6 +56,11 @@ type Config struct {
 	// an empty list turns redaction off.
 	CommandLineRedact []string `mapstructure:"command_line_redact"`
 
+	// Attribution switches on tt_process labels that say whose each
+	// holder is: user, queued_job, slurm_job, container_id, k8s_pod_uid.
+	// All off by default.
+	Attribution AttributionConfig `mapstructure:"attribution"`
+
 	// prevent unkeyed literal initialization
 	_ struct{}
 }

@@ -28,6 +28,7 @@ func TestLoadConfig(t *testing.T) {
 	custom.Hostname = "bh-glx-c09u02"
 	custom.CommandLineRedact = []string{`--token[= ]\S+`, `password=\S+`}
 	custom.MetricsBuilderConfig = customMetrics
+	custom.Attribution = AttributionConfig{User: true, QueuedJob: true, K8sPodUID: true}
 
 	tests := []struct {
 		id      component.ID
@@ -65,6 +66,7 @@ func TestLoadConfig(t *testing.T) {
 			assert.Equal(t, tt.want.ProcPath, got.ProcPath)
 			assert.Equal(t, tt.want.Hostname, got.Hostname)
 			assert.Equal(t, tt.want.CommandLineRedact, got.CommandLineRedact)
+			assert.Equal(t, tt.want.Attribution, got.Attribution)
 			for name, pair := range map[string][2]bool{
 				"tt_process":              {tt.want.Metrics.TtProcess.Enabled, got.Metrics.TtProcess.Enabled},
 				"tt_process_count":        {tt.want.Metrics.TtProcessCount.Enabled, got.Metrics.TtProcessCount.Enabled},
@@ -87,6 +89,7 @@ func TestDefaultConfig(t *testing.T) {
 	assert.Equal(t, "/proc", cfg.ProcPath)
 	assert.Empty(t, cfg.Hostname)
 	assert.Equal(t, defaultRedactions, cfg.CommandLineRedact, "redaction is on by default")
+	assert.Equal(t, AttributionConfig{}, cfg.Attribution, "every attribution label is off by default")
 	assert.True(t, cfg.Metrics.TtProcess.Enabled)
 	assert.True(t, cfg.Metrics.TtProcessCount.Enabled)
 	assert.False(t, cfg.Metrics.TtDeviceProcessCount.Enabled, "tt_device_process_count is opt-in")

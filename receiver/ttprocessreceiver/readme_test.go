@@ -38,10 +38,11 @@ func TestREADME_ConfigurationIsTheDefault(t *testing.T) {
 	assert.Equal(t, want.ProcPath, cfg.ProcPath)
 	assert.Equal(t, want.Hostname, cfg.Hostname)
 	assert.Equal(t, defaultRedactions, cfg.CommandLineRedact)
+	assert.Equal(t, want.Attribution, cfg.Attribution)
 	m, w := cfg.Metrics, want.Metrics
 	assert.Equal(t, []bool{w.TtProcess.Enabled, w.TtProcessCount.Enabled, w.TtDeviceProcessCount.Enabled},
 		[]bool{m.TtProcess.Enabled, m.TtProcessCount.Enabled, m.TtDeviceProcessCount.Enabled})
-	for _, key := range []string{"collection_interval", "timeout", "initial_delay", "driver_path", "proc_path", "hostname", "command_line_redact", "metrics"} {
+	for _, key := range []string{"collection_interval", "timeout", "initial_delay", "driver_path", "proc_path", "hostname", "command_line_redact", "attribution", "metrics"} {
 		assert.Contains(t, raw, key, "the README's example lacks %s", key)
 	}
 }

@@ -116,12 +116,20 @@ func (rac *ResourceAttributeConfig) Unmarshal(parser *confmap.Conf) error {
 
 // ResourceAttributesConfig provides config for ttprocess resource attributes.
 type ResourceAttributesConfig struct {
-	HostName ResourceAttributeConfig `mapstructure:"host.name"`
+	ContainerID ResourceAttributeConfig `mapstructure:"container.id"`
+	HostName    ResourceAttributeConfig `mapstructure:"host.name"`
+	K8sPodUID   ResourceAttributeConfig `mapstructure:"k8s.pod.uid"`
 }
 
 func DefaultResourceAttributesConfig() ResourceAttributesConfig {
 	return ResourceAttributesConfig{
+		ContainerID: ResourceAttributeConfig{
+			Enabled: true,
+		},
 		HostName: ResourceAttributeConfig{
+			Enabled: true,
+		},
+		K8sPodUID: ResourceAttributeConfig{
 			Enabled: true,
 		},
 	}

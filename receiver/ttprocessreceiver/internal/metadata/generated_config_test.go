@@ -37,7 +37,9 @@ func TestMetricsBuilderConfig(t *testing.T) {
 					},
 				},
 				ResourceAttributes: ResourceAttributesConfig{
-					HostName: ResourceAttributeConfig{Enabled: true},
+					ContainerID: ResourceAttributeConfig{Enabled: true},
+					HostName:    ResourceAttributeConfig{Enabled: true},
+					K8sPodUID:   ResourceAttributeConfig{Enabled: true},
 				},
 			},
 		},
@@ -56,7 +58,9 @@ func TestMetricsBuilderConfig(t *testing.T) {
 					},
 				},
 				ResourceAttributes: ResourceAttributesConfig{
-					HostName: ResourceAttributeConfig{Enabled: false},
+					ContainerID: ResourceAttributeConfig{Enabled: false},
+					HostName:    ResourceAttributeConfig{Enabled: false},
+					K8sPodUID:   ResourceAttributeConfig{Enabled: false},
 				},
 			},
 		},
@@ -92,13 +96,17 @@ func TestResourceAttributesConfig(t *testing.T) {
 		{
 			name: "all_set",
 			want: ResourceAttributesConfig{
-				HostName: ResourceAttributeConfig{Enabled: true},
+				ContainerID: ResourceAttributeConfig{Enabled: true},
+				HostName:    ResourceAttributeConfig{Enabled: true},
+				K8sPodUID:   ResourceAttributeConfig{Enabled: true},
 			},
 		},
 		{
 			name: "none_set",
 			want: ResourceAttributesConfig{
-				HostName: ResourceAttributeConfig{Enabled: false},
+				ContainerID: ResourceAttributeConfig{Enabled: false},
+				HostName:    ResourceAttributeConfig{Enabled: false},
+				K8sPodUID:   ResourceAttributeConfig{Enabled: false},
 			},
 		},
 	}

@@ -25,7 +25,7 @@ var MetricsInfo = metricsInfo{
 	},
 	TtProcess: metricInfo{
 		Name:       "tt_process",
-		Attributes: []string{"hostname", "pid", "friendly_name", "command_line"},
+		Attributes: []string{"hostname", "pid", "friendly_name", "command_line", "user", "queued_job", "slurm_job", "container_id", "k8s_pod_uid"},
 	},
 	TtProcessCount: metricInfo{
 		Name:       "tt_process_count",
@@ -42,6 +42,46 @@ type metricsInfo struct {
 type metricInfo struct {
 	Name       string
 	Attributes []string
+}
+
+type MetricAttributeOption interface {
+	apply(pmetric.NumberDataPoint)
+}
+
+type metricAttributeOptionFunc func(pmetric.NumberDataPoint)
+
+func (maof metricAttributeOptionFunc) apply(dp pmetric.NumberDataPoint) {
+	maof(dp)
+}
+
+func WithContainerIDMetricAttribute(containerIDAttributeValue string) MetricAttributeOption {
+	return metricAttributeOptionFunc(func(dp pmetric.NumberDataPoint) {
+		dp.Attributes().PutStr("container_id", containerIDAttributeValue)
+	})
+}
+
+func WithK8sPodUIDMetricAttribute(k8sPodUIDAttributeValue string) MetricAttributeOption {
+	return metricAttributeOptionFunc(func(dp pmetric.NumberDataPoint) {
+		dp.Attributes().PutStr("k8s_pod_uid", k8sPodUIDAttributeValue)
+	})
+}
+
+func WithQueuedJobMetricAttribute(queuedJobAttributeValue string) MetricAttributeOption {
+	return metricAttributeOptionFunc(func(dp pmetric.NumberDataPoint) {
+		dp.Attributes().PutStr("queued_job", queuedJobAttributeValue)
+	})
+}
+
+func WithSlurmJobMetricAttribute(slurmJobAttributeValue string) MetricAttributeOption {
+	return metricAttributeOptionFunc(func(dp pmetric.NumberDataPoint) {
+		dp.Attributes().PutStr("slurm_job", slurmJobAttributeValue)
+	})
+}
+
+func WithUserMetricAttribute(userAttributeValue string) MetricAttributeOption {
+	return metricAttributeOptionFunc(func(dp pmetric.NumberDataPoint) {
+		dp.Attributes().PutStr("user", userAttributeValue)
+	})
 }
 
 type metricTtDeviceProcessCount struct {
@@ -112,7 +152,7 @@ func (m *metricTtProcess) init() {
 	m.data.Gauge().DataPoints().EnsureCapacity(m.capacity)
 }
 
-func (m *metricTtProcess) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64, hostnameAttributeValue string, pidAttributeValue string, friendlyNameAttributeValue string, commandLineAttributeValue string) {
+func (m *metricTtProcess) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64, hostnameAttributeValue string, pidAttributeValue string, friendlyNameAttributeValue string, commandLineAttributeValue string, options ...MetricAttributeOption) {
 	if !m.config.Enabled {
 		return
 	}
@@ -124,6 +164,9 @@ func (m *metricTtProcess) recordDataPoint(start pcommon.Timestamp, ts pcommon.Ti
 	dp.Attributes().PutStr("pid", pidAttributeValue)
 	dp.Attributes().PutStr("friendly_name", friendlyNameAttributeValue)
 	dp.Attributes().PutStr("command_line", commandLineAttributeValue)
+	for _, op := range options {
+		op.apply(dp)
+	}
 }
 
 // updateCapacity saves max length of data point slices that will be used for the slice capacity.
@@ -248,11 +291,23 @@ func NewMetricsBuilder(mbc MetricsBuilderConfig, settings receiver.Settings, opt
 		resourceAttributeIncludeFilter: make(map[string]filter.Filter),
 		resourceAttributeExcludeFilter: make(map[string]filter.Filter),
 	}
+	if mbc.ResourceAttributes.ContainerID.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["container.id"] = filter.CreateFilter(mbc.ResourceAttributes.ContainerID.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.ContainerID.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["container.id"] = filter.CreateFilter(mbc.ResourceAttributes.ContainerID.MetricsExclude)
+	}
 	if mbc.ResourceAttributes.HostName.MetricsInclude != nil {
 		mb.resourceAttributeIncludeFilter["host.name"] = filter.CreateFilter(mbc.ResourceAttributes.HostName.MetricsInclude)
 	}
 	if mbc.ResourceAttributes.HostName.MetricsExclude != nil {
 		mb.resourceAttributeExcludeFilter["host.name"] = filter.CreateFilter(mbc.ResourceAttributes.HostName.MetricsExclude)
+	}
+	if mbc.ResourceAttributes.K8sPodUID.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["k8s.pod.uid"] = filter.CreateFilter(mbc.ResourceAttributes.K8sPodUID.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.K8sPodUID.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["k8s.pod.uid"] = filter.CreateFilter(mbc.ResourceAttributes.K8sPodUID.MetricsExclude)
 	}
 
 	for _, op := range options {
@@ -363,8 +418,8 @@ func (mb *MetricsBuilder) RecordTtDeviceProcessCountDataPoint(ts pcommon.Timesta
 }
 
 // RecordTtProcessDataPoint adds a data point to tt_process metric.
-func (mb *MetricsBuilder) RecordTtProcessDataPoint(ts pcommon.Timestamp, val int64, hostnameAttributeValue string, pidAttributeValue string, friendlyNameAttributeValue string, commandLineAttributeValue string) {
-	mb.metricTtProcess.recordDataPoint(mb.startTime, ts, val, hostnameAttributeValue, pidAttributeValue, friendlyNameAttributeValue, commandLineAttributeValue)
+func (mb *MetricsBuilder) RecordTtProcessDataPoint(ts pcommon.Timestamp, val int64, hostnameAttributeValue string, pidAttributeValue string, friendlyNameAttributeValue string, commandLineAttributeValue string, options ...MetricAttributeOption) {
+	mb.metricTtProcess.recordDataPoint(mb.startTime, ts, val, hostnameAttributeValue, pidAttributeValue, friendlyNameAttributeValue, commandLineAttributeValue, options...)
 }
 
 // RecordTtProcessCountDataPoint adds a data point to tt_process_count metric.

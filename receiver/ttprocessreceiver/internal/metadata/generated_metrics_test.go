@@ -71,13 +71,15 @@ func TestMetricsBuilder(t *testing.T) {
 			mb.RecordTtDeviceProcessCountDataPoint(ts, 1, "hostname-val", "device-val")
 			defaultMetricsCount++
 			allMetricsCount++
-			mb.RecordTtProcessDataPoint(ts, 1, "hostname-val", "pid-val", "friendly_name-val", "command_line-val")
+			mb.RecordTtProcessDataPoint(ts, 1, "hostname-val", "pid-val", "friendly_name-val", "command_line-val", WithUserMetricAttribute("user-val"), WithQueuedJobMetricAttribute("queued_job-val"), WithSlurmJobMetricAttribute("slurm_job-val"), WithContainerIDMetricAttribute("container_id-val"), WithK8sPodUIDMetricAttribute("k8s_pod_uid-val"))
 			defaultMetricsCount++
 			allMetricsCount++
 			mb.RecordTtProcessCountDataPoint(ts, 1, "hostname-val")
 
 			rb := mb.NewResourceBuilder()
+			rb.SetContainerID("container.id-val")
 			rb.SetHostName("host.name-val")
+			rb.SetK8sPodUID("k8s.pod.uid-val")
 			res := rb.Emit()
 			metrics := mb.Emit(WithResource(res))
 
@@ -148,6 +150,21 @@ func TestMetricsBuilder(t *testing.T) {
 					commandLineAttrVal, ok := dp.Attributes().Get("command_line")
 					assert.True(t, ok)
 					assert.Equal(t, "command_line-val", commandLineAttrVal.Str())
+					userAttrVal, ok := dp.Attributes().Get("user")
+					assert.True(t, ok)
+					assert.Equal(t, "user-val", userAttrVal.Str())
+					queuedJobAttrVal, ok := dp.Attributes().Get("queued_job")
+					assert.True(t, ok)
+					assert.Equal(t, "queued_job-val", queuedJobAttrVal.Str())
+					slurmJobAttrVal, ok := dp.Attributes().Get("slurm_job")
+					assert.True(t, ok)
+					assert.Equal(t, "slurm_job-val", slurmJobAttrVal.Str())
+					containerIDAttrVal, ok := dp.Attributes().Get("container_id")
+					assert.True(t, ok)
+					assert.Equal(t, "container_id-val", containerIDAttrVal.Str())
+					k8sPodUIDAttrVal, ok := dp.Attributes().Get("k8s_pod_uid")
+					assert.True(t, ok)
+					assert.Equal(t, "k8s_pod_uid-val", k8sPodUIDAttrVal.Str())
 				case "tt_process_count":
 					assert.False(t, validatedMetrics["tt_process_count"], "Found a duplicate in the metrics slice: tt_process_count")
 					validatedMetrics["tt_process_count"] = true
