@@ -7,9 +7,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -42,7 +44,18 @@ type Options struct {
 	// labels, limits, hwmon name and identity; default DefaultStaticEvery.
 	// They are also read whenever the card's hwmon directory changes.
 	StaticEvery int
+	// Workers is how many cards are read at once, each read being a few
+	// system calls that wait on the driver; default GOMAXPROCS, at most
+	// maxWorkers.
+	Workers int
 }
+
+// maxWorkers bounds the default Options.Workers.
+const maxWorkers = 4
+
+// minPerWorker is the fewest cards worth handing to a worker of their
+// own: a goroutine costs about what reading one card does.
+const minPerWorker = 4
 
 // sensors are the hwmon channels read, in Card's order, with the factor
 // that turns hwmon's unit into the SI one.
@@ -57,8 +70,10 @@ var sensors = [...]struct {
 	{"fan1", 1},      // RPM
 }
 
-// Indexes of the attributes read every time: the hwmon inputs, in the
-// order of sensors, then the class directory's.
+// Indexes of the attributes a card's descriptors are held for: those read
+// every time (the hwmon inputs, in the order of sensors, then the class
+// directory's), then those read with the static ones (the hwmon limits,
+// then the identity).
 const (
 	dynAIClock = len(sensors) + iota
 	dynAXIClock
@@ -68,21 +83,48 @@ const (
 	nDynamic
 )
 
+const (
+	staticMax  = nDynamic                 // the limits, in the order of sensors
+	staticInfo = staticMax + len(sensors) // the identity, in the order of classStatic
+	nAttrs     = staticInfo + len(classStatic)
+)
+
 // classDynamic are the class directory's attributes read every time, from
 // dynAIClock on.
 var classDynamic = [...]string{"tt_aiclk", "tt_axiclk", "tt_arcclk", "tt_heartbeat", "tt_therm_trip_count"}
 
-// Reader reads every card's attributes. It is not safe for concurrent use.
+// classStatic are the class directory's identity attributes, from
+// staticInfo on, in the order of Info's fields.
+var classStatic = [...]string{"tt_card_type", "tt_serial", "tt_asic_id", "tt_fw_bundle_ver", "tt_m3app_fw_ver"}
+
+// Reader reads every card's attributes, a few cards at once. It is not
+// safe for concurrent use.
 type Reader struct {
 	root        string
 	class       string
 	staticEvery uint64
 
-	reads uint64
-	cards map[int]*cardState
+	reads   uint64
+	cards   map[int]*cardState
+	workers []*worker
 	// Scratch reused from read to read.
 	numbers []int
-	buf     [128]byte
+	states  []*cardState
+	results []cardResult
+}
+
+// worker reads cards, one at a time; the reader runs a few at once.
+type worker struct {
+	class       string
+	staticEvery uint64
+	reads       uint64 // the Reader's, as of this read
+	buf         [128]byte
+}
+
+// cardResult is what reading one card gave.
+type cardResult struct {
+	card *Card
+	errs []error
 }
 
 // cardState is what the reader keeps of one card between reads.
@@ -96,10 +138,10 @@ type cardState struct {
 	staticDue bool
 	seen      uint64
 	static    Card // Arch, labels, limits and Info
-	paths     [nDynamic]string
+	paths     [nAttrs]string
 	// fds holds each attribute read every time open, -1 for one that is
 	// absent (looked for again with the static attributes).
-	fds [nDynamic]int
+	fds [nAttrs]int
 }
 
 // closeFDs closes the descriptors from..to-1.
@@ -119,12 +161,17 @@ func New(opts Options) *Reader {
 	if every <= 0 {
 		every = DefaultStaticEvery
 	}
-	return &Reader{
+	r := &Reader{
 		root:        root,
 		class:       filepath.Join(root, classDir),
 		staticEvery: uint64(every),
 		cards:       make(map[int]*cardState),
 	}
+	workers := cmp.Or(opts.Workers, min(runtime.GOMAXPROCS(0), maxWorkers))
+	for range max(workers, 1) {
+		r.workers = append(r.workers, &worker{class: r.class, staticEvery: r.staticEvery})
+	}
+	return r
 }
 
 // Read appends to into every card found, sorted by number, and returns the
@@ -140,6 +187,7 @@ func (r *Reader) Read(into []Card) ([]Card, []error) {
 	if err != nil {
 		return into, []error{err}
 	}
+	r.states = r.states[:0]
 	for _, n := range numbers {
 		c := r.cards[n]
 		if c == nil {
@@ -147,26 +195,61 @@ func (r *Reader) Read(into []Card) ([]Card, []error) {
 			r.cards[n] = c
 		}
 		c.seen = r.reads
-		card, cerrs := r.readCard(c)
-		errs = append(errs, cerrs...)
-		if card != nil {
-			into = append(into, *card)
+		r.states = append(r.states, c)
+	}
+	r.results = slices.Grow(r.results[:0], len(r.states))[:len(r.states)]
+	r.readAll()
+	for i := range r.results {
+		res := &r.results[i]
+		errs = append(errs, res.errs...)
+		if res.card != nil {
+			into = append(into, *res.card)
 		}
+		*res = cardResult{}
 	}
 	for n, c := range r.cards {
 		if c.seen != r.reads {
-			c.closeFDs(0, nDynamic)
+			c.closeFDs(0, nAttrs)
 			delete(r.cards, n)
 		}
 	}
 	return into, errs
 }
 
+// readAll reads every card of r.states into r.results, spreading them over
+// the workers in contiguous runs when there are enough of them.
+func (r *Reader) readAll() {
+	n := len(r.states)
+	workers := min(len(r.workers), max(n/minPerWorker, 1))
+	per := (n + workers - 1) / max(workers, 1)
+	var wg sync.WaitGroup
+	for wi := range workers {
+		from, to := wi*per, min((wi+1)*per, n)
+		if from >= to {
+			break
+		}
+		w := r.workers[wi]
+		w.reads = r.reads
+		run := func() {
+			for i := from; i < to; i++ {
+				card, errs := w.readCard(r.states[i])
+				r.results[i] = cardResult{card: card, errs: errs}
+			}
+		}
+		if wi == workers-1 {
+			run() // the last run on this goroutine
+			continue
+		}
+		wg.Go(run)
+	}
+	wg.Wait()
+}
+
 // Close closes the descriptors the reader holds. The Reader stays usable:
 // the next Read opens them again.
 func (r *Reader) Close() error {
 	for n, c := range r.cards {
-		c.closeFDs(0, nDynamic)
+		c.closeFDs(0, nAttrs)
 		delete(r.cards, n)
 	}
 	return nil
@@ -209,10 +292,10 @@ func (r *Reader) list(into []int) ([]int, error) {
 }
 
 // readCard reads one card; nil when its class directory is gone.
-func (r *Reader) readCard(c *cardState) (*Card, []error) {
+func (w *worker) readCard(c *cardState) (*Card, []error) {
 	var errs []error
 	if c.dir == "" {
-		dir, err := filepath.EvalSymlinks(filepath.Join(r.class, "tenstorrent!"+strconv.Itoa(c.number)))
+		dir, err := filepath.EvalSymlinks(filepath.Join(w.class, "tenstorrent!"+strconv.Itoa(c.number)))
 		if err != nil {
 			if absent(err) {
 				return nil, nil // gone between the listing and now
@@ -223,18 +306,21 @@ func (r *Reader) readCard(c *cardState) (*Card, []error) {
 		for i, name := range classDynamic {
 			c.paths[dynAIClock+i] = dir + "/" + name
 		}
-		errs = append(errs, r.readStatic(c)...)
+		for i, name := range classStatic {
+			c.paths[staticInfo+i] = dir + "/" + name
+		}
+		errs = append(errs, w.readStatic(c)...)
 		// Spread the cards' later static reads over the period, so that
 		// no read does all of them at once.
-		c.staticAt -= uint64(c.number) % r.staticEvery
-	} else if c.staticDue || r.reads-c.staticAt >= r.staticEvery {
-		errs = append(errs, r.readStatic(c)...)
+		c.staticAt -= uint64(c.number) % w.staticEvery
+	} else if c.staticDue || w.reads-c.staticAt >= w.staticEvery {
+		errs = append(errs, w.readStatic(c)...)
 	}
 
 	card := c.static
 	card.Number = c.number
 	for i, s := range sensors {
-		v, ok, err := r.readDynamic(c, i)
+		v, ok, err := w.readHeld(c, i)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("card %d: %w", c.number, err))
 		}
@@ -251,14 +337,14 @@ func (r *Reader) readCard(c *cardState) (*Card, []error) {
 		}
 	}
 	for i, out := range [...]*Reading{&card.AIClock, &card.AXIClock, &card.ARCClock} {
-		v, ok, err := r.readDynamic(c, dynAIClock+i)
+		v, ok, err := w.readHeld(c, dynAIClock+i)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("card %d: %w", c.number, err))
 		}
 		*out = Reading{Value: float64(v) * 1e6, OK: ok} // MHz -> Hz
 	}
 	for i, out := range [...]*Counter{&card.Heartbeat, &card.ThermalTrips} {
-		v, ok, err := r.readDynamic(c, dynHeartbeat+i)
+		v, ok, err := w.readHeld(c, dynHeartbeat+i)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("card %d: %w", c.number, err))
 		}
@@ -274,34 +360,19 @@ func (r *Reader) readCard(c *cardState) (*Card, []error) {
 // readStatic finds the card's hwmon directory and reads what does not
 // change while the card is up: each sensor's limit and the card's identity
 // every time, and the hwmon name and labels when the directory is new.
-func (r *Reader) readStatic(c *cardState) []error {
+func (w *worker) readStatic(c *cardState) []error {
 	var errs []error
-	c.staticAt, c.staticDue = r.reads, false
-	hwmon, err := findHwmon(c.dir)
-	if err != nil {
-		errs = append(errs, fmt.Errorf("card %d: %w", c.number, err))
-	}
-	str := func(path string) string {
-		v, _, err := r.readString(path)
+	fail := func(err error) {
 		if err != nil {
 			errs = append(errs, fmt.Errorf("card %d: %w", c.number, err))
 		}
-		return v
 	}
-	if hwmon != c.hwmon {
-		c.closeFDs(0, len(sensors))
-		c.hwmon = hwmon
-		c.static.Arch = ""
-		for i, s := range sensors {
-			c.paths[i] = ""
-			*sensorOf(&c.static, i) = Sensor{}
-			if hwmon != "" {
-				c.paths[i] = hwmon + "/" + s.channel + "_input"
-				sensorOf(&c.static, i).Label = str(hwmon + "/" + s.channel + "_label")
-			}
-		}
+	c.staticAt, c.staticDue = w.reads, false
+	if c.hwmon == "" {
+		hwmon, err := findHwmon(c.dir)
+		fail(err)
 		if hwmon != "" {
-			c.static.Arch = str(hwmon + "/name")
+			w.useHwmon(c, hwmon, fail)
 		}
 	}
 	// Open what is there and was not open: an attribute the firmware
@@ -311,28 +382,41 @@ func (r *Reader) readStatic(c *cardState) []error {
 			continue
 		}
 		fd, err := openAttr(path)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("card %d: %w", c.number, err))
-		}
+		fail(err)
 		c.fds[i] = fd
 	}
-	if hwmon != "" {
-		for i, s := range sensors {
-			v, ok, err := r.readInt(hwmon + "/" + s.channel + "_max")
-			if err != nil {
-				errs = append(errs, fmt.Errorf("card %d: %w", c.number, err))
-			}
-			sensorOf(&c.static, i).Max = Reading{Value: float64(v) * s.scale, OK: ok}
+	for i, s := range sensors {
+		v, ok, err := w.readHeld(c, staticMax+i)
+		fail(err)
+		sensorOf(&c.static, i).Max = Reading{Value: float64(v) * s.scale, OK: ok}
+	}
+	var info [len(classStatic)]string
+	for i := range classStatic {
+		b, ok, err := w.readHeldRaw(c, staticInfo+i)
+		fail(err)
+		if ok {
+			info[i] = labelValue(b)
 		}
 	}
-	c.static.Info = Info{
-		CardType:       str(c.dir + "/tt_card_type"),
-		Serial:         str(c.dir + "/tt_serial"),
-		ASICID:         str(c.dir + "/tt_asic_id"),
-		FirmwareBundle: str(c.dir + "/tt_fw_bundle_ver"),
-		M3AppFirmware:  str(c.dir + "/tt_m3app_fw_ver"),
-	}
+	c.static.Info = Info{CardType: info[0], Serial: info[1], ASICID: info[2], FirmwareBundle: info[3], M3AppFirmware: info[4]}
 	return errs
+}
+
+// useHwmon makes hwmon the card's hwmon directory: the paths of its
+// inputs and limits, and its name and labels, read once.
+func (w *worker) useHwmon(c *cardState, hwmon string, fail func(error)) {
+	c.hwmon = hwmon
+	str := func(path string) string {
+		v, _, err := w.readString(path)
+		fail(err)
+		return v
+	}
+	c.static.Arch = str(hwmon + "/name")
+	for i, s := range sensors {
+		c.paths[i] = hwmon + "/" + s.channel + "_input"
+		c.paths[staticMax+i] = hwmon + "/" + s.channel + "_max"
+		*sensorOf(&c.static, i) = Sensor{Label: str(hwmon + "/" + s.channel + "_label")}
+	}
 }
 
 // findHwmon returns the hwmon directory of the card whose class directory
@@ -394,9 +478,9 @@ func openAttr(path string) (int, error) {
 // which makes sysfs produce the value afresh (as after a poll, the sysfs
 // documentation's seek-and-re-read). ok is false, with no error, when the
 // attribute is gone (ENODEV: its device was unregistered) or reads empty.
-func (r *Reader) pread(fd int, path string) (b []byte, ok bool, err error) {
+func (w *worker) pread(fd int, path string) (b []byte, ok bool, err error) {
 	for {
-		n, err := unix.Pread(fd, r.buf[:], 0)
+		n, err := unix.Pread(fd, w.buf[:], 0)
 		switch {
 		case err == unix.EINTR:
 			continue
@@ -405,7 +489,7 @@ func (r *Reader) pread(fd int, path string) (b []byte, ok bool, err error) {
 			// device gone away, like ENODEV.
 			return nil, false, nil
 		case err == nil:
-			return trimSpace(r.buf[:n]), true, nil
+			return trimSpace(w.buf[:n]), true, nil
 		case absent(err):
 			return nil, false, nil
 		}
@@ -413,27 +497,36 @@ func (r *Reader) pread(fd int, path string) (b []byte, ok bool, err error) {
 	}
 }
 
-// readDynamic reads attribute i of the card through its held descriptor.
+// readHeldRaw reads attribute i of the card through its held descriptor.
 // An attribute found gone is closed, and a hwmon one has the card look
 // for its hwmon directory afresh next time.
-func (r *Reader) readDynamic(c *cardState, i int) (int64, bool, error) {
+func (w *worker) readHeldRaw(c *cardState, i int) ([]byte, bool, error) {
 	fd := c.fds[i]
 	if fd < 0 {
-		return 0, false, nil
+		return nil, false, nil
 	}
-	b, ok, err := r.pread(fd, c.paths[i])
+	b, ok, err := w.pread(fd, c.paths[i])
 	if err != nil {
-		return 0, false, err
+		return nil, false, err
 	}
 	if !ok {
 		c.closeFDs(i, i+1)
-		if i < len(sensors) {
+		if i < len(sensors) || (i >= staticMax && i < staticInfo) {
 			// The hwmon directory went away (a reset, the driver
 			// unregistering it): its sensors are absent from now on,
 			// and it is looked for afresh at the next read.
-			r.dropHwmon(c)
+			w.dropHwmon(c)
 		}
-		return 0, false, nil
+		return nil, false, nil
+	}
+	return b, true, nil
+}
+
+// readHeld reads a decimal attribute through its held descriptor.
+func (w *worker) readHeld(c *cardState, i int) (int64, bool, error) {
+	b, ok, err := w.readHeldRaw(c, i)
+	if !ok || err != nil {
+		return 0, false, err
 	}
 	v, perr := parseInt(b)
 	if perr != nil {
@@ -445,11 +538,12 @@ func (r *Reader) readDynamic(c *cardState, i int) (int64, bool, error) {
 // dropHwmon forgets a card's vanished hwmon directory: its descriptors are
 // closed, its static values cleared, and the directory is looked for again
 // at the next read.
-func (r *Reader) dropHwmon(c *cardState) {
+func (w *worker) dropHwmon(c *cardState) {
 	c.closeFDs(0, len(sensors))
+	c.closeFDs(staticMax, staticInfo)
 	c.hwmon, c.staticDue = "", true
-	for i := range c.paths[:len(sensors)] {
-		c.paths[i] = ""
+	for i := range sensors {
+		c.paths[i], c.paths[staticMax+i] = "", ""
 	}
 	c.static.Arch = ""
 	for i := range sensors {
@@ -460,35 +554,28 @@ func (r *Reader) dropHwmon(c *cardState) {
 // readRaw reads the first bytes of a sysfs attribute into r.buf by path
 // (an attribute is one value and a newline), for those read only now and
 // then. ok is false, with no error, when the attribute is absent.
-func (r *Reader) readRaw(path string) (b []byte, ok bool, err error) {
+func (w *worker) readRaw(path string) (b []byte, ok bool, err error) {
 	fd, err := openAttr(path)
 	if fd < 0 {
 		return nil, false, err
 	}
 	defer unix.Close(fd)
-	return r.pread(fd, path)
-}
-
-// readInt reads a decimal integer attribute.
-func (r *Reader) readInt(path string) (int64, bool, error) {
-	b, ok, err := r.readRaw(path)
-	if !ok || err != nil {
-		return 0, false, err
-	}
-	v, perr := parseInt(b)
-	if perr != nil {
-		return 0, false, fmt.Errorf("%s: %q is not a decimal number", path, b)
-	}
-	return v, true, nil
+	return w.pread(fd, path)
 }
 
 // readString reads a string attribute, kept to printable ASCII and
 // maxString bytes, since it becomes a label value.
-func (r *Reader) readString(path string) (string, bool, error) {
-	b, ok, err := r.readRaw(path)
+func (w *worker) readString(path string) (string, bool, error) {
+	b, ok, err := w.readRaw(path)
 	if !ok || err != nil {
 		return "", false, err
 	}
+	return labelValue(b), true, nil
+}
+
+// labelValue keeps a string attribute to printable ASCII and maxString
+// bytes, since it becomes a label value.
+func labelValue(b []byte) string {
 	out := make([]byte, 0, min(len(b), maxString))
 	for _, c := range b {
 		if len(out) == maxString {
@@ -498,7 +585,7 @@ func (r *Reader) readString(path string) (string, bool, error) {
 			out = append(out, c)
 		}
 	}
-	return string(out), true, nil
+	return string(out)
 }
 
 func trimSpace(b []byte) []byte {

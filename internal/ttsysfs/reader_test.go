@@ -201,3 +201,25 @@ func TestParseInt(t *testing.T) {
 		assert.Error(t, err, in)
 	}
 }
+
+// Many cards are read a few at once; each comes out whole and in order,
+// and a card's fault stays its own.
+func TestRead_ManyCardsInParallel(t *testing.T) {
+	t.Parallel()
+	fs := kmdtest.BusySysfs(t, t.TempDir(), 16)
+	fs.Set(11, "tt_aiclk", "bad")
+	r := New(Options{Root: fs.Root, Workers: 4})
+	for range 3 {
+		cards, errs := r.Read(nil)
+		require.Len(t, cards, 16)
+		require.Len(t, errs, 1)
+		assert.Contains(t, errs[0].Error(), "card 11: ")
+		for i, c := range cards {
+			assert.Equal(t, i, c.Number)
+			assert.InDelta(t, 55+float64(i)*0.125, c.Temperature.Input.Value, 1e-9)
+			assert.Equal(t, uint64(1000+i), c.Heartbeat.Value)
+			assert.Equal(t, i != 11, c.AIClock.OK)
+		}
+	}
+	require.NoError(t, r.Close())
+}
