@@ -111,15 +111,25 @@ func newScraper(cfg *Config, set receiver.Settings) *ttScraper {
 	}
 }
 
-func (s *ttScraper) start(context.Context, component.Host) error {
-	s.hostname = s.cfg.Hostname
-	if s.hostname == "" {
-		h, err := os.Hostname()
-		if err != nil {
-			return fmt.Errorf("hostname is not set and the OS host name cannot be read: %w", err)
-		}
-		s.hostname = h
+// resolveHostname is the hostname setting, or the OS host name when it is
+// empty.
+func resolveHostname(cfg *Config) (string, error) {
+	if cfg.Hostname != "" {
+		return cfg.Hostname, nil
 	}
+	h, err := os.Hostname()
+	if err != nil {
+		return "", fmt.Errorf("hostname is not set and the OS host name cannot be read: %w", err)
+	}
+	return h, nil
+}
+
+func (s *ttScraper) start(context.Context, component.Host) error {
+	hostname, err := resolveHostname(s.cfg)
+	if err != nil {
+		return err
+	}
+	s.hostname = hostname
 	redactions, err := compileRedactions(s.cfg.CommandLineRedact)
 	if err != nil {
 		return err
