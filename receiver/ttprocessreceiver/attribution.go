@@ -18,7 +18,9 @@ type AttributionConfig struct {
 	// QueuedJob adds queued_job: the id of the queued job the process
 	// belongs to, from TT_QUEUE_JOB_ID in /proc/<pid>/environ, which
 	// queued sets in every job and every process a job starts inherits;
-	// empty for a process of no queued job. Reading another user's
+	// NoQueuedJob ("none") for a process of no queued job: not empty,
+	// since Prometheus drops an empty label and "no job" could then not be
+	// told from a collector without the label. Reading another user's
 	// environment needs CAP_SYS_PTRACE: without it, such a holder's label
 	// is <unknown>.
 	QueuedJob bool `mapstructure:"queued_job"`
@@ -37,6 +39,10 @@ type AttributionConfig struct {
 	K8sPodUID bool `mapstructure:"k8s_pod_uid"`
 }
 
+// NoQueuedJob is the queued_job label of a process read and found to belong
+// to no queued job.
+const NoQueuedJob = "none"
+
 // scanOptions are the procscan reads the labels need.
 func (c AttributionConfig) scanOptions() procscan.AttributionOptions {
 	return procscan.AttributionOptions{
@@ -54,7 +60,11 @@ func (c AttributionConfig) labels(a procscan.Attribution) []metadata.MetricAttri
 		opts = append(opts, metadata.WithUserMetricAttribute(a.User))
 	}
 	if c.QueuedJob {
-		opts = append(opts, metadata.WithQueuedJobMetricAttribute(a.QueuedJob))
+		job := a.QueuedJob
+		if job == "" {
+			job = NoQueuedJob
+		}
+		opts = append(opts, metadata.WithQueuedJobMetricAttribute(job))
 	}
 	if c.SlurmJob {
 		opts = append(opts, metadata.WithSlurmJobMetricAttribute(a.SlurmJob))

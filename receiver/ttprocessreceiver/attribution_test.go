@@ -98,9 +98,9 @@ func TestScrape_AttributionGolden(t *testing.T) {
 	got := processPoints(t, md)
 	want := map[string]map[string]string{
 		"4242": {"queued_job": testJob, "slurm_job": "", "container_id": "", "k8s_pod_uid": ""},
-		"4243": {"queued_job": "", "slurm_job": "4242", "container_id": "", "k8s_pod_uid": ""},
-		"4244": {"queued_job": "", "slurm_job": "", "container_id": testContainer, "k8s_pod_uid": testPod},
-		"4245": {"queued_job": "", "slurm_job": "", "container_id": "", "k8s_pod_uid": ""},
+		"4243": {"queued_job": "none", "slurm_job": "4242", "container_id": "", "k8s_pod_uid": ""},
+		"4244": {"queued_job": "none", "slurm_job": "", "container_id": testContainer, "k8s_pod_uid": testPod},
+		"4245": {"queued_job": "none", "slurm_job": "", "container_id": "", "k8s_pod_uid": ""},
 		"4246": {"queued_job": "<unknown>", "slurm_job": "<unknown>", "container_id": "<unknown>", "k8s_pod_uid": "<unknown>"},
 	}
 	for pid, labels := range want {
@@ -165,7 +165,7 @@ func TestScrape_AttributionReadOnce(t *testing.T) {
 	b.host.pids(0, 4242)
 	b.start(t)
 	first := processPoints(t, b.scrape(t))["4242"]
-	assert.Empty(t, attr(first, "queued_job"))
+	assert.Equal(t, NoQueuedJob, attr(first, "queued_job"), "read, and no job marker")
 
 	b.host.attributed(4242, testJob, "slurm-v1") // would change the labels if read again
 	for range 3 {
