@@ -294,6 +294,11 @@ elif check == "k8sattributes":
     pipe = got["service"]["pipelines"]["metrics"]["processors"]
     if pipe != ["memory_limiter", "k8sattributes", "batch"]:
         fail(f"metrics pipeline processors are {pipe!r}, want k8sattributes after memory_limiter")
+    labels = ((got.get("exporters") or {}).get("prometheus") or {}).get("resource_constant_labels") or {}
+    if set(labels.get("included", [])) != set(proc.get("extract", {}).get("metadata", [])):
+        fail(f"prometheus resource_constant_labels {labels!r} are not what k8sattributes extracts")
+    if any(k in ("k8s.pod.uid", "container.id") or "*" in k for k in labels.get("included", [])):
+        fail(f"resource_constant_labels {labels!r} would duplicate the k8s_pod_uid or container_id label")
     attr = got["receivers"]["ttprocess"].get("attribution") or {}
     if attr.get("k8s_pod_uid") is not True or attr.get("container_id") is not True:
         fail(f"receivers.ttprocess.attribution is {attr!r}, want k8s_pod_uid and container_id on")

@@ -27,8 +27,9 @@
 #   - with k8sAttributes.enabled: a read-only ClusterRole for pods,
 #     namespaces and replicasets bound to the service account, its token
 #     mounted, KUBE_NODE_NAME from spec.nodeName, the k8sattributes processor
-#     after memory_limiter associating by k8s.pod.uid, and the receiver's pod
-#     and container attribution on;
+#     after memory_limiter associating by k8s.pod.uid, the receiver's pod
+#     and container attribution on, and the exporter labelling the holder's
+#     series with what the processor extracts;
 #   - every documented option renders, all at once, and lints;
 #   - every base image of Dockerfile.otelcol-tt is pinned by @sha256 digest.
 # Nothing talks to a cluster. Needs python3 with PyYAML (Debian: python3-yaml).

@@ -127,8 +127,10 @@ disabled or .Values.affinity has a nodeAffinity of its own.
 {{/*
 The collector configuration: .Values.config, plus, with k8sAttributes.enabled,
 the k8sattributes processor (unless config.processors.k8sattributes is set),
-that processor in the metrics pipeline after memory_limiter, and the
-receiver's pod and container attribution switched on.
+that processor in the metrics pipeline after memory_limiter, the receiver's
+pod and container attribution switched on, and the Prometheus exporter
+turning the attributes the processor adds into labels (unless
+config.exporters.prometheus.resource_constant_labels is set).
 */}}
 {{- define "otelcol-tt.config" -}}
 {{- $cfg := deepCopy .Values.config }}
@@ -143,6 +145,10 @@ receiver's pod and container attribution switched on.
       "pod_association" (list (dict "sources" (list (dict "from" "resource_attribute" "name" "k8s.pod.uid"))))) }}
 {{- end }}
 {{- $_ := set $cfg "processors" $processors }}
+{{- $prometheus := $cfg.exporters.prometheus }}
+{{- if not (hasKey $prometheus "resource_constant_labels") }}
+{{- $_ := set $prometheus "resource_constant_labels" (dict "included" (deepCopy .Values.k8sAttributes.extract.metadata)) }}
+{{- end }}
 {{- $ttprocess := $cfg.receivers.ttprocess }}
 {{- $attribution := $ttprocess.attribution | default dict }}
 {{- $_ := set $attribution "k8s_pod_uid" true }}
