@@ -3,7 +3,12 @@
 package e2e
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -65,4 +70,75 @@ func checkCardHealth(t *testing.T, prom string) {
 		return len(r) == 1 && r[0].Value == "1"
 	})
 	t.Logf("%s -> %s after the heartbeat stood still for %s", stalled, render(got), stallWindow)
+}
+
+// podCgroup is a real cgroup named as the kubelet's cgroupfs driver names a
+// container's: kubepods/besteffort/pod<uid>/<container id>, in the pids
+// hierarchy of a cgroup v1 host or in the unified one.
+type podCgroup struct {
+	uid, container string
+	dirs           []string // created, innermost last
+}
+
+func newPodCgroup(t *testing.T) *podCgroup {
+	t.Helper()
+	root := "/sys/fs/cgroup/pids"
+	if _, err := os.Stat(root); err != nil {
+		root = "/sys/fs/cgroup"
+	}
+	b := make([]byte, 48)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	h := hex.EncodeToString(b)
+	c := &podCgroup{uid: h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32], container: h[32:96]}
+	dir := root
+	for _, elem := range []string{"kubepods", "besteffort", "pod" + c.uid, c.container} {
+		dir = filepath.Join(dir, elem)
+		if err := os.Mkdir(dir, 0o755); err != nil && !os.IsExist(err) {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("creating a pod's cgroup: %v (CI runs as root)", err)
+			}
+			t.Skipf("creating a pod's cgroup needs root: %v", err)
+		}
+		c.dirs = append(c.dirs, dir)
+	}
+	// Removed once the process in it has exited: this cleanup is
+	// registered before the process's own, so it runs after it.
+	t.Cleanup(func() {
+		for i := len(c.dirs) - 1; i >= 0; i-- {
+			// The kernel lets go of an exited process's cgroup a
+			// moment after it is reaped: poll with a deadline.
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				err := os.Remove(c.dirs[i])
+				if err == nil || os.IsNotExist(err) || time.Now().After(deadline) {
+					break
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+	})
+	return c
+}
+
+// enter moves pid into the container's cgroup.
+func (c *podCgroup) enter(t *testing.T, pid int) {
+	t.Helper()
+	procs := filepath.Join(c.dirs[len(c.dirs)-1], "cgroup.procs")
+	if err := os.WriteFile(procs, []byte(strconv.Itoa(pid)), 0o644); err != nil {
+		t.Fatalf("moving pid %d into %s: %v", pid, procs, err)
+	}
+}
+
+// checkPodHolder checks that the process in a pod's container carries its
+// container_id and k8s_pod_uid, read from its real cgroup.
+func checkPodHolder(t *testing.T, prom string, pid int, c *podCgroup) {
+	t.Helper()
+	sel := fmt.Sprintf(`tt_process{hostname=%q, pid="%d"}`, hostName, pid)
+	got := waitQuery(t, prom, sel, 10*time.Second, func(r []sample) bool { return len(r) == 1 })
+	if got[0].Metric["container_id"] != c.container || got[0].Metric["k8s_pod_uid"] != c.uid {
+		t.Errorf("%s -> %s; want container_id %s and k8s_pod_uid %s", sel, render(got), c.container, c.uid)
+	}
+	t.Logf("the holder in a pod's container: %s", render(got))
 }

@@ -72,12 +72,19 @@ func TestOtelcolTTWithPrometheus(t *testing.T) {
 	job := kmdtest.Start(t, dir, []string{queuedJobEnv + "=" + queuedJobID}, "python3", "serve.py", "--job")
 	job.FriendlyName, job.CommandLine = "serve.py", "python3 serve.py --job"
 	work = append(work, job)
+	// A process in a Kubernetes pod's container: a real cgroup laid out as
+	// the kubelet's cgroupfs driver lays it out.
+	podCgroup := newPodCgroup(t)
+	pod := kmdtest.Start(t, dir, nil, "python3", "serve.py", "--pod")
+	pod.FriendlyName, pod.CommandLine = "serve.py", "python3 serve.py --pod"
+	podCgroup.enter(t, pod.PID())
+	work = append(work, pod)
 
 	// The host tree: several devices, duplicate lines (one per open fd),
 	// and a process on two devices, as the KMD writes them.
 	hostTree := kmdtest.NewTree(t, filepath.Join(dir, "driver-host"))
 	hostTree.SetPids(0, train.PID(), train.PID(), pytest.PID())
-	hostTree.SetPids(1, pytest.PID(), sleeper.PID(), secret.PID(), job.PID())
+	hostTree.SetPids(1, pytest.PID(), sleeper.PID(), secret.PID(), job.PID(), pod.PID())
 	hostTree.SetPids(2)
 	// The container case: a collector outside the host PID namespace reads
 	// every holder as 0.
@@ -88,11 +95,13 @@ func TestOtelcolTTWithPrometheus(t *testing.T) {
 	// Two collectors run the shipped default config, steered by its
 	// environment variables: one sees the host tree, one the container's.
 	// The host collector reads a Blackhole p150's sysfs and labels each
-	// holder with its user and queued job; the container's reads an n300's
-	// and keeps the receiver's default labels.
+	// holder with its user, queued job, container and pod; the container's
+	// reads an n300's and keeps the receiver's default labels.
 	hostMetrics := startCollector(t, dir, otelcol, "host", hostTree.Dir, kmdtest.CopySysfs(t, "p150").Root, hostName,
 		"--set=receivers::ttprocess::attribution::user=true",
 		"--set=receivers::ttprocess::attribution::queued_job=true",
+		"--set=receivers::ttprocess::attribution::container_id=true",
+		"--set=receivers::ttprocess::attribution::k8s_pod_uid=true",
 		"--set=receivers::ttprocess::card_telemetry::heartbeat_stall_window="+stallWindow.String())
 	ctrMetrics := startCollector(t, dir, otelcol, "container", containerTree.Dir, kmdtest.CopySysfs(t, "n300").Root, containerName)
 	promPort := freePort(t)
@@ -163,12 +172,13 @@ scrape_configs:
 	}
 
 	checkCardHealth(t, prom)
+	checkPodHolder(t, prom, pod.PID(), podCgroup)
 
 	// A process exits: the KMD drops its fds from the pids file, and its
 	// series must leave Prometheus within two scrape intervals rather than
 	// at the exporter's five-minute expiry.
 	sleeper.Stop()
-	hostTree.SetPids(1, pytest.PID(), secret.PID(), job.PID())
+	hostTree.SetPids(1, pytest.PID(), secret.PID(), job.PID(), pod.PID())
 	gone := time.Now()
 	got = waitQuery(t, prom, hostSel, 2*scrapeInterval, func(r []sample) bool { return len(r) == len(work)-1 })
 	t.Logf("after killing pid %d: series gone in %s; %s -> %s", sleeper.PID(), time.Since(gone).Round(10*time.Millisecond), hostSel, render(got))
