@@ -75,7 +75,7 @@ RECEIVER_SOURCES := $(shell find receiver internal -name '*.go' -not -name '*_te
 .PHONY: otelcol-tt
 otelcol-tt: $(BIN)/otelcol-tt ## Build the otelcol-tt collector distribution with ocb into bin/otelcol-tt.
 
-$(BIN)/otelcol-tt: builder-config.yaml $(RECEIVER_SOURCES)
+$(BIN)/otelcol-tt: builder-config.yaml $(RECEIVER_SOURCES) $(wildcard deploy/otelcol-tt/stubs/*/*)
 	@mkdir -p $(BIN) build
 	$(OCB) --config builder-config.yaml
 	cp build/otelcol-tt/otelcol-tt $@
@@ -90,8 +90,8 @@ $(BIN)/helm:
 	GOBIN=$(BIN) $(GO) install helm.sh/helm/v4/cmd/helm@$(HELM_VERSION)
 
 .PHONY: chart-test
-chart-test: $(BIN)/helm ## Lint and render the Helm chart with helm v4 (built from source) and check the manifests.
-	deploy/helm/test-chart.sh $(BIN)/helm
+chart-test: $(BIN)/helm ## Lint and render the Helm chart with helm v4 (built from source) and check the manifests (and, once bin/otelcol-tt is built, that it validates the configs).
+	deploy/helm/test-chart.sh $(BIN)/helm $$([ -x $(BIN)/otelcol-tt ] && echo $(BIN)/otelcol-tt)
 
 FUZZTIME ?= 20s
 

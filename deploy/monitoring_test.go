@@ -16,6 +16,8 @@ import (
 	"strings"
 	"testing"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/ttkit/ttkit/queued/scheduler"
 )
 
@@ -44,11 +46,69 @@ func run(t *testing.T, dir, name string, args ...string) {
 	t.Logf("%s %s:\n%s", filepath.Base(name), strings.Join(args, " "), out)
 }
 
-// TestAlertRules checks ttkit-rules.yaml and runs its unit tests.
+// TestAlertRules checks ttkit-rules.yaml and runs its unit tests, and
+// that every alert has tests, one of which expects it not to fire.
 func TestAlertRules(t *testing.T) {
 	p := promtool(t)
 	run(t, "prometheus", p, "check", "rules", "ttkit-rules.yaml")
 	run(t, "prometheus", p, "test", "rules", "ttkit-rules.test.yaml")
+
+	var rules struct {
+		Groups []struct {
+			Rules []struct {
+				Alert string `yaml:"alert"`
+				Expr  string `yaml:"expr"`
+			} `yaml:"rules"`
+		} `yaml:"groups"`
+	}
+	var tests struct {
+		Tests []struct {
+			AlertRuleTest []struct {
+				Alertname string `yaml:"alertname"`
+				ExpAlerts []any  `yaml:"exp_alerts"`
+			} `yaml:"alert_rule_test"`
+		} `yaml:"tests"`
+	}
+	readYAML(t, "prometheus/ttkit-rules.yaml", &rules)
+	readYAML(t, "prometheus/ttkit-rules.test.yaml", &tests)
+	fires, quiet := map[string]bool{}, map[string]bool{}
+	for _, tc := range tests.Tests {
+		for _, a := range tc.AlertRuleTest {
+			if len(a.ExpAlerts) > 0 {
+				fires[a.Alertname] = true
+			} else {
+				quiet[a.Alertname] = true
+			}
+		}
+	}
+	known := exportedMetrics()
+	metricRe := regexp.MustCompile(`\b(tt_[a-z_]+|up)\b`)
+	for _, g := range rules.Groups {
+		for _, r := range g.Rules {
+			if r.Alert == "" {
+				continue
+			}
+			if !fires[r.Alert] || !quiet[r.Alert] {
+				t.Errorf("alert %s: tests where it fires %v, where it must not %v; want both", r.Alert, fires[r.Alert], quiet[r.Alert])
+			}
+			for _, m := range metricRe.FindAllString(r.Expr, -1) {
+				if !slices.Contains(known, m) && !strings.HasPrefix(m, "ttkit") {
+					t.Errorf("alert %s: %s is not a metric otelcol-tt or queued exports", r.Alert, m)
+				}
+			}
+		}
+	}
+}
+
+func readYAML(t *testing.T, path string, into any) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(b, into); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
 }
 
 // Dashboard is the part of a Grafana dashboard the tests read.
@@ -84,15 +144,27 @@ func loadDashboard(t *testing.T) Dashboard {
 	return d
 }
 
+// cardMetrics are the Prometheus names of the receiver's card telemetry,
+// as the e2e suite reads them from a real Prometheus (docs/card-health.md).
+var cardMetrics = []string{
+	"tt_device_temperature_celsius", "tt_device_temperature_max_celsius",
+	"tt_device_power_watts", "tt_device_power_max_watts",
+	"tt_device_voltage_volts", "tt_device_voltage_max_volts",
+	"tt_device_current_amperes", "tt_device_current_max_amperes",
+	"tt_device_fan_speed_per_min", "tt_device_fan_speed_max_per_min",
+	"tt_device_clock_hertz", "tt_device_heartbeat_stalled", "tt_device_thermal_trips_total", "tt_device_info",
+}
+
 // exportedMetrics are the Prometheus names otelcol-tt serves: the
 // receiver's metrics and queued's, translated as its Prometheus exporter
 // does (dots to underscores, _seconds for unit s, _total for counters,
 // _bucket/_sum/_count for histograms).
 func exportedMetrics() []string {
 	p := func(s string) string { return strings.ReplaceAll(s, ".", "_") }
-	out := []string{"tt_process", "tt_process_count", "tt_device_process_count", "up",
+	out := append([]string{"tt_process", "tt_process_count", "tt_device_process_count", "up",
 		p(scheduler.MetricDepth), p(scheduler.MetricCardState), p(scheduler.MetricRunningAge) + "_seconds",
-		p(scheduler.MetricResets) + "_total", p(scheduler.MetricPersistFailures) + "_total", p(scheduler.MetricPersistFailing)}
+		p(scheduler.MetricResets) + "_total", p(scheduler.MetricPersistFailures) + "_total", p(scheduler.MetricPersistFailing)},
+		cardMetrics...)
 	for _, h := range []string{scheduler.MetricWait, scheduler.MetricRun} {
 		for _, suffix := range []string{"_bucket", "_sum", "_count"} {
 			out = append(out, p(h)+"_seconds"+suffix)
@@ -129,6 +201,9 @@ func TestDashboard(t *testing.T) {
 	rules.WriteString("groups:\n  - name: dashboard\n    rules:\n")
 	n := 0
 	for _, p := range d.Panels {
+		if p.Type == "row" {
+			continue // a row heads panels and queries nothing
+		}
 		if len(p.Targets) == 0 {
 			t.Errorf("panel %q has no query", p.Title)
 		}
@@ -147,7 +222,8 @@ func TestDashboard(t *testing.T) {
 		}
 	}
 	titles := strings.ToLower(fmt.Sprint(d.Panels))
-	for _, want := range []string{"holds each card", "holders over time", "per device", "queue depth", "p90 wait", "run time by outcome", "resets", "dead cards", "store failing"} {
+	for _, want := range []string{"holds each card", "holders over time", "per device", "queue depth", "p90 wait", "run time by outcome", "resets", "dead cards", "store failing",
+		"card health", "card temperature", "card power", "fan speed", "ai clock", "heartbeat", "thermal trips", "firmware"} {
 		if !strings.Contains(titles, want) {
 			t.Errorf("no panel about %q", want)
 		}

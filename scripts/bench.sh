@@ -64,6 +64,35 @@ echo
 echo "== Scaling with holders, measured in this run =="
 scaling ScrapeHolders 1000 8000
 
+# under NAME TARGET_NS prints NAME's ns/op against an absolute target.
+under() {
+	awk -v a="$1" -v target="$2" '
+		function nsop(line,   i, f) { n = split(line, f, /[ \t]+/); for (i = 2; i < n; i++) if (f[i+1] == "ns/op") return f[i]; return 0 }
+		$1 ~ "^Benchmark" a "(-[0-9]+)?$" { x = nsop($0) }
+		END {
+			if (x == 0) { printf "  %-36s missing from this run\n", a; exit }
+			printf "  %-36s %10.0f ns/op (target <= %d ns) %s\n", a, x, target, (x <= target ? "pass" : "MISS")
+		}' "$out"
+}
+
+# extra NAME BASE prints how much more NAME costs than BASE, both from this run.
+extra() {
+	awk -v a="$1" -v b="$2" '
+		function nsop(line,   i, f) { n = split(line, f, /[ \t]+/); for (i = 2; i < n; i++) if (f[i+1] == "ns/op") return f[i]; return 0 }
+		$1 ~ "^Benchmark" a "(-[0-9]+)?$" { x = nsop($0) }
+		$1 ~ "^Benchmark" b "(-[0-9]+)?$" { y = nsop($0) }
+		END {
+			if (x == 0 || y == 0) { printf "  %-36s missing from this run\n", a; exit }
+			printf "  %-36s %10.0f ns/op = %s + %.0f ns\n", a, x, b, x - y
+		}' "$out"
+}
+
+echo
+echo "== Card health and attribution, measured in this run =="
+under CardScrape 1000000
+under Read32 1000000
+extra NewHolder/attributed NewHolder/identity
+
 echo
 echo "== queuebench: queued against tsp, nq and a floor =="
 "$GO" run ./test/bench/cmd/queuebench "${short[@]}"

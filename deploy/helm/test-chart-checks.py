@@ -261,6 +261,48 @@ elif check == "config":
     if not any((v.get("configMap") or {}).get("name") == cm_name for v in vols):
         fail(f"the DaemonSet does not mount ConfigMap {cm_name}")
 
+elif check == "k8sattributes":
+    # k8sattributes: RBAC to read pods, the token mounted, the node filter,
+    # the processor after memory_limiter, and pod attribution on.
+    role = only("ClusterRole")
+    rules = {(tuple(r["apiGroups"]), tuple(r["resources"])): set(r["verbs"]) for r in role["rules"]}
+    want_rules = {(("",), ("pods", "namespaces")): {"get", "list", "watch"}, (("apps",), ("replicasets",)): {"get", "list", "watch"}}
+    if rules != want_rules:
+        fail(f"ClusterRole rules are {rules!r}, want {want_rules!r} (read-only)")
+    binding = only("ClusterRoleBinding")
+    sa = only("ServiceAccount")
+    if binding["roleRef"] != {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role["metadata"]["name"]}:
+        fail(f"ClusterRoleBinding roleRef {binding['roleRef']!r} is not the ClusterRole")
+    if binding["subjects"] != [{"kind": "ServiceAccount", "name": sa["metadata"]["name"], "namespace": sa["metadata"]["namespace"]}]:
+        fail(f"ClusterRoleBinding subjects {binding['subjects']!r} are not the chart's service account")
+    pod = only("DaemonSet")["spec"]["template"]["spec"]
+    if pod.get("automountServiceAccountToken") is not True or sa.get("automountServiceAccountToken") is not True:
+        fail("the service account token is not mounted; the processor needs it to call the API server")
+    node = env(container()).get("KUBE_NODE_NAME", {})
+    if node.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") != "spec.nodeName":
+        fail(f"KUBE_NODE_NAME is {node!r}, want spec.nodeName")
+    got = collector_config()
+    proc = (got.get("processors") or {}).get("k8sattributes") or {}
+    if proc.get("auth_type") != "serviceAccount" or proc.get("filter") != {"node_from_env_var": "KUBE_NODE_NAME"}:
+        fail(f"k8sattributes processor is {proc!r}")
+    assoc = [s for a in proc.get("pod_association", []) for s in a.get("sources", [])]
+    if {"from": "resource_attribute", "name": "k8s.pod.uid"} not in assoc:
+        fail(f"k8sattributes does not associate by k8s.pod.uid: {assoc!r}")
+    for want in ("k8s.pod.name", "k8s.namespace.name", "k8s.container.name"):
+        if want not in proc.get("extract", {}).get("metadata", []):
+            fail(f"k8sattributes does not extract {want}")
+    pipe = got["service"]["pipelines"]["metrics"]["processors"]
+    if pipe != ["memory_limiter", "k8sattributes", "batch"]:
+        fail(f"metrics pipeline processors are {pipe!r}, want k8sattributes after memory_limiter")
+    labels = ((got.get("exporters") or {}).get("prometheus") or {}).get("resource_constant_labels") or {}
+    if set(labels.get("included", [])) != set(proc.get("extract", {}).get("metadata", [])):
+        fail(f"prometheus resource_constant_labels {labels!r} are not what k8sattributes extracts")
+    if any(k in ("k8s.pod.uid", "container.id") or "*" in k for k in labels.get("included", [])):
+        fail(f"resource_constant_labels {labels!r} would duplicate the k8s_pod_uid or container_id label")
+    attr = got["receivers"]["ttprocess"].get("attribution") or {}
+    if attr.get("k8s_pod_uid") is not True or attr.get("container_id") is not True:
+        fail(f"receivers.ttprocess.attribution is {attr!r}, want k8s_pod_uid and container_id on")
+
 elif check == "value":
     # value DOTTED.PATH WANT: a setting of the collector config.
     node = collector_config()

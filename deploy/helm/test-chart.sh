@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# test-chart.sh HELM — lint and render the otelcol-tt chart with the given helm
-# binary (v4) and check what it produces:
+# test-chart.sh HELM [OTELCOL_TT] — lint and render the otelcol-tt chart with
+# the given helm binary (v4) and check what it produces (and, given an
+# otelcol-tt binary, that it validates the collector configs rendered):
 #   - helm lint --strict passes, with and without the Prometheus-operator kinds;
 #   - every rendered document parses as YAML and has apiVersion, kind and
 #     metadata.name;
@@ -23,6 +24,12 @@
 #     a config change changes the pod template's checksum/config;
 #   - ServiceMonitor and PodMonitor are absent by default and present when
 #     enabled;
+#   - with k8sAttributes.enabled: a read-only ClusterRole for pods,
+#     namespaces and replicasets bound to the service account, its token
+#     mounted, KUBE_NODE_NAME from spec.nodeName, the k8sattributes processor
+#     after memory_limiter associating by k8s.pod.uid, the receiver's pod
+#     and container attribution on, and the exporter labelling the holder's
+#     series with what the processor extracts;
 #   - every documented option renders, all at once, and lints;
 #   - every base image of Dockerfile.otelcol-tt is pinned by @sha256 digest.
 # Nothing talks to a cluster. Needs python3 with PyYAML (Debian: python3-yaml).
@@ -34,9 +41,11 @@ fail() {
 }
 pass() { echo "test-chart: ok   $*"; }
 
-[[ $# -eq 1 ]] || fail "usage: $0 /path/to/helm"
+[[ $# -eq 1 || $# -eq 2 ]] || fail "usage: $0 /path/to/helm [/path/to/otelcol-tt]"
 helm=$1
 [[ -x $helm ]] || fail "helm binary $helm is not executable"
+otelcol=${2:-}
+[[ -z $otelcol || -x $otelcol ]] || fail "otelcol-tt binary $otelcol is not executable"
 # Debian's interpreter first: that is where the python3-yaml package installs.
 python=python3
 [[ -x /usr/bin/python3 ]] && python=/usr/bin/python3
@@ -99,8 +108,39 @@ check env "$tmp/default.yaml"
 pass "OTELCOL_TT_HOSTNAME from spec.nodeName; prometheus on 0.0.0.0:9464; health_check on the pod IP; probes on its port"
 check config "$tmp/default.yaml" "$default_config"
 pass "collector config equals deploy/otelcol-tt/config.yaml: ttprocess+otlp -> memory_limiter,batch -> prometheus"
-check kinds "$tmp/default.yaml" DaemonSet ConfigMap ServiceAccount Service NetworkPolicy '!ServiceMonitor' '!PodMonitor'
-pass "no ServiceMonitor or PodMonitor by default"
+check kinds "$tmp/default.yaml" DaemonSet ConfigMap ServiceAccount Service NetworkPolicy '!ServiceMonitor' '!PodMonitor' '!ClusterRole' '!ClusterRoleBinding'
+pass "no ServiceMonitor, PodMonitor or RBAC by default"
+check value "$tmp/default.yaml" receivers.ttprocess.card_telemetry.enabled True
+check value "$tmp/default.yaml" receivers.ttprocess.sysfs_path '${env:OTELCOL_TT_SYSFS_PATH:-/sys}'
+pass "card telemetry on, from the container's /sys"
+
+render "$tmp/k8sattributes.yaml" --set k8sAttributes.enabled=true
+check parse "$tmp/k8sattributes.yaml" >/dev/null
+check kinds "$tmp/k8sattributes.yaml" ClusterRole ClusterRoleBinding
+check k8sattributes "$tmp/k8sattributes.yaml"
+"$helm" lint --strict "$chart" --set k8sAttributes.enabled=true >"$tmp/lint.out" 2>&1 || { cat "$tmp/lint.out" >&2; fail "helm lint --strict with k8sAttributes.enabled"; }
+pass "k8sAttributes.enabled: read-only RBAC for pods, token mounted, k8sattributes after memory_limiter by k8s.pod.uid, pod and container attribution on; lints"
+
+# validate FILE NAME checks, with the otelcol-tt binary, that the collector
+# config FILE's ConfigMap renders is one otelcol-tt accepts.
+validate() {
+	[[ -n $otelcol ]] || return 0
+	"$python" -c 'import sys, yaml
+for d in yaml.safe_load_all(open(sys.argv[1])):
+    if d and d.get("kind") == "ConfigMap":
+        open(sys.argv[2], "w").write(d["data"]["config.yaml"])' "$1" "$tmp/$2-config.yaml"
+	# The k8sattributes processor checks that the variable it reads the
+	# node from is set; the DaemonSet sets it.
+	if ! KUBE_NODE_NAME=validate-node "$otelcol" validate --config="$tmp/$2-config.yaml" >"$tmp/validate.out" 2>&1; then
+		cat "$tmp/validate.out" >&2
+		fail "otelcol-tt validate rejects the $2 config"
+	fi
+}
+if [[ -n $otelcol ]]; then
+	validate "$tmp/default.yaml" default
+	validate "$tmp/k8sattributes.yaml" k8sattributes
+	pass "otelcol-tt validate accepts the default and the k8sattributes configs"
+fi
 
 render "$tmp/nohostpid.yaml" --set daemonset.hostPID=false
 check parse "$tmp/nohostpid.yaml" >/dev/null
@@ -170,7 +210,7 @@ all=(
 	--set-json 'imagePullSecrets=[{"name":"regcred"}]' --set podAnnotations.a=b --set podLabels.c=d
 	--set service.annotations.e=f --set serviceAccount.annotations.g=h --set healthCheck.port=13134
 	--set-string 'healthCheck.host=[$(OTELCOL_TT_POD_IP)]' --set daemonset.minReadySeconds=5
-	--set priorityClassName=node-agents --set fullnameOverride=tt-agent
+	--set priorityClassName=node-agents --set fullnameOverride=tt-agent --set k8sAttributes.enabled=true
 )
 render "$tmp/all.yaml" "${all[@]}"
 pass "every option at once renders: $(check parse "$tmp/all.yaml")"

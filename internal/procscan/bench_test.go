@@ -2,6 +2,9 @@ package procscan
 
 import (
 	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -88,4 +91,39 @@ func BenchmarkStartTimeCheck(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkNewHolder measures what a newly seen holder costs to read: its
+// identity alone (stat, cmdline), and with every attribution read on
+// (owner and user name, environ, cgroup). The difference is the price of
+// attribution per new holder; a holder already known costs nothing more.
+func BenchmarkNewHolder(b *testing.B) {
+	cmd := exec.Command("sleep", "300")
+	cmd.Env = append(os.Environ(), JobEnvVar+"=0123456789abcdef0123456789abcdef")
+	pid := startProcess(b, cmd, "sleep 300")
+	dir := "/proc/" + strconv.Itoa(pid)
+	for _, bc := range []struct {
+		name string
+		attr AttributionOptions
+	}{
+		{"identity", AttributionOptions{}},
+		{"attributed", AttributionOptions{User: true, QueuedJob: true, Cgroup: true}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			r := reader{procPath: "/proc", attr: bc.attr}
+			b.ReportAllocs()
+			for b.Loop() {
+				id := r.readIdentity(pid, dir)
+				if bc.attr.Any() {
+					id.Attribution = r.readAttribution(dir, bc.attr)
+					if id.Attribution.QueuedJob == "" {
+						b.Fatal("no job marker read")
+					}
+				}
+				if id.Source != SourceCmdline {
+					b.Fatalf("identity %+v", id)
+				}
+			}
+		})
+	}
 }

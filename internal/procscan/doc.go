@@ -15,6 +15,9 @@
 // goroutines of their own, at most one per PID, and [Scanner.ScanContext]
 // returns at its context's deadline even if a pids file never answers (see
 // [Options.ReadTimeout], [Identity.Pending], [ScanTimeoutError]).
+// [Options.Attribution] adds, in the same read, whose each holder is: its
+// owner, the queued job whose marker its environment carries, and the Slurm
+// job, container and Kubernetes pod its cgroup names ([Attribution]).
 // [CheckPIDNamespace] tells whether a procfs is the reader's own namespace's,
 // the only one in which the PIDs of the pids files mean anything.
 //

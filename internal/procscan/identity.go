@@ -69,6 +69,9 @@ type Identity struct {
 	// Err says why Source is SourcePID (ErrReadPending when Pending); nil
 	// otherwise.
 	Err error
+	// Attribution says whose the process is, as far as
+	// Options.Attribution asks; read in the same pass as the rest.
+	Attribution Attribution
 }
 
 // errStatFormat reports a /proc/<pid>/stat line without a start time.

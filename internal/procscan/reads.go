@@ -40,6 +40,7 @@ func (e *ScanTimeoutError) Unwrap() error { return e.Err }
 type reader struct {
 	procPath string
 	redact   func(string) string
+	attr     AttributionOptions
 	buf      []byte
 	stat     [statBufSize]byte
 }
@@ -103,7 +104,7 @@ func (s *Scanner) dispatch(e *entry) {
 // read runs one identity read and hands its result to the scanner.
 func (s *Scanner) read(j *readJob) {
 	s.slots <- struct{}{}
-	r := reader{procPath: s.procPath, redact: s.redact}
+	r := reader{procPath: s.procPath, redact: s.redact, attr: s.attribution}
 	j.resolve(&r)
 	s.mu.Lock()
 	s.reads--
@@ -123,7 +124,8 @@ func (s *Scanner) read(j *readJob) {
 }
 
 // resolve reads a fresh identity in one pass: start time, then cmdline (or
-// comm), then the start time again through the same descriptor. The second
+// comm) and the attribution switched on, then the start time again through
+// the same descriptor. The second
 // read proves the process outlived the first two, so the name belongs to
 // that start time and not to a successor that took the PID.
 func (j *readJob) resolve(r *reader) {
@@ -138,10 +140,14 @@ func (j *readJob) resolve(r *reader) {
 	}
 	id := r.readIdentity(j.pid, dir)
 	j.emfile = j.emfile || isEMFILE(id.Err)
+	if r.attr.Any() {
+		id.Attribution = r.readAttribution(dir, r.attr)
+	}
 	if j.startOK {
 		if again, err := r.preadStart(fd); err != nil || again != start {
 			// Exited mid-read: nothing read can be vouched for.
 			id = pidIdentity(j.pid, fmt.Errorf("pid %d exited while its identity was read", j.pid))
+			id.Attribution = unknownAttribution(r.attr)
 			start, j.startOK = 0, false
 		}
 	}
@@ -226,13 +232,15 @@ func (s *Scanner) apply(j *readJob) {
 	j.closeFD()
 }
 
-// reported is the identity a scan reports for e.
-func (e *entry) reported() Identity {
+// reported is the identity a scan reports for e; a pending one's
+// attribution is Unknown in every field that o switches on.
+func (e *entry) reported(o AttributionOptions) Identity {
 	if e.named {
 		return e.id
 	}
 	id := pidIdentity(e.pid, ErrReadPending)
 	id.Pending, id.StartTime = true, e.nextStart
+	id.Attribution = unknownAttribution(o)
 	return id
 }
 

@@ -60,6 +60,10 @@ type Options struct {
 	// the PID fallback (Identity.Pending) and named by a later scan once the
 	// read returns. Zero means DefaultReadTimeout.
 	ReadTimeout time.Duration
+	// Attribution switches on reads that say whose each newly seen holder
+	// is (Identity.Attribution): made with its identity, on the same
+	// goroutine and under the same ReadTimeout, once per process.
+	Attribution AttributionOptions
 	// CountOnly reads the pids files and nothing in ProcPath: Processes
 	// carry their PIDs and devices and a zero Identity. For a reader whose
 	// ProcPath is not of its own PID namespace (see CheckPIDNamespace).
@@ -80,6 +84,7 @@ type Scanner struct {
 	redact      func(string) string
 	readTimeout time.Duration
 	countOnly   bool
+	attribution AttributionOptions
 
 	// gen numbers scans, so an entry can tell whether it was listed in the
 	// current one without a per-scan set.
@@ -150,13 +155,14 @@ func New(opts Options) *Scanner {
 		redact:      opts.Redact,
 		readTimeout: cmp.Or(opts.ReadTimeout, DefaultReadTimeout),
 		countOnly:   opts.CountOnly,
+		attribution: opts.Attribution,
 		cache:       make(map[int]*entry),
 		pidsPaths:   make(map[int]string),
 		maxHeld:     heldCap(),
 		wake:        make(chan struct{}, 1),
 		slots:       make(chan struct{}, maxConcurrentReads),
 	}
-	s.rd = reader{procPath: s.procPath, redact: s.redact, buf: make([]byte, 0, 4096)}
+	s.rd = reader{procPath: s.procPath, redact: s.redact, attr: s.attribution, buf: make([]byte, 0, 4096)}
 	if s.self <= 0 {
 		s.self = os.Getpid()
 	}
@@ -419,7 +425,7 @@ func (s *Scanner) processes() []Process {
 		flat = append(flat, e.devices...)
 		out[i] = Process{PID: e.pid, Devices: flat[from:len(flat):len(flat)]}
 		if !s.countOnly {
-			out[i].Identity = e.reported()
+			out[i].Identity = e.reported(s.attribution)
 		}
 	}
 	return out

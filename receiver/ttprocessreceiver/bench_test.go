@@ -98,3 +98,37 @@ func BenchmarkScrapeHolders(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCardScrape measures a steady-state card-health scrape of 32
+// Blackhole cards with every card metric on (as the shipped configuration
+// has them), through the scraper, pdata and all. Target: <= 1 ms.
+func BenchmarkCardScrape(b *testing.B) {
+	fs := kmdtest.BusySysfs(b, b.TempDir(), benchDevices)
+	cfg := createDefaultConfig()
+	cfg.SysfsPath = fs.Root
+	cfg.Hostname = "bench"
+	cfg.CardTelemetry.Enabled = true
+	m := &cfg.Metrics
+	for _, enabled := range []*bool{&m.TtDeviceFanSpeed.Enabled, &m.TtDeviceFanSpeedMax.Enabled, &m.TtDeviceThermalTrips.Enabled,
+		&m.TtDeviceTemperatureMax.Enabled, &m.TtDevicePowerMax.Enabled, &m.TtDeviceVoltageMax.Enabled, &m.TtDeviceCurrentMax.Enabled} {
+		*enabled = true
+	}
+	s := newCardScraper(cfg, receivertest.NewNopSettings(metadata.Type))
+	if err := s.start(context.Background(), componenttest.NewNopHost()); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = s.shutdown(context.Background()) })
+	// Per card: five sensors and their limits, three clocks, the
+	// heartbeat, thermal trips and the identity.
+	want := benchDevices * (5*2 + 3 + 1 + 1 + 1)
+	b.ReportAllocs()
+	for b.Loop() {
+		md, err := s.scrape(context.Background())
+		if err != nil {
+			b.Fatal(err)
+		}
+		if n := md.DataPointCount(); n != want {
+			b.Fatalf("%d points, want %d", n, want)
+		}
+	}
+}

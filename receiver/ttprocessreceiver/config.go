@@ -24,6 +24,10 @@ const (
 	defaultTimeout    = 5 * time.Second
 	defaultDriverPath = "/proc/driver/tenstorrent"
 	defaultProcPath   = "/proc"
+	defaultSysfsPath  = "/sys"
+	// defaultHeartbeatStallWindow is three default cycles: one missed
+	// read is not yet a hung firmware.
+	defaultHeartbeatStallWindow = 30 * time.Second
 )
 
 // Config is the ttprocess receiver's configuration.
@@ -56,8 +60,33 @@ type Config struct {
 	// an empty list turns redaction off.
 	CommandLineRedact []string `mapstructure:"command_line_redact"`
 
+	// SysfsPath is the sysfs mount card telemetry reads the tt-kmd
+	// driver's class/tenstorrent/tenstorrent!N directories from.
+	SysfsPath string `mapstructure:"sysfs_path"`
+
+	// CardTelemetry is each card's health: temperature, power, voltage,
+	// current, fan, clocks, heartbeat, thermal trips and identity.
+	CardTelemetry CardTelemetryConfig `mapstructure:"card_telemetry"`
+
+	// Attribution switches on tt_process labels that say whose each
+	// holder is: user, queued_job, slurm_job, container_id, k8s_pod_uid.
+	// All off by default.
+	Attribution AttributionConfig `mapstructure:"attribution"`
+
 	// prevent unkeyed literal initialization
 	_ struct{}
+}
+
+// CardTelemetryConfig is the card-health scraper's configuration.
+type CardTelemetryConfig struct {
+	// Enabled turns the scraper on; off by default, so that a collector
+	// configured before it reports exactly what it reported before. The
+	// shipped configuration turns it on.
+	Enabled bool `mapstructure:"enabled"`
+	// HeartbeatStallWindow is how long the firmware heartbeat may stay
+	// unchanged before tt_device.heartbeat.stalled reads 1. At least the
+	// collection interval: the heartbeat is read once a cycle.
+	HeartbeatStallWindow time.Duration `mapstructure:"heartbeat_stall_window"`
 }
 
 // Unmarshal refuses the per-metric attributes and aggregation_strategy
@@ -93,6 +122,13 @@ func (cfg *Config) Validate() error {
 	}
 	if !filepath.IsAbs(cfg.ProcPath) {
 		errs = append(errs, fmt.Errorf("proc_path must be absolute: %q", cfg.ProcPath))
+	}
+	if !filepath.IsAbs(cfg.SysfsPath) {
+		errs = append(errs, fmt.Errorf("sysfs_path must be absolute: %q", cfg.SysfsPath))
+	}
+	if w := cfg.CardTelemetry.HeartbeatStallWindow; cfg.CardTelemetry.Enabled && w < cfg.CollectionInterval {
+		errs = append(errs, fmt.Errorf("card_telemetry::heartbeat_stall_window must be at least collection_interval (%s), "+
+			"since the heartbeat is read once a cycle: %s", cfg.CollectionInterval, w))
 	}
 	if _, err := compileRedactions(cfg.CommandLineRedact); err != nil {
 		errs = append(errs, err)
@@ -148,6 +184,8 @@ func createDefaultConfig() *Config {
 		MetricsBuilderConfig: metadata.NewDefaultMetricsBuilderConfig(),
 		DriverPath:           defaultDriverPath,
 		ProcPath:             defaultProcPath,
+		SysfsPath:            defaultSysfsPath,
+		CardTelemetry:        CardTelemetryConfig{HeartbeatStallWindow: defaultHeartbeatStallWindow},
 		CommandLineRedact:    slices.Clone(defaultRedactions),
 	}
 }

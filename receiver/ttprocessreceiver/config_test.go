@@ -28,6 +28,9 @@ func TestLoadConfig(t *testing.T) {
 	custom.Hostname = "bh-glx-c09u02"
 	custom.CommandLineRedact = []string{`--token[= ]\S+`, `password=\S+`}
 	custom.MetricsBuilderConfig = customMetrics
+	custom.Attribution = AttributionConfig{User: true, QueuedJob: true, K8sPodUID: true}
+	custom.SysfsPath = "/host/sys"
+	custom.CardTelemetry = CardTelemetryConfig{Enabled: true, HeartbeatStallWindow: time.Minute}
 
 	tests := []struct {
 		id      component.ID
@@ -38,6 +41,8 @@ func TestLoadConfig(t *testing.T) {
 		{id: component.NewIDWithName(metadata.Type, "custom"), want: custom},
 		{id: component.NewIDWithName(metadata.Type, "relative_driver"), wantErr: `driver_path must be absolute: "proc/driver/tenstorrent"`},
 		{id: component.NewIDWithName(metadata.Type, "relative_proc"), wantErr: `proc_path must be absolute: "./proc"`},
+		{id: component.NewIDWithName(metadata.Type, "relative_sysfs"), wantErr: `sysfs_path must be absolute: "sys"`},
+		{id: component.NewIDWithName(metadata.Type, "short_stall_window"), wantErr: "card_telemetry::heartbeat_stall_window must be at least collection_interval (10s), since the heartbeat is read once a cycle: 5s"},
 		{id: component.NewIDWithName(metadata.Type, "zero_interval"), wantErr: "collection_interval must be positive: 0s"},
 		{id: component.NewIDWithName(metadata.Type, "drop_pid"), wantErr: "metrics::tt_process::attributes cannot be set: every attribute is part of the series' identity"},
 		{id: component.NewIDWithName(metadata.Type, "aggregate_count"), wantErr: "metrics::tt_process_count::aggregation_strategy cannot be set"},
@@ -65,6 +70,9 @@ func TestLoadConfig(t *testing.T) {
 			assert.Equal(t, tt.want.ProcPath, got.ProcPath)
 			assert.Equal(t, tt.want.Hostname, got.Hostname)
 			assert.Equal(t, tt.want.CommandLineRedact, got.CommandLineRedact)
+			assert.Equal(t, tt.want.Attribution, got.Attribution)
+			assert.Equal(t, tt.want.SysfsPath, got.SysfsPath)
+			assert.Equal(t, tt.want.CardTelemetry, got.CardTelemetry)
 			for name, pair := range map[string][2]bool{
 				"tt_process":              {tt.want.Metrics.TtProcess.Enabled, got.Metrics.TtProcess.Enabled},
 				"tt_process_count":        {tt.want.Metrics.TtProcessCount.Enabled, got.Metrics.TtProcessCount.Enabled},
@@ -87,6 +95,9 @@ func TestDefaultConfig(t *testing.T) {
 	assert.Equal(t, "/proc", cfg.ProcPath)
 	assert.Empty(t, cfg.Hostname)
 	assert.Equal(t, defaultRedactions, cfg.CommandLineRedact, "redaction is on by default")
+	assert.Equal(t, AttributionConfig{}, cfg.Attribution, "every attribution label is off by default")
+	assert.Equal(t, "/sys", cfg.SysfsPath)
+	assert.Equal(t, CardTelemetryConfig{HeartbeatStallWindow: 30 * time.Second}, cfg.CardTelemetry, "card telemetry is off by default")
 	assert.True(t, cfg.Metrics.TtProcess.Enabled)
 	assert.True(t, cfg.Metrics.TtProcessCount.Enabled)
 	assert.False(t, cfg.Metrics.TtDeviceProcessCount.Enabled, "tt_device_process_count is opt-in")

@@ -22,6 +22,10 @@ func NewFactory() receiver.Factory {
 	)
 }
 
+// cardScraperType names the card-health scraper in the collector's own
+// telemetry (otelcol_scraper_*{scraper="ttcard"}).
+var cardScraperType = component.MustNewType("ttcard")
+
 func createMetrics(_ context.Context, set receiver.Settings, cfg component.Config, next consumer.Metrics) (receiver.Metrics, error) {
 	rCfg := cfg.(*Config)
 	s := newScraper(rCfg, set)
@@ -29,6 +33,16 @@ func createMetrics(_ context.Context, set receiver.Settings, cfg component.Confi
 	if err != nil {
 		return nil, err
 	}
-	return scraperhelper.NewMetricsController(&rCfg.ControllerConfig, set, next,
-		scraperhelper.AddMetricsScraper(metadata.Type, sc))
+	opts := []scraperhelper.ControllerOption{scraperhelper.AddMetricsScraper(metadata.Type, sc)}
+	if rCfg.CardTelemetry.Enabled {
+		// A second scraper of the same controller: same cycle, same
+		// batch, its own state.
+		cs := newCardScraper(rCfg, set)
+		csc, err := scraper.NewMetrics(cs.scrape, scraper.WithStart(cs.start), scraper.WithShutdown(cs.shutdown))
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, scraperhelper.AddMetricsScraper(cardScraperType, csc))
+	}
+	return scraperhelper.NewMetricsController(&rCfg.ControllerConfig, set, next, opts...)
 }

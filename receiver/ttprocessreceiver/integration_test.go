@@ -144,3 +144,43 @@ func TestIntegration_RemovalSurvivesARefusedBatch(t *testing.T) {
 		return !ok && len(pts) == 1
 	})
 }
+
+// TestIntegration_CardTelemetry runs the receiver as the collector does
+// with card telemetry on: the card-health scraper's points arrive in the
+// same batch as tt_process_count, and without the switch there is no
+// card series at all.
+func TestIntegration_CardTelemetry(t *testing.T) {
+	for _, enabled := range []bool{true, false} {
+		host := newFakeHost(t)
+		host.selfIs(os.Getpid())
+		host.process(4242, 9001, "python3", "python3", "train.py")
+		host.pids(0, 4242)
+		f := NewFactory()
+		cfg := f.CreateDefaultConfig().(*Config)
+		cfg.CollectionInterval = 20 * time.Millisecond
+		cfg.CardTelemetry = CardTelemetryConfig{Enabled: enabled, HeartbeatStallWindow: time.Second}
+		cfg.DriverPath, cfg.ProcPath = host.driver.Dir, host.proc
+		cfg.SysfsPath = kmdtest.CopySysfs(t, "p150").Root
+		cfg.Hostname = "cards"
+		sink := new(consumertest.MetricsSink)
+		rcvr, err := f.CreateMetrics(context.Background(), receivertest.NewNopSettings(metadata.Type), cfg, sink)
+		require.NoError(t, err)
+		require.NoError(t, rcvr.Start(context.Background(), componenttest.NewNopHost()))
+		deadline := time.Now().Add(15 * time.Second)
+		for len(sink.AllMetrics()) < 3 && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		require.NoError(t, rcvr.Shutdown(context.Background()))
+		batches := sink.AllMetrics()
+		require.NotEmpty(t, batches)
+		md := batches[len(batches)-1]
+		assert.Len(t, points(md, "tt_process_count"), 1)
+		if enabled {
+			temps := points(md, "tt_device.temperature")
+			require.Len(t, temps, 1, "card telemetry in the same batch")
+			assert.InDelta(t, 61.25, temps[0].DoubleValue(), 1e-9)
+		} else {
+			assert.Empty(t, points(md, "tt_device.temperature"))
+		}
+	}
+}

@@ -47,6 +47,19 @@ type series struct {
 	// the real name.
 	provisional bool
 	seen        uint64 // the scan generation that last listed this PID
+	// attr is the holder's attribution, read with its identity; labels
+	// are the tt_process label options it gives, built once. pod and
+	// container, when set, put the series under a resource of its own.
+	attr           procscan.Attribution
+	labels         []metadata.MetricAttributeOption
+	pod, container string
+	ownResource    bool
+}
+
+// sameLabels reports whether two series carry the same label set, so that
+// one is, for Prometheus, the continuation of the other.
+func sameLabels(a, b *series) bool {
+	return a.friendlyName == b.friendlyName && a.commandLine == b.commandLine && a.attr == b.attr
 }
 
 // ttScraper turns procscan results into tt_process gauges. It remembers the
@@ -98,15 +111,25 @@ func newScraper(cfg *Config, set receiver.Settings) *ttScraper {
 	}
 }
 
-func (s *ttScraper) start(context.Context, component.Host) error {
-	s.hostname = s.cfg.Hostname
-	if s.hostname == "" {
-		h, err := os.Hostname()
-		if err != nil {
-			return fmt.Errorf("hostname is not set and the OS host name cannot be read: %w", err)
-		}
-		s.hostname = h
+// resolveHostname is the hostname setting, or the OS host name when it is
+// empty.
+func resolveHostname(cfg *Config) (string, error) {
+	if cfg.Hostname != "" {
+		return cfg.Hostname, nil
 	}
+	h, err := os.Hostname()
+	if err != nil {
+		return "", fmt.Errorf("hostname is not set and the OS host name cannot be read: %w", err)
+	}
+	return h, nil
+}
+
+func (s *ttScraper) start(context.Context, component.Host) error {
+	hostname, err := resolveHostname(s.cfg)
+	if err != nil {
+		return err
+	}
+	s.hostname = hostname
 	redactions, err := compileRedactions(s.cfg.CommandLineRedact)
 	if err != nil {
 		return err
@@ -136,6 +159,8 @@ func (s *ttScraper) start(context.Context, component.Host) error {
 		ProcPath:   s.cfg.ProcPath,
 		SelfPID:    self,
 		Redact:     redactor(redactions),
+		// Whose each holder is, read with its identity.
+		Attribution: s.cfg.Attribution.scanOptions(),
 		// Half the scrape's time for identity reads, so that a scan
 		// waiting on a stuck read still ends inside the scrape.
 		ReadTimeout: s.cfg.scrapeTimeout() / 2,
@@ -251,15 +276,15 @@ func (s *ttScraper) scrape(ctx context.Context) (pmetric.Metrics, error) {
 			// named process has its real identity now: the old series ends,
 			// unless the new one has the very same labels, in which case
 			// Prometheus sees one series that simply goes on.
-			next := newSeries(p)
-			if next.friendlyName != cur.friendlyName || next.commandLine != cur.commandLine {
+			next := s.newSeries(p)
+			if !sameLabels(next, cur) {
 				s.retire(cur)
 			}
 			cur = next
 			s.series[p.PID] = cur
 		}
 		if !ok {
-			cur = newSeries(p)
+			cur = s.newSeries(p)
 			s.series[p.PID] = cur
 		}
 		cur.seen = s.generation
@@ -278,10 +303,21 @@ func (s *ttScraper) scrape(ctx context.Context) (pmetric.Metrics, error) {
 		s.live = append(s.live, cur)
 	}
 	slices.SortFunc(s.live, func(a, b *series) int { return a.pid - b.pid })
+	// A holder in a pod or container goes out under a resource of its
+	// own, emitted before anything else is recorded: emitting takes every
+	// point recorded so far.
 	for _, cur := range s.live {
-		s.mb.RecordTtProcessDataPoint(now, 1, s.hostname, cur.pidLabel, cur.friendlyName, cur.commandLine)
+		if cur.ownResource {
+			s.recordProcess(now, 1, cur)
+			s.emitHolder(cur)
+		}
 	}
 	retired := s.recordEnding(now)
+	for _, cur := range s.live {
+		if !cur.ownResource {
+			s.recordProcess(now, 1, cur)
+		}
+	}
 
 	foreign := s.recordDevices(now, &res)
 	count := len(s.series)
@@ -341,13 +377,26 @@ func (s *ttScraper) retire(old *series) {
 // identical command line) is not ended: the staleness marker would delete
 // the live series.
 func (s *ttScraper) recordEnding(now pcommon.Timestamp) int {
+	relive := func(e ending) bool {
+		cur, ok := s.series[e.s.pid]
+		return ok && sameLabels(cur, e.s)
+	}
+	// Holders with a resource of their own first, each emitted at once.
+	for _, e := range s.ending {
+		if e.s.ownResource && !relive(e) {
+			s.recordProcess(now, 0, e.s)
+			s.emitHolder(e.s)
+		}
+	}
 	kept := s.ending[:0]
 	n := 0
 	for _, e := range s.ending {
-		if cur, ok := s.series[e.s.pid]; ok && cur.friendlyName == e.s.friendlyName && cur.commandLine == e.s.commandLine {
+		if relive(e) {
 			continue
 		}
-		s.mb.RecordTtProcessDataPoint(now, 0, s.hostname, e.s.pidLabel, e.s.friendlyName, e.s.commandLine)
+		if !e.s.ownResource {
+			s.recordProcess(now, 0, e.s)
+		}
 		n++
 		if e.left--; e.left > 0 {
 			kept = append(kept, e)
@@ -387,15 +436,19 @@ func (s *ttScraper) warnIfNoDevices(res *procscan.Result) {
 		zap.String("driver_path", s.cfg.DriverPath))
 }
 
-func newSeries(p *procscan.Process) *series {
-	return &series{
+func (s *ttScraper) newSeries(p *procscan.Process) *series {
+	cur := &series{
 		pid:          p.PID,
 		startTime:    p.Identity.StartTime,
 		pidLabel:     strconv.Itoa(p.PID),
 		friendlyName: p.Identity.FriendlyName,
 		commandLine:  p.Identity.CommandLine,
 		provisional:  p.Identity.Source == procscan.SourceComm || p.Identity.Pending,
+		attr:         p.Identity.Attribution,
 	}
+	cur.labels = s.cfg.Attribution.labels(cur.attr)
+	cur.pod, cur.container, cur.ownResource = s.cfg.Attribution.holderResource(cur.attr)
+	return cur
 }
 
 // markRetired flags the tt_process points recorded for retired series (the

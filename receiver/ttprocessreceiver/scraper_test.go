@@ -147,7 +147,8 @@ func compareGolden(t *testing.T, name string, actual pmetric.Metrics) {
 	expected, err := golden.ReadMetrics(path)
 	require.NoError(t, err)
 	require.NoError(t, pmetrictest.CompareMetrics(expected, actual,
-		pmetrictest.IgnoreTimestamp(), pmetrictest.IgnoreStartTimestamp(), pmetrictest.IgnoreMetricDataPointsOrder()))
+		pmetrictest.IgnoreTimestamp(), pmetrictest.IgnoreStartTimestamp(), pmetrictest.IgnoreMetricDataPointsOrder(),
+		pmetrictest.IgnoreResourceMetricsOrder()))
 }
 
 // A busy host: holders on several devices, fd duplicates, a holder outside

@@ -74,6 +74,7 @@ func TestDashboardAndRulesWithPrometheus(t *testing.T) {
 		fmt.Sprintf("OTELCOL_TT_OTLP_GRPC_ENDPOINT=127.0.0.1:%d", freePort(t)),
 		"OTELCOL_TT_OTLP_HTTP_ENDPOINT=" + otlp,
 		"OTELCOL_TT_DRIVER_PATH=" + tree.Dir,
+		"OTELCOL_TT_SYSFS_PATH=" + kmdtest.CopySysfs(t, "p150").Root,
 	}, otelcol, "--config="+config,
 		"--set=receivers::ttprocess::collection_interval="+collectionInterval.String(),
 		"--set=receivers::ttprocess::initial_delay=0s",
@@ -180,6 +181,19 @@ scrape_configs:
 		}
 	}
 
+	// With the shipped config, tt_process carries the seed's four labels
+	// and nothing else (the attribution labels are off by default).
+	for _, s := range query(t, prom, fmt.Sprintf(`tt_process{hostname=%q}`, host)) {
+		var names []string
+		for k := range s.Metric {
+			names = append(names, k)
+		}
+		slices.Sort(names)
+		if want := []string{"__name__", "command_line", "friendly_name", "hostname", "instance", "job", "pid"}; !slices.Equal(names, want) {
+			t.Errorf("tt_process labels %v, want %v", names, want)
+		}
+	}
+
 	// The hostname variable lists this host.
 	resp, err := http.Get(prom + "/api/v1/label/hostname/values?match[]=" + url.QueryEscape("tt_process_count"))
 	if err != nil {
@@ -220,7 +234,7 @@ scrape_configs:
 			}
 		}
 	}
-	if n < 7 {
+	if n < 12 {
 		t.Errorf("Prometheus loaded %d rules from ttkit-rules.yaml, want every one", n)
 	}
 }

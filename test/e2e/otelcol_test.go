@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -56,18 +57,34 @@ func TestOtelcolTTWithPrometheus(t *testing.T) {
 		t.Cleanup(func() { l.Close() })
 	}
 
+	me, err := user.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
 	work := kmdtest.Workloads(t, dir)
 	train, pytest, sleeper := work[0], work[1], work[2]
 	writeFile(t, filepath.Join(dir, "serve.py"), "import sys\nsys.stdin.read()\n")
 	secret := kmdtest.Start(t, dir, nil, "python3", "serve.py", "--token=hunter2")
 	secret.FriendlyName, secret.CommandLine = "serve.py", "python3 serve.py --token=***"
 	work = append(work, secret)
+	// A process of a queued job: queued puts the job marker in its
+	// environment.
+	job := kmdtest.Start(t, dir, []string{queuedJobEnv + "=" + queuedJobID}, "python3", "serve.py", "--job")
+	job.FriendlyName, job.CommandLine = "serve.py", "python3 serve.py --job"
+	work = append(work, job)
+	// A process in a Kubernetes pod's container: a real cgroup laid out as
+	// the kubelet's cgroupfs driver lays it out.
+	podCgroup := newPodCgroup(t)
+	pod := kmdtest.Start(t, dir, nil, "python3", "serve.py", "--pod")
+	pod.FriendlyName, pod.CommandLine = "serve.py", "python3 serve.py --pod"
+	podCgroup.enter(t, pod.PID())
+	work = append(work, pod)
 
 	// The host tree: several devices, duplicate lines (one per open fd),
 	// and a process on two devices, as the KMD writes them.
 	hostTree := kmdtest.NewTree(t, filepath.Join(dir, "driver-host"))
 	hostTree.SetPids(0, train.PID(), train.PID(), pytest.PID())
-	hostTree.SetPids(1, pytest.PID(), sleeper.PID(), secret.PID())
+	hostTree.SetPids(1, pytest.PID(), sleeper.PID(), secret.PID(), job.PID(), pod.PID())
 	hostTree.SetPids(2)
 	// The container case: a collector outside the host PID namespace reads
 	// every holder as 0.
@@ -77,8 +94,16 @@ func TestOtelcolTTWithPrometheus(t *testing.T) {
 
 	// Two collectors run the shipped default config, steered by its
 	// environment variables: one sees the host tree, one the container's.
-	hostMetrics := startCollector(t, dir, otelcol, "host", hostTree.Dir, hostName)
-	ctrMetrics := startCollector(t, dir, otelcol, "container", containerTree.Dir, containerName)
+	// The host collector reads a Blackhole p150's sysfs and labels each
+	// holder with its user, queued job, container and pod; the container's
+	// reads an n300's and keeps the receiver's default labels.
+	hostMetrics := startCollector(t, dir, otelcol, "host", hostTree.Dir, kmdtest.CopySysfs(t, "p150").Root, hostName,
+		"--set=receivers::ttprocess::attribution::user=true",
+		"--set=receivers::ttprocess::attribution::queued_job=true",
+		"--set=receivers::ttprocess::attribution::container_id=true",
+		"--set=receivers::ttprocess::attribution::k8s_pod_uid=true",
+		"--set=receivers::ttprocess::card_telemetry::heartbeat_stall_window="+stallWindow.String())
+	ctrMetrics := startCollector(t, dir, otelcol, "container", containerTree.Dir, kmdtest.CopySysfs(t, "n300").Root, containerName)
 	promPort := freePort(t)
 
 	promConfig := filepath.Join(dir, "prometheus.yml")
@@ -116,6 +141,11 @@ scrape_configs:
 			"friendly_name": w.FriendlyName,
 			"command_line":  w.CommandLine,
 		}
+		wantJob := "none"
+		if w == job {
+			wantJob = queuedJobID
+		}
+		want["user"], want["queued_job"] = me.Username, wantJob
 		for k, v := range want {
 			if s.Metric[k] != v {
 				t.Errorf("pid %d: label %s = %q, want %q", w.PID(), k, s.Metric[k], v)
@@ -141,11 +171,14 @@ scrape_configs:
 		t.Errorf("%s = %s, want no series", ctrSel, render(got))
 	}
 
+	checkCardHealth(t, prom)
+	checkPodHolder(t, prom, pod.PID(), podCgroup)
+
 	// A process exits: the KMD drops its fds from the pids file, and its
 	// series must leave Prometheus within two scrape intervals rather than
 	// at the exporter's five-minute expiry.
 	sleeper.Stop()
-	hostTree.SetPids(1, pytest.PID(), secret.PID())
+	hostTree.SetPids(1, pytest.PID(), secret.PID(), job.PID(), pod.PID())
 	gone := time.Now()
 	got = waitQuery(t, prom, hostSel, 2*scrapeInterval, func(r []sample) bool { return len(r) == len(work)-1 })
 	t.Logf("after killing pid %d: series gone in %s; %s -> %s", sleeper.PID(), time.Since(gone).Round(10*time.Millisecond), hostSel, render(got))
@@ -179,9 +212,10 @@ func freePort(t *testing.T) int {
 }
 
 // startCollector runs otelcol-tt with the default config from deploy/,
-// overriding only what a test must: addresses, the driver tree, the host
-// name and a short collection interval. It returns the metrics address.
-func startCollector(t *testing.T, dir, otelcol, name, driver, hostname string) string {
+// overriding only what a test must: addresses, the driver and sysfs trees,
+// the host name, a short collection interval, and args. It returns the
+// metrics address.
+func startCollector(t *testing.T, dir, otelcol, name, driver, sysfs, hostname string, args ...string) string {
 	t.Helper()
 	config, err := filepath.Abs("../../deploy/otelcol-tt/config.yaml")
 	if err != nil {
@@ -197,10 +231,11 @@ func startCollector(t *testing.T, dir, otelcol, name, driver, hostname string) s
 		fmt.Sprintf("OTELCOL_TT_OTLP_GRPC_ENDPOINT=127.0.0.1:%d", freePort(t)),
 		fmt.Sprintf("OTELCOL_TT_OTLP_HTTP_ENDPOINT=127.0.0.1:%d", freePort(t)),
 		"OTELCOL_TT_DRIVER_PATH=" + driver,
+		"OTELCOL_TT_SYSFS_PATH=" + sysfs,
 		"OTELCOL_TT_HOSTNAME=" + hostname,
 	}
-	startServer(t, "otelcol-tt-"+name, dir, env, otelcol, "--config="+config,
-		"--set=receivers::ttprocess::collection_interval="+collectionInterval.String())
+	startServer(t, "otelcol-tt-"+name, dir, env, otelcol, append([]string{"--config=" + config,
+		"--set=receivers::ttprocess::collection_interval=" + collectionInterval.String()}, args...)...)
 	waitHTTP(t, "http://"+health+"/")
 	// The collector's own metrics, on the port the variable moved them to.
 	waitHTTP(t, fmt.Sprintf("http://127.0.0.1:%d/metrics", telemetry))

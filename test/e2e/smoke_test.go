@@ -33,7 +33,7 @@ func TestSmokeWithRealOtelcolTT(t *testing.T) {
 		t.Fatalf("building queued: %v\n%s", err, out)
 	}
 	h := smoketest.Start(t, filepath.Join(dir, "queued"))
-	metrics := startCollector(t, dir, otelcol, "smoke", h.Tree.Dir, hostName)
+	metrics := startCollector(t, dir, otelcol, "smoke", h.Tree.Dir, t.TempDir(), hostName)
 
 	var progress bytes.Buffer
 	r, err := smoke.Run(context.Background(), smoke.Options{

@@ -123,3 +123,51 @@ disabled or .Values.affinity has a nodeAffinity of its own.
 {{- end }}
 {{- toYaml $aff }}
 {{- end }}
+
+{{/*
+The collector configuration: .Values.config, plus, with k8sAttributes.enabled,
+the k8sattributes processor (unless config.processors.k8sattributes is set),
+that processor in the metrics pipeline after memory_limiter, the receiver's
+pod and container attribution switched on, and the Prometheus exporter
+turning the attributes the processor adds into labels (unless
+config.exporters.prometheus.resource_constant_labels is set).
+*/}}
+{{- define "otelcol-tt.config" -}}
+{{- $cfg := deepCopy .Values.config }}
+{{- if .Values.k8sAttributes.enabled }}
+{{- $processors := $cfg.processors | default dict }}
+{{- if not (hasKey $processors "k8sattributes") }}
+{{- $_ := set $processors "k8sattributes" (dict
+      "auth_type" "serviceAccount"
+      "passthrough" false
+      "filter" (dict "node_from_env_var" "KUBE_NODE_NAME")
+      "extract" (deepCopy .Values.k8sAttributes.extract)
+      "pod_association" (list (dict "sources" (list (dict "from" "resource_attribute" "name" "k8s.pod.uid"))))) }}
+{{- end }}
+{{- $_ := set $cfg "processors" $processors }}
+{{- $prometheus := $cfg.exporters.prometheus }}
+{{- if not (hasKey $prometheus "resource_constant_labels") }}
+{{- $_ := set $prometheus "resource_constant_labels" (dict "included" (deepCopy .Values.k8sAttributes.extract.metadata)) }}
+{{- end }}
+{{- $ttprocess := $cfg.receivers.ttprocess }}
+{{- $attribution := $ttprocess.attribution | default dict }}
+{{- $_ := set $attribution "k8s_pod_uid" true }}
+{{- $_ := set $attribution "container_id" true }}
+{{- $_ := set $ttprocess "attribution" $attribution }}
+{{- $metrics := $cfg.service.pipelines.metrics }}
+{{- if not (has "k8sattributes" $metrics.processors) }}
+{{- $withK8s := list }}
+{{- range $metrics.processors }}
+{{- $withK8s = append $withK8s . }}
+{{- if eq . "memory_limiter" }}
+{{- $withK8s = append $withK8s "k8sattributes" }}
+{{- end }}
+{{- end }}
+{{- if not (has "k8sattributes" $withK8s) }}
+{{- $withK8s = prepend $withK8s "k8sattributes" }}
+{{- end }}
+{{- $_ := set $metrics "processors" $withK8s }}
+{{- end }}
+{{- end }}
+{{- toYaml $cfg }}
+{{- end }}

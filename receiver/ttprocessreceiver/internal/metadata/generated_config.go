@@ -7,6 +7,286 @@ import (
 	"go.opentelemetry.io/collector/filter"
 )
 
+// TtDeviceClockMetricConfig provides config for the tt_device.clock metric.
+type TtDeviceClockMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *TtDeviceClockMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+// TtDeviceCurrentMetricConfig provides config for the tt_device.current metric.
+type TtDeviceCurrentMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *TtDeviceCurrentMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+// TtDeviceCurrentMaxMetricConfig provides config for the tt_device.current.max metric.
+type TtDeviceCurrentMaxMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *TtDeviceCurrentMaxMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+// TtDeviceFanSpeedMetricConfig provides config for the tt_device.fan_speed metric.
+type TtDeviceFanSpeedMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *TtDeviceFanSpeedMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+// TtDeviceFanSpeedMaxMetricConfig provides config for the tt_device.fan_speed.max metric.
+type TtDeviceFanSpeedMaxMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *TtDeviceFanSpeedMaxMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+// TtDeviceHeartbeatStalledMetricConfig provides config for the tt_device.heartbeat.stalled metric.
+type TtDeviceHeartbeatStalledMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *TtDeviceHeartbeatStalledMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+// TtDeviceInfoMetricConfig provides config for the tt_device.info metric.
+type TtDeviceInfoMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *TtDeviceInfoMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+// TtDevicePowerMetricConfig provides config for the tt_device.power metric.
+type TtDevicePowerMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *TtDevicePowerMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+// TtDevicePowerMaxMetricConfig provides config for the tt_device.power.max metric.
+type TtDevicePowerMaxMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *TtDevicePowerMaxMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+// TtDeviceTemperatureMetricConfig provides config for the tt_device.temperature metric.
+type TtDeviceTemperatureMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *TtDeviceTemperatureMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+// TtDeviceTemperatureMaxMetricConfig provides config for the tt_device.temperature.max metric.
+type TtDeviceTemperatureMaxMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *TtDeviceTemperatureMaxMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+// TtDeviceThermalTripsMetricConfig provides config for the tt_device.thermal_trips metric.
+type TtDeviceThermalTripsMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *TtDeviceThermalTripsMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+// TtDeviceVoltageMetricConfig provides config for the tt_device.voltage metric.
+type TtDeviceVoltageMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *TtDeviceVoltageMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+// TtDeviceVoltageMaxMetricConfig provides config for the tt_device.voltage.max metric.
+type TtDeviceVoltageMaxMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *TtDeviceVoltageMaxMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
 // TtDeviceProcessCountMetricConfig provides config for the tt_device_process_count metric.
 type TtDeviceProcessCountMetricConfig struct {
 	Enabled          bool `mapstructure:"enabled"`
@@ -69,13 +349,69 @@ func (ms *TtProcessCountMetricConfig) Unmarshal(parser *confmap.Conf) error {
 
 // MetricsConfig provides config for ttprocess metrics.
 type MetricsConfig struct {
-	TtDeviceProcessCount TtDeviceProcessCountMetricConfig `mapstructure:"tt_device_process_count"`
-	TtProcess            TtProcessMetricConfig            `mapstructure:"tt_process"`
-	TtProcessCount       TtProcessCountMetricConfig       `mapstructure:"tt_process_count"`
+	TtDeviceClock            TtDeviceClockMetricConfig            `mapstructure:"tt_device.clock"`
+	TtDeviceCurrent          TtDeviceCurrentMetricConfig          `mapstructure:"tt_device.current"`
+	TtDeviceCurrentMax       TtDeviceCurrentMaxMetricConfig       `mapstructure:"tt_device.current.max"`
+	TtDeviceFanSpeed         TtDeviceFanSpeedMetricConfig         `mapstructure:"tt_device.fan_speed"`
+	TtDeviceFanSpeedMax      TtDeviceFanSpeedMaxMetricConfig      `mapstructure:"tt_device.fan_speed.max"`
+	TtDeviceHeartbeatStalled TtDeviceHeartbeatStalledMetricConfig `mapstructure:"tt_device.heartbeat.stalled"`
+	TtDeviceInfo             TtDeviceInfoMetricConfig             `mapstructure:"tt_device.info"`
+	TtDevicePower            TtDevicePowerMetricConfig            `mapstructure:"tt_device.power"`
+	TtDevicePowerMax         TtDevicePowerMaxMetricConfig         `mapstructure:"tt_device.power.max"`
+	TtDeviceTemperature      TtDeviceTemperatureMetricConfig      `mapstructure:"tt_device.temperature"`
+	TtDeviceTemperatureMax   TtDeviceTemperatureMaxMetricConfig   `mapstructure:"tt_device.temperature.max"`
+	TtDeviceThermalTrips     TtDeviceThermalTripsMetricConfig     `mapstructure:"tt_device.thermal_trips"`
+	TtDeviceVoltage          TtDeviceVoltageMetricConfig          `mapstructure:"tt_device.voltage"`
+	TtDeviceVoltageMax       TtDeviceVoltageMaxMetricConfig       `mapstructure:"tt_device.voltage.max"`
+	TtDeviceProcessCount     TtDeviceProcessCountMetricConfig     `mapstructure:"tt_device_process_count"`
+	TtProcess                TtProcessMetricConfig                `mapstructure:"tt_process"`
+	TtProcessCount           TtProcessCountMetricConfig           `mapstructure:"tt_process_count"`
 }
 
 func DefaultMetricsConfig() MetricsConfig {
 	return MetricsConfig{
+		TtDeviceClock: TtDeviceClockMetricConfig{
+			Enabled: true,
+		},
+		TtDeviceCurrent: TtDeviceCurrentMetricConfig{
+			Enabled: true,
+		},
+		TtDeviceCurrentMax: TtDeviceCurrentMaxMetricConfig{
+			Enabled: false,
+		},
+		TtDeviceFanSpeed: TtDeviceFanSpeedMetricConfig{
+			Enabled: false,
+		},
+		TtDeviceFanSpeedMax: TtDeviceFanSpeedMaxMetricConfig{
+			Enabled: false,
+		},
+		TtDeviceHeartbeatStalled: TtDeviceHeartbeatStalledMetricConfig{
+			Enabled: true,
+		},
+		TtDeviceInfo: TtDeviceInfoMetricConfig{
+			Enabled: true,
+		},
+		TtDevicePower: TtDevicePowerMetricConfig{
+			Enabled: true,
+		},
+		TtDevicePowerMax: TtDevicePowerMaxMetricConfig{
+			Enabled: false,
+		},
+		TtDeviceTemperature: TtDeviceTemperatureMetricConfig{
+			Enabled: true,
+		},
+		TtDeviceTemperatureMax: TtDeviceTemperatureMaxMetricConfig{
+			Enabled: false,
+		},
+		TtDeviceThermalTrips: TtDeviceThermalTripsMetricConfig{
+			Enabled: false,
+		},
+		TtDeviceVoltage: TtDeviceVoltageMetricConfig{
+			Enabled: true,
+		},
+		TtDeviceVoltageMax: TtDeviceVoltageMaxMetricConfig{
+			Enabled: false,
+		},
 		TtDeviceProcessCount: TtDeviceProcessCountMetricConfig{
 			Enabled: false,
 		},
@@ -116,12 +452,20 @@ func (rac *ResourceAttributeConfig) Unmarshal(parser *confmap.Conf) error {
 
 // ResourceAttributesConfig provides config for ttprocess resource attributes.
 type ResourceAttributesConfig struct {
-	HostName ResourceAttributeConfig `mapstructure:"host.name"`
+	ContainerID ResourceAttributeConfig `mapstructure:"container.id"`
+	HostName    ResourceAttributeConfig `mapstructure:"host.name"`
+	K8sPodUID   ResourceAttributeConfig `mapstructure:"k8s.pod.uid"`
 }
 
 func DefaultResourceAttributesConfig() ResourceAttributesConfig {
 	return ResourceAttributesConfig{
+		ContainerID: ResourceAttributeConfig{
+			Enabled: true,
+		},
 		HostName: ResourceAttributeConfig{
+			Enabled: true,
+		},
+		K8sPodUID: ResourceAttributeConfig{
 			Enabled: true,
 		},
 	}

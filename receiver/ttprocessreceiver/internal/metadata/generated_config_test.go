@@ -26,6 +26,48 @@ func TestMetricsBuilderConfig(t *testing.T) {
 			name: "all_set",
 			want: MetricsBuilderConfig{
 				Metrics: MetricsConfig{
+					TtDeviceClock: TtDeviceClockMetricConfig{
+						Enabled: true,
+					},
+					TtDeviceCurrent: TtDeviceCurrentMetricConfig{
+						Enabled: true,
+					},
+					TtDeviceCurrentMax: TtDeviceCurrentMaxMetricConfig{
+						Enabled: true,
+					},
+					TtDeviceFanSpeed: TtDeviceFanSpeedMetricConfig{
+						Enabled: true,
+					},
+					TtDeviceFanSpeedMax: TtDeviceFanSpeedMaxMetricConfig{
+						Enabled: true,
+					},
+					TtDeviceHeartbeatStalled: TtDeviceHeartbeatStalledMetricConfig{
+						Enabled: true,
+					},
+					TtDeviceInfo: TtDeviceInfoMetricConfig{
+						Enabled: true,
+					},
+					TtDevicePower: TtDevicePowerMetricConfig{
+						Enabled: true,
+					},
+					TtDevicePowerMax: TtDevicePowerMaxMetricConfig{
+						Enabled: true,
+					},
+					TtDeviceTemperature: TtDeviceTemperatureMetricConfig{
+						Enabled: true,
+					},
+					TtDeviceTemperatureMax: TtDeviceTemperatureMaxMetricConfig{
+						Enabled: true,
+					},
+					TtDeviceThermalTrips: TtDeviceThermalTripsMetricConfig{
+						Enabled: true,
+					},
+					TtDeviceVoltage: TtDeviceVoltageMetricConfig{
+						Enabled: true,
+					},
+					TtDeviceVoltageMax: TtDeviceVoltageMaxMetricConfig{
+						Enabled: true,
+					},
 					TtDeviceProcessCount: TtDeviceProcessCountMetricConfig{
 						Enabled: true,
 					},
@@ -37,7 +79,9 @@ func TestMetricsBuilderConfig(t *testing.T) {
 					},
 				},
 				ResourceAttributes: ResourceAttributesConfig{
-					HostName: ResourceAttributeConfig{Enabled: true},
+					ContainerID: ResourceAttributeConfig{Enabled: true},
+					HostName:    ResourceAttributeConfig{Enabled: true},
+					K8sPodUID:   ResourceAttributeConfig{Enabled: true},
 				},
 			},
 		},
@@ -45,6 +89,48 @@ func TestMetricsBuilderConfig(t *testing.T) {
 			name: "none_set",
 			want: MetricsBuilderConfig{
 				Metrics: MetricsConfig{
+					TtDeviceClock: TtDeviceClockMetricConfig{
+						Enabled: false,
+					},
+					TtDeviceCurrent: TtDeviceCurrentMetricConfig{
+						Enabled: false,
+					},
+					TtDeviceCurrentMax: TtDeviceCurrentMaxMetricConfig{
+						Enabled: false,
+					},
+					TtDeviceFanSpeed: TtDeviceFanSpeedMetricConfig{
+						Enabled: false,
+					},
+					TtDeviceFanSpeedMax: TtDeviceFanSpeedMaxMetricConfig{
+						Enabled: false,
+					},
+					TtDeviceHeartbeatStalled: TtDeviceHeartbeatStalledMetricConfig{
+						Enabled: false,
+					},
+					TtDeviceInfo: TtDeviceInfoMetricConfig{
+						Enabled: false,
+					},
+					TtDevicePower: TtDevicePowerMetricConfig{
+						Enabled: false,
+					},
+					TtDevicePowerMax: TtDevicePowerMaxMetricConfig{
+						Enabled: false,
+					},
+					TtDeviceTemperature: TtDeviceTemperatureMetricConfig{
+						Enabled: false,
+					},
+					TtDeviceTemperatureMax: TtDeviceTemperatureMaxMetricConfig{
+						Enabled: false,
+					},
+					TtDeviceThermalTrips: TtDeviceThermalTripsMetricConfig{
+						Enabled: false,
+					},
+					TtDeviceVoltage: TtDeviceVoltageMetricConfig{
+						Enabled: false,
+					},
+					TtDeviceVoltageMax: TtDeviceVoltageMaxMetricConfig{
+						Enabled: false,
+					},
 					TtDeviceProcessCount: TtDeviceProcessCountMetricConfig{
 						Enabled: false,
 					},
@@ -56,7 +142,9 @@ func TestMetricsBuilderConfig(t *testing.T) {
 					},
 				},
 				ResourceAttributes: ResourceAttributesConfig{
-					HostName: ResourceAttributeConfig{Enabled: false},
+					ContainerID: ResourceAttributeConfig{Enabled: false},
+					HostName:    ResourceAttributeConfig{Enabled: false},
+					K8sPodUID:   ResourceAttributeConfig{Enabled: false},
 				},
 			},
 		},
@@ -64,7 +152,7 @@ func TestMetricsBuilderConfig(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := loadMetricsBuilderConfig(t, tt.name)
-			diff := cmp.Diff(tt.want, cfg, cmpopts.IgnoreUnexported(TtDeviceProcessCountMetricConfig{}, TtProcessMetricConfig{}, TtProcessCountMetricConfig{}, ResourceAttributeConfig{}))
+			diff := cmp.Diff(tt.want, cfg, cmpopts.IgnoreUnexported(TtDeviceClockMetricConfig{}, TtDeviceCurrentMetricConfig{}, TtDeviceCurrentMaxMetricConfig{}, TtDeviceFanSpeedMetricConfig{}, TtDeviceFanSpeedMaxMetricConfig{}, TtDeviceHeartbeatStalledMetricConfig{}, TtDeviceInfoMetricConfig{}, TtDevicePowerMetricConfig{}, TtDevicePowerMaxMetricConfig{}, TtDeviceTemperatureMetricConfig{}, TtDeviceTemperatureMaxMetricConfig{}, TtDeviceThermalTripsMetricConfig{}, TtDeviceVoltageMetricConfig{}, TtDeviceVoltageMaxMetricConfig{}, TtDeviceProcessCountMetricConfig{}, TtProcessMetricConfig{}, TtProcessCountMetricConfig{}, ResourceAttributeConfig{}))
 			require.Emptyf(t, diff, "Config mismatch (-expected +actual):\n%s", diff)
 		})
 	}
@@ -92,13 +180,17 @@ func TestResourceAttributesConfig(t *testing.T) {
 		{
 			name: "all_set",
 			want: ResourceAttributesConfig{
-				HostName: ResourceAttributeConfig{Enabled: true},
+				ContainerID: ResourceAttributeConfig{Enabled: true},
+				HostName:    ResourceAttributeConfig{Enabled: true},
+				K8sPodUID:   ResourceAttributeConfig{Enabled: true},
 			},
 		},
 		{
 			name: "none_set",
 			want: ResourceAttributesConfig{
-				HostName: ResourceAttributeConfig{Enabled: false},
+				ContainerID: ResourceAttributeConfig{Enabled: false},
+				HostName:    ResourceAttributeConfig{Enabled: false},
+				K8sPodUID:   ResourceAttributeConfig{Enabled: false},
 			},
 		},
 	}

@@ -18,14 +18,100 @@ const (
 	AggregationStrategyMax = "max"
 )
 
+// AttributeClock specifies the value clock attribute.
+type AttributeClock int
+
+const (
+	_ AttributeClock = iota
+	AttributeClockAiclk
+	AttributeClockAxiclk
+	AttributeClockArcclk
+)
+
+// String returns the string representation of the AttributeClock.
+func (av AttributeClock) String() string {
+	switch av {
+	case AttributeClockAiclk:
+		return "aiclk"
+	case AttributeClockAxiclk:
+		return "axiclk"
+	case AttributeClockArcclk:
+		return "arcclk"
+	}
+	return ""
+}
+
+// MapAttributeClock is a helper map of string to AttributeClock attribute value.
+var MapAttributeClock = map[string]AttributeClock{
+	"aiclk":  AttributeClockAiclk,
+	"axiclk": AttributeClockAxiclk,
+	"arcclk": AttributeClockArcclk,
+}
+
 var MetricsInfo = metricsInfo{
+	TtDeviceClock: metricInfo{
+		Name:       "tt_device.clock",
+		Attributes: []string{"hostname", "device", "clock"},
+	},
+	TtDeviceCurrent: metricInfo{
+		Name:       "tt_device.current",
+		Attributes: []string{"hostname", "device", "sensor"},
+	},
+	TtDeviceCurrentMax: metricInfo{
+		Name:       "tt_device.current.max",
+		Attributes: []string{"hostname", "device", "sensor"},
+	},
+	TtDeviceFanSpeed: metricInfo{
+		Name:       "tt_device.fan_speed",
+		Attributes: []string{"hostname", "device", "sensor"},
+	},
+	TtDeviceFanSpeedMax: metricInfo{
+		Name:       "tt_device.fan_speed.max",
+		Attributes: []string{"hostname", "device", "sensor"},
+	},
+	TtDeviceHeartbeatStalled: metricInfo{
+		Name:       "tt_device.heartbeat.stalled",
+		Attributes: []string{"hostname", "device"},
+	},
+	TtDeviceInfo: metricInfo{
+		Name:       "tt_device.info",
+		Attributes: []string{"hostname", "device", "card_type", "serial", "asic_id", "firmware", "m3app_firmware"},
+	},
+	TtDevicePower: metricInfo{
+		Name:       "tt_device.power",
+		Attributes: []string{"hostname", "device", "sensor"},
+	},
+	TtDevicePowerMax: metricInfo{
+		Name:       "tt_device.power.max",
+		Attributes: []string{"hostname", "device", "sensor"},
+	},
+	TtDeviceTemperature: metricInfo{
+		Name:       "tt_device.temperature",
+		Attributes: []string{"hostname", "device", "sensor"},
+	},
+	TtDeviceTemperatureMax: metricInfo{
+		Name:       "tt_device.temperature.max",
+		Attributes: []string{"hostname", "device", "sensor"},
+	},
+	TtDeviceThermalTrips: metricInfo{
+		Name:       "tt_device.thermal_trips",
+		Attributes: []string{"hostname", "device"},
+	},
+	TtDeviceVoltage: metricInfo{
+		Name:       "tt_device.voltage",
+		Attributes: []string{"hostname", "device", "sensor"},
+	},
+	TtDeviceVoltageMax: metricInfo{
+		Name:       "tt_device.voltage.max",
+		Attributes: []string{"hostname", "device", "sensor"},
+	},
 	TtDeviceProcessCount: metricInfo{
 		Name:       "tt_device_process_count",
 		Attributes: []string{"hostname", "device"},
 	},
 	TtProcess: metricInfo{
 		Name:       "tt_process",
-		Attributes: []string{"hostname", "pid", "friendly_name", "command_line"},
+		Attributes: []string{"hostname", "pid", "friendly_name", "command_line", "user", "queued_job", "slurm_job", "container_id", "k8s_pod_uid"},
 	},
 	TtProcessCount: metricInfo{
 		Name:       "tt_process_count",
@@ -34,14 +120,828 @@ var MetricsInfo = metricsInfo{
 }
 
 type metricsInfo struct {
-	TtDeviceProcessCount metricInfo
-	TtProcess            metricInfo
-	TtProcessCount       metricInfo
+	TtDeviceClock            metricInfo
+	TtDeviceCurrent          metricInfo
+	TtDeviceCurrentMax       metricInfo
+	TtDeviceFanSpeed         metricInfo
+	TtDeviceFanSpeedMax      metricInfo
+	TtDeviceHeartbeatStalled metricInfo
+	TtDeviceInfo             metricInfo
+	TtDevicePower            metricInfo
+	TtDevicePowerMax         metricInfo
+	TtDeviceTemperature      metricInfo
+	TtDeviceTemperatureMax   metricInfo
+	TtDeviceThermalTrips     metricInfo
+	TtDeviceVoltage          metricInfo
+	TtDeviceVoltageMax       metricInfo
+	TtDeviceProcessCount     metricInfo
+	TtProcess                metricInfo
+	TtProcessCount           metricInfo
 }
 
 type metricInfo struct {
 	Name       string
 	Attributes []string
+}
+
+type MetricAttributeOption interface {
+	apply(pmetric.NumberDataPoint)
+}
+
+type metricAttributeOptionFunc func(pmetric.NumberDataPoint)
+
+func (maof metricAttributeOptionFunc) apply(dp pmetric.NumberDataPoint) {
+	maof(dp)
+}
+
+func WithContainerIDMetricAttribute(containerIDAttributeValue string) MetricAttributeOption {
+	return metricAttributeOptionFunc(func(dp pmetric.NumberDataPoint) {
+		dp.Attributes().PutStr("container_id", containerIDAttributeValue)
+	})
+}
+
+func WithK8sPodUIDMetricAttribute(k8sPodUIDAttributeValue string) MetricAttributeOption {
+	return metricAttributeOptionFunc(func(dp pmetric.NumberDataPoint) {
+		dp.Attributes().PutStr("k8s_pod_uid", k8sPodUIDAttributeValue)
+	})
+}
+
+func WithQueuedJobMetricAttribute(queuedJobAttributeValue string) MetricAttributeOption {
+	return metricAttributeOptionFunc(func(dp pmetric.NumberDataPoint) {
+		dp.Attributes().PutStr("queued_job", queuedJobAttributeValue)
+	})
+}
+
+func WithSlurmJobMetricAttribute(slurmJobAttributeValue string) MetricAttributeOption {
+	return metricAttributeOptionFunc(func(dp pmetric.NumberDataPoint) {
+		dp.Attributes().PutStr("slurm_job", slurmJobAttributeValue)
+	})
+}
+
+func WithUserMetricAttribute(userAttributeValue string) MetricAttributeOption {
+	return metricAttributeOptionFunc(func(dp pmetric.NumberDataPoint) {
+		dp.Attributes().PutStr("user", userAttributeValue)
+	})
+}
+
+type metricTtDeviceClock struct {
+	data     pmetric.Metric            // data buffer for generated metric.
+	config   TtDeviceClockMetricConfig // metric config provided by user.
+	capacity int                       // max observed number of data points added to the metric.
+}
+
+// init fills tt_device.clock metric with initial data.
+func (m *metricTtDeviceClock) init() {
+	m.data.SetName("tt_device.clock")
+	m.data.SetDescription("A clock's current frequency (tt_aiclk, tt_axiclk, tt_arcclk; reported in MHz, converted to Hz). Card telemetry.")
+	m.data.SetUnit("Hz")
+	m.data.SetEmptyGauge()
+	m.data.Gauge().DataPoints().EnsureCapacity(m.capacity)
+}
+
+func (m *metricTtDeviceClock) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64, hostnameAttributeValue string, deviceAttributeValue string, clockAttributeValue string) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Gauge().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetIntValue(val)
+	dp.Attributes().PutStr("hostname", hostnameAttributeValue)
+	dp.Attributes().PutStr("device", deviceAttributeValue)
+	dp.Attributes().PutStr("clock", clockAttributeValue)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricTtDeviceClock) updateCapacity() {
+	if m.data.Gauge().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Gauge().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricTtDeviceClock) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Gauge().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricTtDeviceClock(cfg TtDeviceClockMetricConfig) metricTtDeviceClock {
+	m := metricTtDeviceClock{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricTtDeviceCurrent struct {
+	data     pmetric.Metric              // data buffer for generated metric.
+	config   TtDeviceCurrentMetricConfig // metric config provided by user.
+	capacity int                         // max observed number of data points added to the metric.
+}
+
+// init fills tt_device.current metric with initial data.
+func (m *metricTtDeviceCurrent) init() {
+	m.data.SetName("tt_device.current")
+	m.data.SetDescription("Current drawn by the card's core rail (hwmon curr1_input; reported in mA, converted to A). Card telemetry.")
+	m.data.SetUnit("A")
+	m.data.SetEmptyGauge()
+	m.data.Gauge().DataPoints().EnsureCapacity(m.capacity)
+}
+
+func (m *metricTtDeviceCurrent) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64, hostnameAttributeValue string, deviceAttributeValue string, sensorAttributeValue string) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Gauge().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetDoubleValue(val)
+	dp.Attributes().PutStr("hostname", hostnameAttributeValue)
+	dp.Attributes().PutStr("device", deviceAttributeValue)
+	dp.Attributes().PutStr("sensor", sensorAttributeValue)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricTtDeviceCurrent) updateCapacity() {
+	if m.data.Gauge().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Gauge().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricTtDeviceCurrent) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Gauge().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricTtDeviceCurrent(cfg TtDeviceCurrentMetricConfig) metricTtDeviceCurrent {
+	m := metricTtDeviceCurrent{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricTtDeviceCurrentMax struct {
+	data     pmetric.Metric                 // data buffer for generated metric.
+	config   TtDeviceCurrentMaxMetricConfig // metric config provided by user.
+	capacity int                            // max observed number of data points added to the metric.
+}
+
+// init fills tt_device.current.max metric with initial data.
+func (m *metricTtDeviceCurrentMax) init() {
+	m.data.SetName("tt_device.current.max")
+	m.data.SetDescription("The current limit the firmware reports (hwmon curr1_max). Card telemetry.")
+	m.data.SetUnit("A")
+	m.data.SetEmptyGauge()
+	m.data.Gauge().DataPoints().EnsureCapacity(m.capacity)
+}
+
+func (m *metricTtDeviceCurrentMax) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64, hostnameAttributeValue string, deviceAttributeValue string, sensorAttributeValue string) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Gauge().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetDoubleValue(val)
+	dp.Attributes().PutStr("hostname", hostnameAttributeValue)
+	dp.Attributes().PutStr("device", deviceAttributeValue)
+	dp.Attributes().PutStr("sensor", sensorAttributeValue)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricTtDeviceCurrentMax) updateCapacity() {
+	if m.data.Gauge().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Gauge().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricTtDeviceCurrentMax) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Gauge().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricTtDeviceCurrentMax(cfg TtDeviceCurrentMaxMetricConfig) metricTtDeviceCurrentMax {
+	m := metricTtDeviceCurrentMax{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricTtDeviceFanSpeed struct {
+	data     pmetric.Metric               // data buffer for generated metric.
+	config   TtDeviceFanSpeedMetricConfig // metric config provided by user.
+	capacity int                          // max observed number of data points added to the metric.
+}
+
+// init fills tt_device.fan_speed metric with initial data.
+func (m *metricTtDeviceFanSpeed) init() {
+	m.data.SetName("tt_device.fan_speed")
+	m.data.SetDescription("The card's fan speed (hwmon fan1_input), in revolutions per minute. Only actively cooled cards report it. Card telemetry.")
+	m.data.SetUnit("{rotation}/min")
+	m.data.SetEmptyGauge()
+	m.data.Gauge().DataPoints().EnsureCapacity(m.capacity)
+}
+
+func (m *metricTtDeviceFanSpeed) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64, hostnameAttributeValue string, deviceAttributeValue string, sensorAttributeValue string) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Gauge().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetIntValue(val)
+	dp.Attributes().PutStr("hostname", hostnameAttributeValue)
+	dp.Attributes().PutStr("device", deviceAttributeValue)
+	dp.Attributes().PutStr("sensor", sensorAttributeValue)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricTtDeviceFanSpeed) updateCapacity() {
+	if m.data.Gauge().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Gauge().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricTtDeviceFanSpeed) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Gauge().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricTtDeviceFanSpeed(cfg TtDeviceFanSpeedMetricConfig) metricTtDeviceFanSpeed {
+	m := metricTtDeviceFanSpeed{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricTtDeviceFanSpeedMax struct {
+	data     pmetric.Metric                  // data buffer for generated metric.
+	config   TtDeviceFanSpeedMaxMetricConfig // metric config provided by user.
+	capacity int                             // max observed number of data points added to the metric.
+}
+
+// init fills tt_device.fan_speed.max metric with initial data.
+func (m *metricTtDeviceFanSpeedMax) init() {
+	m.data.SetName("tt_device.fan_speed.max")
+	m.data.SetDescription("The fan's top speed (hwmon fan1_max). Card telemetry.")
+	m.data.SetUnit("{rotation}/min")
+	m.data.SetEmptyGauge()
+	m.data.Gauge().DataPoints().EnsureCapacity(m.capacity)
+}
+
+func (m *metricTtDeviceFanSpeedMax) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64, hostnameAttributeValue string, deviceAttributeValue string, sensorAttributeValue string) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Gauge().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetIntValue(val)
+	dp.Attributes().PutStr("hostname", hostnameAttributeValue)
+	dp.Attributes().PutStr("device", deviceAttributeValue)
+	dp.Attributes().PutStr("sensor", sensorAttributeValue)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricTtDeviceFanSpeedMax) updateCapacity() {
+	if m.data.Gauge().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Gauge().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricTtDeviceFanSpeedMax) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Gauge().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricTtDeviceFanSpeedMax(cfg TtDeviceFanSpeedMaxMetricConfig) metricTtDeviceFanSpeedMax {
+	m := metricTtDeviceFanSpeedMax{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricTtDeviceHeartbeatStalled struct {
+	data     pmetric.Metric                       // data buffer for generated metric.
+	config   TtDeviceHeartbeatStalledMetricConfig // metric config provided by user.
+	capacity int                                  // max observed number of data points added to the metric.
+}
+
+// init fills tt_device.heartbeat.stalled metric with initial data.
+func (m *metricTtDeviceHeartbeatStalled) init() {
+	m.data.SetName("tt_device.heartbeat.stalled")
+	m.data.SetDescription("1 when the firmware heartbeat (tt_heartbeat) has not changed for heartbeat_stall_window, 0 while it moves. A stalled heartbeat means the card's ARC firmware is hung or the card is gone. Card telemetry.")
+	m.data.SetUnit("{state}")
+	m.data.SetEmptyGauge()
+	m.data.Gauge().DataPoints().EnsureCapacity(m.capacity)
+}
+
+func (m *metricTtDeviceHeartbeatStalled) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64, hostnameAttributeValue string, deviceAttributeValue string) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Gauge().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetIntValue(val)
+	dp.Attributes().PutStr("hostname", hostnameAttributeValue)
+	dp.Attributes().PutStr("device", deviceAttributeValue)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricTtDeviceHeartbeatStalled) updateCapacity() {
+	if m.data.Gauge().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Gauge().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricTtDeviceHeartbeatStalled) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Gauge().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricTtDeviceHeartbeatStalled(cfg TtDeviceHeartbeatStalledMetricConfig) metricTtDeviceHeartbeatStalled {
+	m := metricTtDeviceHeartbeatStalled{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricTtDeviceInfo struct {
+	data     pmetric.Metric           // data buffer for generated metric.
+	config   TtDeviceInfoMetricConfig // metric config provided by user.
+	capacity int                      // max observed number of data points added to the metric.
+}
+
+// init fills tt_device.info metric with initial data.
+func (m *metricTtDeviceInfo) init() {
+	m.data.SetName("tt_device.info")
+	m.data.SetDescription("Always 1; the card's identity in its attributes. A new firmware ends the series with the old version and starts one with the new. Card telemetry.")
+	m.data.SetUnit("{device}")
+	m.data.SetEmptyGauge()
+	m.data.Gauge().DataPoints().EnsureCapacity(m.capacity)
+}
+
+func (m *metricTtDeviceInfo) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64, hostnameAttributeValue string, deviceAttributeValue string, cardTypeAttributeValue string, serialAttributeValue string, asicIDAttributeValue string, firmwareAttributeValue string, m3appFirmwareAttributeValue string) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Gauge().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetIntValue(val)
+	dp.Attributes().PutStr("hostname", hostnameAttributeValue)
+	dp.Attributes().PutStr("device", deviceAttributeValue)
+	dp.Attributes().PutStr("card_type", cardTypeAttributeValue)
+	dp.Attributes().PutStr("serial", serialAttributeValue)
+	dp.Attributes().PutStr("asic_id", asicIDAttributeValue)
+	dp.Attributes().PutStr("firmware", firmwareAttributeValue)
+	dp.Attributes().PutStr("m3app_firmware", m3appFirmwareAttributeValue)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricTtDeviceInfo) updateCapacity() {
+	if m.data.Gauge().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Gauge().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricTtDeviceInfo) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Gauge().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricTtDeviceInfo(cfg TtDeviceInfoMetricConfig) metricTtDeviceInfo {
+	m := metricTtDeviceInfo{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricTtDevicePower struct {
+	data     pmetric.Metric            // data buffer for generated metric.
+	config   TtDevicePowerMetricConfig // metric config provided by user.
+	capacity int                       // max observed number of data points added to the metric.
+}
+
+// init fills tt_device.power metric with initial data.
+func (m *metricTtDevicePower) init() {
+	m.data.SetName("tt_device.power")
+	m.data.SetDescription("Power drawn by the card (hwmon power1_input; reported in microwatts, converted to W). Card telemetry.")
+	m.data.SetUnit("W")
+	m.data.SetEmptyGauge()
+	m.data.Gauge().DataPoints().EnsureCapacity(m.capacity)
+}
+
+func (m *metricTtDevicePower) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64, hostnameAttributeValue string, deviceAttributeValue string, sensorAttributeValue string) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Gauge().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetDoubleValue(val)
+	dp.Attributes().PutStr("hostname", hostnameAttributeValue)
+	dp.Attributes().PutStr("device", deviceAttributeValue)
+	dp.Attributes().PutStr("sensor", sensorAttributeValue)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricTtDevicePower) updateCapacity() {
+	if m.data.Gauge().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Gauge().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricTtDevicePower) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Gauge().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricTtDevicePower(cfg TtDevicePowerMetricConfig) metricTtDevicePower {
+	m := metricTtDevicePower{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricTtDevicePowerMax struct {
+	data     pmetric.Metric               // data buffer for generated metric.
+	config   TtDevicePowerMaxMetricConfig // metric config provided by user.
+	capacity int                          // max observed number of data points added to the metric.
+}
+
+// init fills tt_device.power.max metric with initial data.
+func (m *metricTtDevicePowerMax) init() {
+	m.data.SetName("tt_device.power.max")
+	m.data.SetDescription("The power limit the firmware reports (hwmon power1_max). Card telemetry.")
+	m.data.SetUnit("W")
+	m.data.SetEmptyGauge()
+	m.data.Gauge().DataPoints().EnsureCapacity(m.capacity)
+}
+
+func (m *metricTtDevicePowerMax) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64, hostnameAttributeValue string, deviceAttributeValue string, sensorAttributeValue string) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Gauge().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetDoubleValue(val)
+	dp.Attributes().PutStr("hostname", hostnameAttributeValue)
+	dp.Attributes().PutStr("device", deviceAttributeValue)
+	dp.Attributes().PutStr("sensor", sensorAttributeValue)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricTtDevicePowerMax) updateCapacity() {
+	if m.data.Gauge().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Gauge().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricTtDevicePowerMax) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Gauge().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricTtDevicePowerMax(cfg TtDevicePowerMaxMetricConfig) metricTtDevicePowerMax {
+	m := metricTtDevicePowerMax{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricTtDeviceTemperature struct {
+	data     pmetric.Metric                  // data buffer for generated metric.
+	config   TtDeviceTemperatureMetricConfig // metric config provided by user.
+	capacity int                             // max observed number of data points added to the metric.
+}
+
+// init fills tt_device.temperature metric with initial data.
+func (m *metricTtDeviceTemperature) init() {
+	m.data.SetName("tt_device.temperature")
+	m.data.SetDescription("The ASIC temperature (hwmon temp1_input; reported in millidegrees, converted to degrees Celsius). Card telemetry.")
+	m.data.SetUnit("Cel")
+	m.data.SetEmptyGauge()
+	m.data.Gauge().DataPoints().EnsureCapacity(m.capacity)
+}
+
+func (m *metricTtDeviceTemperature) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64, hostnameAttributeValue string, deviceAttributeValue string, sensorAttributeValue string) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Gauge().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetDoubleValue(val)
+	dp.Attributes().PutStr("hostname", hostnameAttributeValue)
+	dp.Attributes().PutStr("device", deviceAttributeValue)
+	dp.Attributes().PutStr("sensor", sensorAttributeValue)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricTtDeviceTemperature) updateCapacity() {
+	if m.data.Gauge().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Gauge().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricTtDeviceTemperature) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Gauge().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricTtDeviceTemperature(cfg TtDeviceTemperatureMetricConfig) metricTtDeviceTemperature {
+	m := metricTtDeviceTemperature{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricTtDeviceTemperatureMax struct {
+	data     pmetric.Metric                     // data buffer for generated metric.
+	config   TtDeviceTemperatureMaxMetricConfig // metric config provided by user.
+	capacity int                                // max observed number of data points added to the metric.
+}
+
+// init fills tt_device.temperature.max metric with initial data.
+func (m *metricTtDeviceTemperatureMax) init() {
+	m.data.SetName("tt_device.temperature.max")
+	m.data.SetDescription("The temperature limit the firmware reports (hwmon temp1_max). Card telemetry.")
+	m.data.SetUnit("Cel")
+	m.data.SetEmptyGauge()
+	m.data.Gauge().DataPoints().EnsureCapacity(m.capacity)
+}
+
+func (m *metricTtDeviceTemperatureMax) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64, hostnameAttributeValue string, deviceAttributeValue string, sensorAttributeValue string) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Gauge().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetDoubleValue(val)
+	dp.Attributes().PutStr("hostname", hostnameAttributeValue)
+	dp.Attributes().PutStr("device", deviceAttributeValue)
+	dp.Attributes().PutStr("sensor", sensorAttributeValue)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricTtDeviceTemperatureMax) updateCapacity() {
+	if m.data.Gauge().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Gauge().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricTtDeviceTemperatureMax) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Gauge().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricTtDeviceTemperatureMax(cfg TtDeviceTemperatureMaxMetricConfig) metricTtDeviceTemperatureMax {
+	m := metricTtDeviceTemperatureMax{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricTtDeviceThermalTrips struct {
+	data     pmetric.Metric                   // data buffer for generated metric.
+	config   TtDeviceThermalTripsMetricConfig // metric config provided by user.
+	capacity int                              // max observed number of data points added to the metric.
+}
+
+// init fills tt_device.thermal_trips metric with initial data.
+func (m *metricTtDeviceThermalTrips) init() {
+	m.data.SetName("tt_device.thermal_trips")
+	m.data.SetDescription("Thermal trips (throttling events) the firmware counted since the card last started (tt_therm_trip_count; Blackhole firmware reports it). Card telemetry.")
+	m.data.SetUnit("{trip}")
+	m.data.SetEmptySum()
+	m.data.Sum().SetIsMonotonic(true)
+	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	m.data.Sum().DataPoints().EnsureCapacity(m.capacity)
+}
+
+func (m *metricTtDeviceThermalTrips) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64, hostnameAttributeValue string, deviceAttributeValue string) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Sum().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetIntValue(val)
+	dp.Attributes().PutStr("hostname", hostnameAttributeValue)
+	dp.Attributes().PutStr("device", deviceAttributeValue)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricTtDeviceThermalTrips) updateCapacity() {
+	if m.data.Sum().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Sum().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricTtDeviceThermalTrips) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricTtDeviceThermalTrips(cfg TtDeviceThermalTripsMetricConfig) metricTtDeviceThermalTrips {
+	m := metricTtDeviceThermalTrips{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricTtDeviceVoltage struct {
+	data     pmetric.Metric              // data buffer for generated metric.
+	config   TtDeviceVoltageMetricConfig // metric config provided by user.
+	capacity int                         // max observed number of data points added to the metric.
+}
+
+// init fills tt_device.voltage metric with initial data.
+func (m *metricTtDeviceVoltage) init() {
+	m.data.SetName("tt_device.voltage")
+	m.data.SetDescription("The core voltage (hwmon in0_input; reported in mV, converted to V). Card telemetry.")
+	m.data.SetUnit("V")
+	m.data.SetEmptyGauge()
+	m.data.Gauge().DataPoints().EnsureCapacity(m.capacity)
+}
+
+func (m *metricTtDeviceVoltage) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64, hostnameAttributeValue string, deviceAttributeValue string, sensorAttributeValue string) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Gauge().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetDoubleValue(val)
+	dp.Attributes().PutStr("hostname", hostnameAttributeValue)
+	dp.Attributes().PutStr("device", deviceAttributeValue)
+	dp.Attributes().PutStr("sensor", sensorAttributeValue)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricTtDeviceVoltage) updateCapacity() {
+	if m.data.Gauge().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Gauge().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricTtDeviceVoltage) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Gauge().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricTtDeviceVoltage(cfg TtDeviceVoltageMetricConfig) metricTtDeviceVoltage {
+	m := metricTtDeviceVoltage{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricTtDeviceVoltageMax struct {
+	data     pmetric.Metric                 // data buffer for generated metric.
+	config   TtDeviceVoltageMaxMetricConfig // metric config provided by user.
+	capacity int                            // max observed number of data points added to the metric.
+}
+
+// init fills tt_device.voltage.max metric with initial data.
+func (m *metricTtDeviceVoltageMax) init() {
+	m.data.SetName("tt_device.voltage.max")
+	m.data.SetDescription("The core voltage limit the firmware reports (hwmon in0_max). Card telemetry.")
+	m.data.SetUnit("V")
+	m.data.SetEmptyGauge()
+	m.data.Gauge().DataPoints().EnsureCapacity(m.capacity)
+}
+
+func (m *metricTtDeviceVoltageMax) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64, hostnameAttributeValue string, deviceAttributeValue string, sensorAttributeValue string) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Gauge().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetDoubleValue(val)
+	dp.Attributes().PutStr("hostname", hostnameAttributeValue)
+	dp.Attributes().PutStr("device", deviceAttributeValue)
+	dp.Attributes().PutStr("sensor", sensorAttributeValue)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricTtDeviceVoltageMax) updateCapacity() {
+	if m.data.Gauge().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Gauge().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricTtDeviceVoltageMax) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Gauge().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricTtDeviceVoltageMax(cfg TtDeviceVoltageMaxMetricConfig) metricTtDeviceVoltageMax {
+	m := metricTtDeviceVoltageMax{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
 }
 
 type metricTtDeviceProcessCount struct {
@@ -112,7 +1012,7 @@ func (m *metricTtProcess) init() {
 	m.data.Gauge().DataPoints().EnsureCapacity(m.capacity)
 }
 
-func (m *metricTtProcess) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64, hostnameAttributeValue string, pidAttributeValue string, friendlyNameAttributeValue string, commandLineAttributeValue string) {
+func (m *metricTtProcess) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64, hostnameAttributeValue string, pidAttributeValue string, friendlyNameAttributeValue string, commandLineAttributeValue string, options ...MetricAttributeOption) {
 	if !m.config.Enabled {
 		return
 	}
@@ -124,6 +1024,9 @@ func (m *metricTtProcess) recordDataPoint(start pcommon.Timestamp, ts pcommon.Ti
 	dp.Attributes().PutStr("pid", pidAttributeValue)
 	dp.Attributes().PutStr("friendly_name", friendlyNameAttributeValue)
 	dp.Attributes().PutStr("command_line", commandLineAttributeValue)
+	for _, op := range options {
+		op.apply(dp)
+	}
 }
 
 // updateCapacity saves max length of data point slices that will be used for the slice capacity.
@@ -214,6 +1117,20 @@ type MetricsBuilder struct {
 	buildInfo                      component.BuildInfo  // contains version information.
 	resourceAttributeIncludeFilter map[string]filter.Filter
 	resourceAttributeExcludeFilter map[string]filter.Filter
+	metricTtDeviceClock            metricTtDeviceClock
+	metricTtDeviceCurrent          metricTtDeviceCurrent
+	metricTtDeviceCurrentMax       metricTtDeviceCurrentMax
+	metricTtDeviceFanSpeed         metricTtDeviceFanSpeed
+	metricTtDeviceFanSpeedMax      metricTtDeviceFanSpeedMax
+	metricTtDeviceHeartbeatStalled metricTtDeviceHeartbeatStalled
+	metricTtDeviceInfo             metricTtDeviceInfo
+	metricTtDevicePower            metricTtDevicePower
+	metricTtDevicePowerMax         metricTtDevicePowerMax
+	metricTtDeviceTemperature      metricTtDeviceTemperature
+	metricTtDeviceTemperatureMax   metricTtDeviceTemperatureMax
+	metricTtDeviceThermalTrips     metricTtDeviceThermalTrips
+	metricTtDeviceVoltage          metricTtDeviceVoltage
+	metricTtDeviceVoltageMax       metricTtDeviceVoltageMax
 	metricTtDeviceProcessCount     metricTtDeviceProcessCount
 	metricTtProcess                metricTtProcess
 	metricTtProcessCount           metricTtProcessCount
@@ -242,17 +1159,43 @@ func NewMetricsBuilder(mbc MetricsBuilderConfig, settings receiver.Settings, opt
 		startTime:                      pcommon.NewTimestampFromTime(time.Now()),
 		metricsBuffer:                  pmetric.NewMetrics(),
 		buildInfo:                      settings.BuildInfo,
+		metricTtDeviceClock:            newMetricTtDeviceClock(mbc.Metrics.TtDeviceClock),
+		metricTtDeviceCurrent:          newMetricTtDeviceCurrent(mbc.Metrics.TtDeviceCurrent),
+		metricTtDeviceCurrentMax:       newMetricTtDeviceCurrentMax(mbc.Metrics.TtDeviceCurrentMax),
+		metricTtDeviceFanSpeed:         newMetricTtDeviceFanSpeed(mbc.Metrics.TtDeviceFanSpeed),
+		metricTtDeviceFanSpeedMax:      newMetricTtDeviceFanSpeedMax(mbc.Metrics.TtDeviceFanSpeedMax),
+		metricTtDeviceHeartbeatStalled: newMetricTtDeviceHeartbeatStalled(mbc.Metrics.TtDeviceHeartbeatStalled),
+		metricTtDeviceInfo:             newMetricTtDeviceInfo(mbc.Metrics.TtDeviceInfo),
+		metricTtDevicePower:            newMetricTtDevicePower(mbc.Metrics.TtDevicePower),
+		metricTtDevicePowerMax:         newMetricTtDevicePowerMax(mbc.Metrics.TtDevicePowerMax),
+		metricTtDeviceTemperature:      newMetricTtDeviceTemperature(mbc.Metrics.TtDeviceTemperature),
+		metricTtDeviceTemperatureMax:   newMetricTtDeviceTemperatureMax(mbc.Metrics.TtDeviceTemperatureMax),
+		metricTtDeviceThermalTrips:     newMetricTtDeviceThermalTrips(mbc.Metrics.TtDeviceThermalTrips),
+		metricTtDeviceVoltage:          newMetricTtDeviceVoltage(mbc.Metrics.TtDeviceVoltage),
+		metricTtDeviceVoltageMax:       newMetricTtDeviceVoltageMax(mbc.Metrics.TtDeviceVoltageMax),
 		metricTtDeviceProcessCount:     newMetricTtDeviceProcessCount(mbc.Metrics.TtDeviceProcessCount),
 		metricTtProcess:                newMetricTtProcess(mbc.Metrics.TtProcess),
 		metricTtProcessCount:           newMetricTtProcessCount(mbc.Metrics.TtProcessCount),
 		resourceAttributeIncludeFilter: make(map[string]filter.Filter),
 		resourceAttributeExcludeFilter: make(map[string]filter.Filter),
 	}
+	if mbc.ResourceAttributes.ContainerID.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["container.id"] = filter.CreateFilter(mbc.ResourceAttributes.ContainerID.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.ContainerID.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["container.id"] = filter.CreateFilter(mbc.ResourceAttributes.ContainerID.MetricsExclude)
+	}
 	if mbc.ResourceAttributes.HostName.MetricsInclude != nil {
 		mb.resourceAttributeIncludeFilter["host.name"] = filter.CreateFilter(mbc.ResourceAttributes.HostName.MetricsInclude)
 	}
 	if mbc.ResourceAttributes.HostName.MetricsExclude != nil {
 		mb.resourceAttributeExcludeFilter["host.name"] = filter.CreateFilter(mbc.ResourceAttributes.HostName.MetricsExclude)
+	}
+	if mbc.ResourceAttributes.K8sPodUID.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["k8s.pod.uid"] = filter.CreateFilter(mbc.ResourceAttributes.K8sPodUID.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.K8sPodUID.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["k8s.pod.uid"] = filter.CreateFilter(mbc.ResourceAttributes.K8sPodUID.MetricsExclude)
 	}
 
 	for _, op := range options {
@@ -323,6 +1266,20 @@ func (mb *MetricsBuilder) EmitForResource(options ...ResourceMetricsOption) {
 	ils.Scope().SetName(ScopeName)
 	ils.Scope().SetVersion(mb.buildInfo.Version)
 	ils.Metrics().EnsureCapacity(mb.metricsCapacity)
+	mb.metricTtDeviceClock.emit(ils.Metrics())
+	mb.metricTtDeviceCurrent.emit(ils.Metrics())
+	mb.metricTtDeviceCurrentMax.emit(ils.Metrics())
+	mb.metricTtDeviceFanSpeed.emit(ils.Metrics())
+	mb.metricTtDeviceFanSpeedMax.emit(ils.Metrics())
+	mb.metricTtDeviceHeartbeatStalled.emit(ils.Metrics())
+	mb.metricTtDeviceInfo.emit(ils.Metrics())
+	mb.metricTtDevicePower.emit(ils.Metrics())
+	mb.metricTtDevicePowerMax.emit(ils.Metrics())
+	mb.metricTtDeviceTemperature.emit(ils.Metrics())
+	mb.metricTtDeviceTemperatureMax.emit(ils.Metrics())
+	mb.metricTtDeviceThermalTrips.emit(ils.Metrics())
+	mb.metricTtDeviceVoltage.emit(ils.Metrics())
+	mb.metricTtDeviceVoltageMax.emit(ils.Metrics())
 	mb.metricTtDeviceProcessCount.emit(ils.Metrics())
 	mb.metricTtProcess.emit(ils.Metrics())
 	mb.metricTtProcessCount.emit(ils.Metrics())
@@ -357,14 +1314,84 @@ func (mb *MetricsBuilder) Emit(options ...ResourceMetricsOption) pmetric.Metrics
 	return metrics
 }
 
+// RecordTtDeviceClockDataPoint adds a data point to tt_device.clock metric.
+func (mb *MetricsBuilder) RecordTtDeviceClockDataPoint(ts pcommon.Timestamp, val int64, hostnameAttributeValue string, deviceAttributeValue string, clockAttributeValue AttributeClock) {
+	mb.metricTtDeviceClock.recordDataPoint(mb.startTime, ts, val, hostnameAttributeValue, deviceAttributeValue, clockAttributeValue.String())
+}
+
+// RecordTtDeviceCurrentDataPoint adds a data point to tt_device.current metric.
+func (mb *MetricsBuilder) RecordTtDeviceCurrentDataPoint(ts pcommon.Timestamp, val float64, hostnameAttributeValue string, deviceAttributeValue string, sensorAttributeValue string) {
+	mb.metricTtDeviceCurrent.recordDataPoint(mb.startTime, ts, val, hostnameAttributeValue, deviceAttributeValue, sensorAttributeValue)
+}
+
+// RecordTtDeviceCurrentMaxDataPoint adds a data point to tt_device.current.max metric.
+func (mb *MetricsBuilder) RecordTtDeviceCurrentMaxDataPoint(ts pcommon.Timestamp, val float64, hostnameAttributeValue string, deviceAttributeValue string, sensorAttributeValue string) {
+	mb.metricTtDeviceCurrentMax.recordDataPoint(mb.startTime, ts, val, hostnameAttributeValue, deviceAttributeValue, sensorAttributeValue)
+}
+
+// RecordTtDeviceFanSpeedDataPoint adds a data point to tt_device.fan_speed metric.
+func (mb *MetricsBuilder) RecordTtDeviceFanSpeedDataPoint(ts pcommon.Timestamp, val int64, hostnameAttributeValue string, deviceAttributeValue string, sensorAttributeValue string) {
+	mb.metricTtDeviceFanSpeed.recordDataPoint(mb.startTime, ts, val, hostnameAttributeValue, deviceAttributeValue, sensorAttributeValue)
+}
+
+// RecordTtDeviceFanSpeedMaxDataPoint adds a data point to tt_device.fan_speed.max metric.
+func (mb *MetricsBuilder) RecordTtDeviceFanSpeedMaxDataPoint(ts pcommon.Timestamp, val int64, hostnameAttributeValue string, deviceAttributeValue string, sensorAttributeValue string) {
+	mb.metricTtDeviceFanSpeedMax.recordDataPoint(mb.startTime, ts, val, hostnameAttributeValue, deviceAttributeValue, sensorAttributeValue)
+}
+
+// RecordTtDeviceHeartbeatStalledDataPoint adds a data point to tt_device.heartbeat.stalled metric.
+func (mb *MetricsBuilder) RecordTtDeviceHeartbeatStalledDataPoint(ts pcommon.Timestamp, val int64, hostnameAttributeValue string, deviceAttributeValue string) {
+	mb.metricTtDeviceHeartbeatStalled.recordDataPoint(mb.startTime, ts, val, hostnameAttributeValue, deviceAttributeValue)
+}
+
+// RecordTtDeviceInfoDataPoint adds a data point to tt_device.info metric.
+func (mb *MetricsBuilder) RecordTtDeviceInfoDataPoint(ts pcommon.Timestamp, val int64, hostnameAttributeValue string, deviceAttributeValue string, cardTypeAttributeValue string, serialAttributeValue string, asicIDAttributeValue string, firmwareAttributeValue string, m3appFirmwareAttributeValue string) {
+	mb.metricTtDeviceInfo.recordDataPoint(mb.startTime, ts, val, hostnameAttributeValue, deviceAttributeValue, cardTypeAttributeValue, serialAttributeValue, asicIDAttributeValue, firmwareAttributeValue, m3appFirmwareAttributeValue)
+}
+
+// RecordTtDevicePowerDataPoint adds a data point to tt_device.power metric.
+func (mb *MetricsBuilder) RecordTtDevicePowerDataPoint(ts pcommon.Timestamp, val float64, hostnameAttributeValue string, deviceAttributeValue string, sensorAttributeValue string) {
+	mb.metricTtDevicePower.recordDataPoint(mb.startTime, ts, val, hostnameAttributeValue, deviceAttributeValue, sensorAttributeValue)
+}
+
+// RecordTtDevicePowerMaxDataPoint adds a data point to tt_device.power.max metric.
+func (mb *MetricsBuilder) RecordTtDevicePowerMaxDataPoint(ts pcommon.Timestamp, val float64, hostnameAttributeValue string, deviceAttributeValue string, sensorAttributeValue string) {
+	mb.metricTtDevicePowerMax.recordDataPoint(mb.startTime, ts, val, hostnameAttributeValue, deviceAttributeValue, sensorAttributeValue)
+}
+
+// RecordTtDeviceTemperatureDataPoint adds a data point to tt_device.temperature metric.
+func (mb *MetricsBuilder) RecordTtDeviceTemperatureDataPoint(ts pcommon.Timestamp, val float64, hostnameAttributeValue string, deviceAttributeValue string, sensorAttributeValue string) {
+	mb.metricTtDeviceTemperature.recordDataPoint(mb.startTime, ts, val, hostnameAttributeValue, deviceAttributeValue, sensorAttributeValue)
+}
+
+// RecordTtDeviceTemperatureMaxDataPoint adds a data point to tt_device.temperature.max metric.
+func (mb *MetricsBuilder) RecordTtDeviceTemperatureMaxDataPoint(ts pcommon.Timestamp, val float64, hostnameAttributeValue string, deviceAttributeValue string, sensorAttributeValue string) {
+	mb.metricTtDeviceTemperatureMax.recordDataPoint(mb.startTime, ts, val, hostnameAttributeValue, deviceAttributeValue, sensorAttributeValue)
+}
+
+// RecordTtDeviceThermalTripsDataPoint adds a data point to tt_device.thermal_trips metric.
+func (mb *MetricsBuilder) RecordTtDeviceThermalTripsDataPoint(ts pcommon.Timestamp, val int64, hostnameAttributeValue string, deviceAttributeValue string) {
+	mb.metricTtDeviceThermalTrips.recordDataPoint(mb.startTime, ts, val, hostnameAttributeValue, deviceAttributeValue)
+}
+
+// RecordTtDeviceVoltageDataPoint adds a data point to tt_device.voltage metric.
+func (mb *MetricsBuilder) RecordTtDeviceVoltageDataPoint(ts pcommon.Timestamp, val float64, hostnameAttributeValue string, deviceAttributeValue string, sensorAttributeValue string) {
+	mb.metricTtDeviceVoltage.recordDataPoint(mb.startTime, ts, val, hostnameAttributeValue, deviceAttributeValue, sensorAttributeValue)
+}
+
+// RecordTtDeviceVoltageMaxDataPoint adds a data point to tt_device.voltage.max metric.
+func (mb *MetricsBuilder) RecordTtDeviceVoltageMaxDataPoint(ts pcommon.Timestamp, val float64, hostnameAttributeValue string, deviceAttributeValue string, sensorAttributeValue string) {
+	mb.metricTtDeviceVoltageMax.recordDataPoint(mb.startTime, ts, val, hostnameAttributeValue, deviceAttributeValue, sensorAttributeValue)
+}
+
 // RecordTtDeviceProcessCountDataPoint adds a data point to tt_device_process_count metric.
 func (mb *MetricsBuilder) RecordTtDeviceProcessCountDataPoint(ts pcommon.Timestamp, val int64, hostnameAttributeValue string, deviceAttributeValue string) {
 	mb.metricTtDeviceProcessCount.recordDataPoint(mb.startTime, ts, val, hostnameAttributeValue, deviceAttributeValue)
 }
 
 // RecordTtProcessDataPoint adds a data point to tt_process metric.
-func (mb *MetricsBuilder) RecordTtProcessDataPoint(ts pcommon.Timestamp, val int64, hostnameAttributeValue string, pidAttributeValue string, friendlyNameAttributeValue string, commandLineAttributeValue string) {
-	mb.metricTtProcess.recordDataPoint(mb.startTime, ts, val, hostnameAttributeValue, pidAttributeValue, friendlyNameAttributeValue, commandLineAttributeValue)
+func (mb *MetricsBuilder) RecordTtProcessDataPoint(ts pcommon.Timestamp, val int64, hostnameAttributeValue string, pidAttributeValue string, friendlyNameAttributeValue string, commandLineAttributeValue string, options ...MetricAttributeOption) {
+	mb.metricTtProcess.recordDataPoint(mb.startTime, ts, val, hostnameAttributeValue, pidAttributeValue, friendlyNameAttributeValue, commandLineAttributeValue, options...)
 }
 
 // RecordTtProcessCountDataPoint adds a data point to tt_process_count metric.

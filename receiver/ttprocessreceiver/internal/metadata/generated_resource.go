@@ -21,10 +21,24 @@ func NewResourceBuilder(rac ResourceAttributesConfig) *ResourceBuilder {
 	}
 }
 
+// SetContainerID sets provided value as "container.id" attribute.
+func (rb *ResourceBuilder) SetContainerID(val string) {
+	if rb.config.ContainerID.Enabled {
+		rb.res.Attributes().PutStr("container.id", val)
+	}
+}
+
 // SetHostName sets provided value as "host.name" attribute.
 func (rb *ResourceBuilder) SetHostName(val string) {
 	if rb.config.HostName.Enabled {
 		rb.res.Attributes().PutStr("host.name", val)
+	}
+}
+
+// SetK8sPodUID sets provided value as "k8s.pod.uid" attribute.
+func (rb *ResourceBuilder) SetK8sPodUID(val string) {
+	if rb.config.K8sPodUID.Enabled {
+		rb.res.Attributes().PutStr("k8s.pod.uid", val)
 	}
 }
 

@@ -1,0 +1,297 @@
+package procscan
+
+import (
+	"bytes"
+	"os/user"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// JobEnvVar is the variable queued puts in the environment of every job
+// process, holding the job's id (queued/runner.JobEnvVar). A process a job
+// starts inherits it, even one that left the job's process group. It is
+// repeated here rather than imported, so that the collector does not link
+// queued's packages.
+const JobEnvVar = "TT_QUEUE_JOB_ID"
+
+const (
+	// maxEnvironRead bounds /proc/<pid>/environ: the kernel's bound on
+	// the argument vector and environment together, as for cmdline.
+	// queued appends its marker after the caller's environment, so the
+	// whole of it may have to be read.
+	maxEnvironRead = maxCmdlineRead
+	// maxCgroupRead bounds /proc/<pid>/cgroup: one line per cgroup v1
+	// hierarchy, each a path of at most PATH_MAX.
+	maxCgroupRead = 64 << 10
+)
+
+// AttributionOptions switches on the reads that say whose a holder is.
+// Each costs one more procfs read per newly seen holder, none per scan.
+type AttributionOptions struct {
+	// User reads the owner of /proc/<pid> (the process's effective UID)
+	// and names it from the user database: Attribution.User.
+	User bool
+	// QueuedJob looks for JobEnvVar in /proc/<pid>/environ:
+	// Attribution.QueuedJob. The environment of another user's process
+	// can only be read with CAP_SYS_PTRACE (root has it).
+	QueuedJob bool
+	// Cgroup reads /proc/<pid>/cgroup for a Slurm job, a container and a
+	// Kubernetes pod: Attribution.SlurmJob, ContainerID and PodUID.
+	Cgroup bool
+}
+
+// Any reports whether any attribution read is on.
+func (o AttributionOptions) Any() bool { return o.User || o.QueuedJob || o.Cgroup }
+
+// Attribution says whose a holder is, read once with its Identity. A field
+// whose read is switched off is empty; one whose source could not be read
+// (the process exited, or its environment is another user's) is Unknown; one
+// read and not found (no job marker, no container) is empty.
+type Attribution struct {
+	// User is the name of the user owning /proc/<pid>, or the decimal UID
+	// when the user database has no entry for it (as in a container that
+	// does not share the host's /etc/passwd).
+	User string
+	// QueuedJob is the 32-hex-digit id of the queued job the process
+	// belongs to, from JobEnvVar in its environment.
+	QueuedJob string
+	// SlurmJob is the Slurm job id from a .../job_<id>/... cgroup path.
+	SlurmJob string
+	// ContainerID is the 64-hex-digit id of the container (containerd,
+	// CRI-O, Docker or Podman) whose cgroup the process is in.
+	ContainerID string
+	// PodUID is the UID of the Kubernetes pod whose cgroup the process is
+	// in, with dashes (as the API server writes it), whether the kubelet
+	// uses the systemd or the cgroupfs driver.
+	PodUID string
+}
+
+// unknownAttribution is the attribution of a process that could not be read:
+// Unknown in every field whose read is on.
+func unknownAttribution(o AttributionOptions) Attribution {
+	var a Attribution
+	if o.User {
+		a.User = Unknown
+	}
+	if o.QueuedJob {
+		a.QueuedJob = Unknown
+	}
+	if o.Cgroup {
+		a.SlurmJob, a.ContainerID, a.PodUID = Unknown, Unknown, Unknown
+	}
+	return a
+}
+
+// readAttribution reads the attribution of the process whose procfs
+// directory is dir, as far as o asks.
+func (r *reader) readAttribution(dir string, o AttributionOptions) Attribution {
+	var a Attribution
+	if o.User {
+		a.User = Unknown
+		var st unix.Stat_t
+		if err := unix.Stat(dir, &st); err == nil {
+			a.User = userName(st.Uid)
+		}
+	}
+	if o.QueuedJob {
+		a.QueuedJob = Unknown
+		if data, err := readFile(dir+"/environ", &r.buf, maxEnvironRead); err == nil {
+			a.QueuedJob = jobFromEnviron(data)
+		}
+	}
+	if o.Cgroup {
+		a.SlurmJob, a.ContainerID, a.PodUID = Unknown, Unknown, Unknown
+		if data, err := readFile(dir+"/cgroup", &r.buf, maxCgroupRead); err == nil {
+			a.SlurmJob, a.ContainerID, a.PodUID = ParseCgroup(data)
+		}
+	}
+	return a
+}
+
+// userName names uid from the user database, or renders it in decimal
+// when there is no entry (or no database) for it. It is looked up afresh
+// for every new holder: a UID given to another user must not keep the
+// first user's name.
+func userName(uid uint32) string {
+	id := strconv.FormatUint(uint64(uid), 10)
+	u, err := user.LookupId(id)
+	if err != nil || u.Username == "" {
+		return id
+	}
+	if name := Sanitize([]byte(u.Username)); name != "" {
+		return name
+	}
+	return id
+}
+
+// jobFromEnviron returns the job id of the first JobEnvVar entry of a
+// NUL-separated environment (the one getenv would return), or "" when there
+// is none or its value is not a queued job id (32 lowercase hex digits).
+func jobFromEnviron(environ []byte) string {
+	prefix := []byte(JobEnvVar + "=")
+	for len(environ) > 0 {
+		entry := environ
+		if i := bytes.IndexByte(environ, 0); i >= 0 {
+			entry, environ = environ[:i], environ[i+1:]
+		} else {
+			environ = nil
+		}
+		if v, ok := bytes.CutPrefix(entry, prefix); ok {
+			if isHex(v, 32) {
+				return string(v)
+			}
+			return ""
+		}
+	}
+	return ""
+}
+
+// isHex reports whether b is exactly n lowercase hexadecimal digits.
+func isHex(b []byte, n int) bool {
+	if len(b) != n {
+		return false
+	}
+	for _, c := range b {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// containerScopes are the prefixes of the systemd scope units container
+// runtimes create for a container: <prefix><64 hex>.scope. CRI-O's
+// crio-conmon-<id>.scope holds the container's monitor, not the container,
+// and matches none of them.
+var containerScopes = []string{"cri-containerd-", "crio-", "docker-", "libpod-"}
+
+// ParseCgroup finds, in the contents of a /proc/<pid>/cgroup file, the
+// Slurm job, the container and the Kubernetes pod the process belongs to,
+// each "" when its path names none. Every line (cgroup v2's single 0::
+// line, or one per v1 hierarchy) is searched, and the first match of each
+// wins. It knows these layouts:
+//
+//   - Kubernetes pods with the kubelet's systemd driver:
+//     .../kubepods-<qos>-pod<uid with _ for ->.slice/<runtime scope>;
+//     with its cgroupfs driver: /kubepods/<qos>/pod<uid>/<container id>
+//     (<qos>- and <qos>/ are absent for a Guaranteed pod);
+//   - containers: a systemd scope cri-containerd-<id>.scope (containerd),
+//     crio-<id>.scope (CRI-O), docker-<id>.scope (Docker), libpod-<id>.scope
+//     (Podman), a cgroupfs element that is the 64-hex-digit id itself
+//     (/docker/<id>, /kubepods/.../<id>), or a <slice>:<runtime>:<id>
+//     element;
+//   - Slurm: .../job_<id>/... under a path that names slurm (v1's
+//     /slurm/uid_<uid>/job_<id>/step_<n>, v2's
+//     /system.slice/slurmstepd.scope/job_<id>/step_<n>).
+func ParseCgroup(data []byte) (slurmJob, containerID, podUID string) {
+	for _, line := range strings.Split(string(data), "\n") {
+		// hierarchy-ID:controller-list:path; the path may itself hold ':'.
+		_, rest, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		_, path, ok := strings.Cut(rest, ":")
+		if !ok {
+			continue
+		}
+		slurm := strings.Contains(path, "slurm")
+		for _, elem := range strings.Split(path, "/") {
+			if slurmJob == "" && slurm {
+				if id, ok := strings.CutPrefix(elem, "job_"); ok && isDecimal(id) {
+					slurmJob = id
+				}
+			}
+			if podUID == "" {
+				podUID = podOf(elem)
+			}
+			if containerID == "" {
+				containerID = containerOf(elem)
+			}
+		}
+	}
+	return slurmJob, containerID, podUID
+}
+
+// podOf returns the pod UID a cgroup path element names, or "".
+func podOf(elem string) string {
+	if i := strings.IndexByte(elem, ':'); i >= 0 {
+		elem = elem[:i] // <slice>:<runtime>:<id>
+	}
+	var uid string
+	switch {
+	case strings.HasPrefix(elem, "kubepods") && strings.HasSuffix(elem, ".slice"):
+		// systemd driver: kubepods-besteffort-pod<uid>.slice, with the
+		// UID's dashes written as underscores (a dash nests slices).
+		i := strings.LastIndex(elem, "-pod")
+		if i < 0 {
+			return ""
+		}
+		uid = strings.ReplaceAll(strings.TrimSuffix(elem[i+len("-pod"):], ".slice"), "_", "-")
+	case strings.HasPrefix(elem, "pod"):
+		// cgroupfs driver: /kubepods/besteffort/pod<uid>/...
+		uid = elem[len("pod"):]
+	default:
+		return ""
+	}
+	if !isUID(uid) {
+		return ""
+	}
+	return uid
+}
+
+// isUID reports whether s is a UUID as Kubernetes writes UIDs: 8-4-4-4-12
+// lowercase hex digits.
+func isUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		switch i {
+		case 8, 13, 18, 23:
+			if s[i] != '-' {
+				return false
+			}
+		default:
+			if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// containerOf returns the container ID a cgroup path element names, or "".
+func containerOf(elem string) string {
+	id := elem
+	if scope, ok := strings.CutSuffix(elem, ".scope"); ok {
+		id = ""
+		for _, p := range containerScopes {
+			if rest, ok := strings.CutPrefix(scope, p); ok {
+				id = rest
+				break
+			}
+		}
+	} else if i := strings.LastIndexByte(elem, ':'); i >= 0 {
+		id = elem[i+1:] // <slice>:cri-containerd:<id>
+	}
+	if !isHex([]byte(id), 64) {
+		return ""
+	}
+	return id
+}
+
+// isDecimal reports whether s is a non-empty run of ASCII digits of a
+// sensible length for an id.
+func isDecimal(s string) bool {
+	if len(s) == 0 || len(s) > 20 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
