@@ -151,7 +151,7 @@ func sideFiles(db string) []string {
 func TestImport_RefusesADatabaseInUse(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		name, mode string
+		name, mode     string
 		port, asServer bool
 		want           string
 	}{
