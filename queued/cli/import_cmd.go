@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/ttkit/ttkit/queued/api"
 	"github.com/ttkit/ttkit/queued/config"
 	"github.com/ttkit/ttkit/queued/legacyimport"
 	"github.com/ttkit/ttkit/queued/store"
@@ -20,33 +21,48 @@ import (
 // one bbolt transaction beside the daemon's own start-time recovery, which
 // then treats the imported jobs exactly like its own (queues, dead cards,
 // estimates), so the daemon must not be running on the state directory;
-// the store's file lock enforces that.
+// the store's file lock enforces that. The Python tool must be stopped
+// too: a database in use is refused.
 type ImportCmd struct {
-	Path string `arg:"" placeholder:"PATH" help:"The Python tool's jobs.sqlite3, or the directory holding it (its logs-v2/)."`
+	Path   string `arg:"" placeholder:"PATH" help:"The Python tool's jobs.sqlite3, or the directory holding it (its logs-v2/)."`
+	System bool   `help:"Import into the system-mode queued's store (TT_DEVICE_LOG_DIR, default /var/lib/tt-device-queue), as root: the jobs become the database owner's."`
 }
 
 // Run imports and prints what was imported.
 func (c *ImportCmd) Run(a *App) error {
-	dir, err := config.StateDir(os.LookupEnv)
+	lookup := os.LookupEnv
+	if c.System {
+		lookup = func(name string) (string, bool) {
+			if name == "TT_DEVICE_SOCKET" {
+				if v, ok := os.LookupEnv(name); ok && strings.TrimSpace(v) != "" {
+					return v, ok
+				}
+				return api.SystemSocket, true
+			}
+			return os.LookupEnv(name)
+		}
+	}
+	cfg, err := config.FromEnv(lookup)
 	if err != nil {
 		return usageErr("%w", err)
 	}
+	system := cfg.Socket != ""
+	if system && os.Geteuid() != 0 {
+		return usageErr("import into the system-mode queued's store (%s) must run as root", cfg.StateDir)
+	}
 	src, err := filepath.Abs(c.Path)
 	if err == nil {
-		_, err = os.Stat(src)
+		_, err = os.Lstat(src)
 	}
 	if err != nil {
 		return usageErr("import %s: %w", c.Path, err)
 	}
-	cfg, err := config.FromEnv(os.LookupEnv)
-	if err != nil {
-		cfg = config.Default()
-	}
-	rep, err := legacyimport.ImportInto(dir, src, legacyimport.Options{
-		DefaultTimeout: cfg.DefaultTimeout, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	rep, err := legacyimport.ImportInto(cfg.StateDir, src, legacyimport.Options{
+		DefaultTimeout: cfg.DefaultTimeout, MaxLogBytes: cfg.MaxLogBytes, System: system, Port: cfg.Port,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	switch {
-	case errors.Is(err, store.ErrLocked), errors.Is(err, legacyimport.ErrAlreadyImported):
+	case errors.Is(err, store.ErrLocked), errors.Is(err, legacyimport.ErrAlreadyImported), errors.Is(err, legacyimport.ErrInUse):
 		return &Error{Code: ExitRefused, Err: err}
 	case err != nil:
 		return &Error{Code: ExitRefused, Err: fmt.Errorf("import: %w", err)}
@@ -55,7 +71,16 @@ func (c *ImportCmd) Run(a *App) error {
 		return a.printJSON(rep)
 	}
 	fmt.Fprintf(a.Out, "imported %d jobs from %s into %s: %d queued, %d interrupted (never run again), %d finished\n",
-		rep.Queued+rep.Interrupted+rep.Finished, rep.Source, dir, rep.Queued, rep.Interrupted, rep.Finished)
+		rep.Queued+rep.Interrupted+rep.Finished, rep.Source, cfg.StateDir, rep.Queued, rep.Interrupted, rep.Finished)
+	if system {
+		fmt.Fprintf(a.Out, "the jobs are %s's, the owner of %s\n", rep.Owner, rep.Source)
+	}
+	if rep.Updated > 0 {
+		fmt.Fprintf(a.Out, "%d jobs imported before were updated: the Python tool ran them since\n", rep.Updated)
+	}
+	if len(rep.PendingResets) > 0 {
+		fmt.Fprintf(a.Out, "pending resets of cards %s run before anything else on them\n", joinInts(rep.PendingResets))
+	}
 	if len(rep.DeadCards) > 0 {
 		fmt.Fprintf(a.Out, "dead cards: %s (they stay dead on this boot; a reboot, or reset --device N, revives them)\n", joinInts(rep.DeadCards))
 	}
@@ -64,6 +89,9 @@ func (c *ImportCmd) Run(a *App) error {
 	}
 	if rep.MissingOutput > 0 {
 		fmt.Fprintf(a.Out, "%d jobs had no output file to copy (job shows why)\n", rep.MissingOutput)
+	}
+	if rep.CutOutputs > 0 {
+		fmt.Fprintf(a.Out, "%d output files were larger than TT_DEVICE_MAX_LOG_BYTES: their first and last halves were kept\n", rep.CutOutputs)
 	}
 	olds := make([]string, 0, len(rep.Renamed))
 	for old := range rep.Renamed {

@@ -1,9 +1,13 @@
 package cli_test
 
 import (
+	"bufio"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -101,4 +105,76 @@ func TestImport_Command(t *testing.T) {
 	again.want(t, 1, nil, []string{"already imported"})
 	d.run("result", "eeee0001").want(t, 0, []string{"imported\n"}, nil)
 	importInto(t.TempDir(), filepath.Join(old, "nothing-here")).want(t, 2, nil, []string{"nothing-here"})
+}
+
+// TestImport_PendingResetRunsFirstAndLastResetIsNamed: a reset the Python
+// tool had pending runs on queued before the card's imported jobs; a
+// card's last reset is shown by status and named by reset JOB for a job
+// that ran before it.
+func TestImport_PendingResetRunsFirstAndLastResetIsNamed(t *testing.T) {
+	t.Parallel()
+	work := t.TempDir()
+	order := filepath.Join(work, "order")
+	boot := kmdtest.BootID(t)
+	d := startDaemonWith(t, func(state string) {
+		kmdtest.MakeLegacyDB(t, map[string]any{"path": filepath.Join(state, "jobs.sqlite3"), "card_column": "device_id",
+			"rows": []map[string]any{
+				legacyJob("aaaa0001", 1, "done", "python3 old.py", work, map[string]any{"exit_code": 0, "reset_epoch": 0,
+					"started_at": hourAgo + 1, "finished_at": hourAgo + 5}),
+				legacyJob("ffff0001", 1, "done", "[device reset] tt-smi -r", "", map[string]any{"mode": "reset", "exit_code": 0,
+					"started_at": hourAgo + 6, "finished_at": hourAgo + 9}),
+				legacyJob("bbbb0001", 0, "queued", "echo job >> "+order, work, nil),
+			},
+			"device_state": []map[string]any{
+				{"device_id": 0, "state": "healthy", "reset_pending": 1, "reset_epoch": 0, "boot_id": boot, "updated_at": hourAgo + 10},
+				{"device_id": 1, "state": "healthy", "reset_pending": 0, "reset_epoch": 1, "boot_id": boot, "last_reset_at": hourAgo + 9, "updated_at": hourAgo + 9},
+			}})
+	}, "TT_DEVICE_RESET_CMD=echo reset >> "+order+" #")
+	d.run("result", "bbbb0001").want(t, 0, nil, nil)
+	if b, err := os.ReadFile(order); err != nil || string(b) != "reset\njob\n" {
+		t.Fatalf("card 0 ran %q (%v), want the pending reset, then the job", b, err)
+	}
+	var st api.Status
+	decode(t, d.run("--json", "status"), &st)
+	if lr := st.Cards[1].LastReset; lr == nil || !strings.HasPrefix(lr.JobID, "ffff0001") || lr.Result != "ok" {
+		t.Fatalf("card 1's last reset %+v, want ffff0001..., ok", lr)
+	}
+	d.run("status").want(t, 0, []string{"card 1: last reset ffff0001 ok"}, nil)
+	d.run("reset", "aaaa0001").want(t, 0, []string{"card 1 was reset since job", "(reset ffff0001", "result ok)"}, nil)
+}
+
+// TestImport_QueuedRefusesToStartBesideTheLiveTool: queued started on the
+// state directory of a Python tool that still runs (idle: it holds no
+// file) exits with a message to stop the tool first, and writes no
+// queue.db; the tool would otherwise run the same queue.
+func TestImport_QueuedRefusesToStartBesideTheLiveTool(t *testing.T) {
+	t.Parallel()
+	state := t.TempDir()
+	db := filepath.Join(state, "jobs.sqlite3")
+	kmdtest.MakeLegacyDB(t, map[string]any{"path": db,
+		"rows": []map[string]any{{"id": "eeee0001", "cmd": "echo twice", "cwd": state, "status": "queued", "submitted": hourAgo}}})
+	repo := t.TempDir()
+	script, err := os.ReadFile(filepath.Join(kmdtest.Testdata(t), "python-tool", "live_server.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(repo, "server.py"), script, 0o644)
+	os.WriteFile(filepath.Join(repo, "queue_core.py"), nil, 0o644)
+	py := exec.Command("python3", filepath.Join(repo, "server.py"), db, "0", "idle")
+	py.Env = append(os.Environ(), "TT_DEVICE_LOG_DIR="+state)
+	out, _ := py.StdoutPipe()
+	if err := py.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { py.Process.Signal(syscall.SIGTERM); py.Wait() })
+	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
+		t.Fatalf("the stand-in Python server: %q %v", line, err)
+	}
+	q := exec.Command(filepath.Join(bin, "queued"), "--listen", "127.0.0.1:0")
+	q.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "TT_DEVICE_LOG_DIR=" + state, "TT_DEVICE_IDS=0"}
+	r := runCmd(t, q)
+	r.want(t, 1, nil, []string{"is in use", "runs as process", "stop the Python tt-device-queue first"})
+	if _, err := os.Stat(filepath.Join(state, "queue.db")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("queued wrote queue.db beside the live tool: %v", err)
+	}
 }

@@ -19,6 +19,13 @@ import (
 // run again.
 const interruptedError = "interrupted: it was running when the Python tt-device-queue stopped; imported, never run again"
 
+// resetDetail is the detail of a card's last reset carried over.
+const resetDetail = "the Python tt-device-queue's last reset of the card, imported"
+
+// resetDir is the working directory of imported resets: root's reset
+// command never runs in a directory the database chose.
+const resetDir = "/"
+
 // reservedEnv are variables queued sets on every job itself.
 var reservedEnv = map[string]bool{"TT_QUEUE_JOB_ID": true, "TT_QUEUE_DEVICE": true}
 
@@ -31,12 +38,29 @@ type converted struct {
 	renamedIDs map[string]string // old id -> new id, where the old is not a prefix of the new
 }
 
-// convert turns the rows into store records. Queued rows stay queued (and
-// keep their order: the caller stores them in the order returned),
-// running rows end as interrupted, done rows become history. A row it
-// cannot place (an unknown status, a card that is not a number) stops the
-// whole import, naming the row.
-func convert(l *legacyDB, defaultTimeout time.Duration, now time.Time) (*converted, error) {
+// convertOptions are what convert needs besides the rows.
+type convertOptions struct {
+	defaultTimeout time.Duration
+	now            time.Time
+	// ownerUID and owner, in system mode, make every record the
+	// database owner's, as a submission over the socket is its caller's.
+	ownerUID *uint32
+	owner    string
+	// bootID is this boot's id: a pending reset of another boot is
+	// dropped, as the Python tool drops it (a reboot resets the card).
+	bootID string
+	// lastWrite is when the database (or its WAL) was last written: the
+	// tool, and a job it still had running, were alive then.
+	lastWrite time.Time
+}
+
+// convert turns the rows into store records, in the order they are to be
+// stored: history first (by seq), then each card's pending reset and its
+// queued jobs in the order the Python tool would have run them (see
+// pythonOrder). Running rows end as interrupted, done rows become
+// history. A row it cannot place (an unknown status, a card that is not a
+// number) stops the whole import, naming the row.
+func convert(l *legacyDB, o convertOptions) (*converted, error) {
 	c := &converted{outputs: map[string]string{}, renamedIDs: map[string]string{}}
 	c.report.UserVersion = l.userVersion
 	c.report.CardColumn = l.cardColumn
@@ -46,8 +70,12 @@ func convert(l *legacyDB, defaultTimeout time.Duration, now time.Time) (*convert
 			boots[card] = s.str("boot_id")
 		}
 	}
+	var history []store.Job
+	queued := map[int][]queuedRow{}
+	var slots []int // the card of each queued row, in seq order
+	lastReset := map[int]*store.Job{}
 	for _, r := range l.jobs {
-		j, err := c.job(r, l.cardColumn, defaultTimeout, now)
+		j, err := c.job(r, l.cardColumn, o)
 		if err != nil {
 			return nil, fmt.Errorf("row seq %s (job %s): %w", r.str("seq"), r.str("id"), err)
 		}
@@ -56,7 +84,18 @@ func convert(l *legacyDB, defaultTimeout time.Duration, now time.Time) (*convert
 			// for; the card state's boot is the best record of that.
 			j.BootID = boots[j.Card()]
 		}
-		c.jobs = append(c.jobs, j)
+		if j.State == store.StateQueued {
+			queued[j.Card()] = append(queued[j.Card()], queuedRow{job: j, client: r.str("client_id")})
+			slots = append(slots, j.Card())
+			continue
+		}
+		if j.Kind == store.KindReset && j.ExitCode != nil && (*j.ExitCode == 0 || *j.ExitCode == 1) {
+			if prev := lastReset[j.Card()]; prev == nil || !j.FinishedAt.Before(prev.FinishedAt) {
+				jj := j
+				lastReset[j.Card()] = &jj
+			}
+		}
+		history = append(history, j)
 	}
 	for _, s := range l.states {
 		card, err := cardOf(s, l.cardColumn)
@@ -72,15 +111,107 @@ func convert(l *legacyDB, defaultTimeout time.Duration, now time.Time) (*convert
 			}
 			c.report.DeadCards = append(c.report.DeadCards, card)
 		}
+		switch last := lastReset[card]; {
+		case last != nil:
+			rec.LastResetID, rec.LastResetAt, rec.LastResetResult = last.ID, last.FinishedAt, "ok"
+			if *last.ExitCode != 0 {
+				rec.LastResetResult = "failed"
+			}
+			rec.LastResetDetail = resetDetail
+		case !rec.LastResetAt.IsZero():
+			// The reset's own row is gone (pruned): its record is made
+			// from the card's, so status and reset JOB can name it.
+			j := resetRecord(card, "last reset at "+s.str("last_reset_at"), rec.LastResetAt, o)
+			code := 0
+			j.State, j.StartedAt, j.FinishedAt, j.ExitCode, j.Outcome = store.StateDone, rec.LastResetAt, rec.LastResetAt, &code, store.OutcomeSuccess
+			j.ResetEpoch = rec.ResetEpoch - min(rec.ResetEpoch, 1)
+			history = append(history, j)
+			rec.LastResetID, rec.LastResetResult, rec.LastResetDetail = j.ID, "ok", resetDetail
+		}
+		if pending := s.int("reset_pending") != 0 || strings.EqualFold(s.str("state"), "resetting"); pending && rec.State != store.CardDead {
+			// The Python tool, restarted on this boot, resets the card
+			// before anything else; after a reboot it drops the request.
+			if boot := s.str("boot_id"); boot == o.bootID || boot == "" || o.bootID == "" {
+				j := resetRecord(card, fmt.Sprintf("pending reset at epoch %d on boot %s", rec.ResetEpoch, boot), unixTime(s, "updated_at"), o)
+				j.BootID, j.ResetEpoch = boot, rec.ResetEpoch
+				queued[card] = append([]queuedRow{{job: j}}, queued[card]...)
+				slots = append([]int{card}, slots...)
+				c.report.Queued++
+				c.report.Resets++
+				c.report.PendingResets = append(c.report.PendingResets, card)
+			}
+		}
 		c.cards = append(c.cards, rec)
+	}
+	// Each card's queued jobs, in its Python order, take the places its
+	// rows had among all queued rows: one client's queue stays exactly in
+	// seq order, and cards keep their interleaving.
+	c.jobs = history
+	ordered := map[int][]store.Job{}
+	for card, rows := range queued {
+		ordered[card] = pythonOrder(rows)
+	}
+	for _, card := range slots {
+		c.jobs = append(c.jobs, ordered[card][0])
+		ordered[card] = ordered[card][1:]
 	}
 	sort.Slice(c.cards, func(i, k int) bool { return c.cards[i].ID < c.cards[k].ID })
 	sort.Ints(c.report.DeadCards)
 	return c, nil
 }
 
+// queuedRow is a queued job with the client it takes turns as.
+type queuedRow struct {
+	job    store.Job
+	client string
+}
+
+// pythonOrder is the order in which the Python tool, restarted, runs one
+// card's queued jobs (given in seq order): resets first; then the clients
+// take turns, one job each, in the order of their oldest queued job, and
+// each client's jobs keep their own order (the tool keeps a queue per
+// client_id and a rotation of clients, rebuilt from the queued rows in
+// seq order when it starts, and dispatches from the head of the
+// rotation, sending a client with more jobs to its back).
+func pythonOrder(rows []queuedRow) []store.Job {
+	var out []store.Job
+	per := map[string][]store.Job{}
+	var turn []string
+	for _, r := range rows {
+		if r.job.Kind == store.KindReset {
+			out = append(out, r.job)
+			continue
+		}
+		if _, ok := per[r.client]; !ok {
+			turn = append(turn, r.client)
+		}
+		per[r.client] = append(per[r.client], r.job)
+	}
+	for len(turn) > 0 {
+		client := turn[0]
+		turn = turn[1:]
+		out = append(out, per[client][0])
+		if per[client] = per[client][1:]; len(per[client]) > 0 {
+			turn = append(turn, client)
+		}
+	}
+	return out
+}
+
+// resetRecord is a reset job of card made by the import (one the
+// database implies without a row of its own); key makes its id.
+func resetRecord(card int, key string, at time.Time, o convertOptions) store.Job {
+	if at.IsZero() {
+		at = o.now
+	}
+	j := store.Job{ID: newID(fmt.Sprintf("card %d %s", card, key)), Kind: store.KindReset, Device: &card,
+		Cmd: fmt.Sprintf("reset card %d", card), Cwd: resetDir, Timeout: 0, Repeat: 1,
+		State: store.StateQueued, SubmittedAt: at, OwnerUID: o.ownerUID, Owner: o.owner}
+	return j
+}
+
 // job converts one jobs row.
-func (c *converted) job(r row, cardColumn string, defaultTimeout time.Duration, now time.Time) (store.Job, error) {
+func (c *converted) job(r row, cardColumn string, o convertOptions) (store.Job, error) {
 	old := r.str("id")
 	if old == "" {
 		return store.Job{}, fmt.Errorf("no id")
@@ -95,24 +226,26 @@ func (c *converted) job(r row, cardColumn string, defaultTimeout time.Duration, 
 	}
 	timeout := r.int("timeout")
 	if timeout <= 0 {
-		timeout = int64(defaultTimeout / time.Second)
+		timeout = int64(o.defaultTimeout / time.Second)
 	}
 	j := store.Job{
 		ID: id, Kind: store.KindJob, Device: &card,
 		Cmd: r.str("cmd"), Cwd: r.str("cwd"), Timeout: timeout, Repeat: int(max(r.int("repeat"), 1)),
 		ClientID: r.str("client_id"), SubmittedAt: unixTime(r, "submitted"),
-		ResetEpoch: uint64(max(r.int("reset_epoch"), 0)),
+		ResetEpoch: uint64(max(r.int("reset_epoch"), 0)), OwnerUID: o.ownerUID, Owner: o.owner,
 	}
 	if j.SubmittedAt.IsZero() {
-		j.SubmittedAt = now
+		j.SubmittedAt = o.now
 	}
 	if strings.EqualFold(r.str("mode"), "reset") {
-		j.Kind = store.KindReset
+		// A reset runs root's (or TT_DEVICE_RESET_USER's) command: nothing
+		// of the row but its card decides how, so neither its working
+		// directory nor its environment is carried over.
+		j.Kind, j.Cwd = store.KindReset, resetDir
 		if j.Cmd == "" {
 			j.Cmd = fmt.Sprintf("reset card %d", card)
 		}
-	}
-	if j.Env, err = c.env(r.str("env_json")); err != nil {
+	} else if j.Env, err = c.env(r.str("env_json")); err != nil {
 		return store.Job{}, err
 	}
 	switch status := r.str("status"); status {
@@ -126,9 +259,16 @@ func (c *converted) job(r row, cardColumn string, defaultTimeout time.Duration, 
 	case "running":
 		code := -1
 		j.State, j.ExitCode, j.Outcome, j.Error = store.StateDone, &code, store.OutcomeInterrupted, interruptedError
-		j.StartedAt, j.FinishedAt = unixTime(r, "started_at"), unixTime(r, "updated_at")
+		// It ran at least until the last sign of life of it or its tool:
+		// its row's last update, the database's last write (the row still
+		// said running), and (see copyOutputs) its output's last write.
+		j.StartedAt = unixTime(r, "started_at")
+		j.FinishedAt = later(unixTime(r, "updated_at"), o.lastWrite)
+		if j.FinishedAt.After(o.now) {
+			j.FinishedAt = o.now
+		}
 		if j.FinishedAt.Before(j.StartedAt) || j.FinishedAt.IsZero() {
-			j.FinishedAt = now
+			j.FinishedAt = later(j.StartedAt, j.SubmittedAt)
 		}
 		j.Iterations = int(max(r.int("repeat_current"), 1))
 		c.report.Interrupted++
@@ -168,6 +308,14 @@ func (c *converted) job(r row, cardColumn string, defaultTimeout time.Duration, 
 		c.outputs[id] = out
 	}
 	return j, nil
+}
+
+// later is the later of two times.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // env reads env_json, dropping what queued would refuse: names a shell

@@ -274,18 +274,6 @@ func TestImportOnStart_IsAtomic(t *testing.T) {
 	}
 }
 
-// TestImport_RefusesAVersion1Database as the Python tool itself does.
-func TestImport_RefusesAVersion1Database(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	kmdtest.MakeLegacyDB(t, map[string]any{"path": filepath.Join(dir, legacyimport.DBName), "user_version": 1,
-		"rows": []map[string]any{{"id": "aaaa0001", "cmd": "true", "submitted": 1.0}}})
-	_, _, err := legacyimport.ImportOnStart(dir, opts())
-	if err == nil || !strings.Contains(err.Error(), "user_version 1") {
-		t.Fatalf("a v1 database: %v", err)
-	}
-}
-
 // TestImportInto_ExistingStore adds the old jobs after the store's own,
 // once; and refuses while a daemon holds the store.
 func TestImportInto_ExistingStore(t *testing.T) {

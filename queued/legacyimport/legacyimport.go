@@ -24,12 +24,13 @@ package legacyimport
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/ttkit/ttkit/queued/store"
@@ -49,6 +50,18 @@ type Options struct {
 	// DefaultTimeout replaces a row's missing or zero timeout, as queued's
 	// TT_DEVICE_DEFAULT_TIMEOUT does for a submission; 0 means an hour.
 	DefaultTimeout time.Duration
+	// MaxLogBytes bounds each copied output file, as
+	// TT_DEVICE_MAX_LOG_BYTES bounds a job's own; 0 means 16 MiB.
+	MaxLogBytes int64
+	// System imports into a system-mode queued's store: every record
+	// becomes the database owner's (OwnerUID, Owner), as a submission is
+	// its caller's, and a database of root's is refused. Without it the
+	// database must belong to the user importing.
+	System bool
+	// Port is where the Python tool would answer (TT_DEVICE_PORT); a
+	// Python tool answering there about this directory makes the
+	// database in use. 0 asks no port.
+	Port int
 	// OutputDir is where output files are copied; default <dir>/output.
 	OutputDir string
 	// Logger receives one line per import with its counts; default
@@ -62,6 +75,9 @@ type Options struct {
 func (o *Options) defaults(dir string) {
 	if o.DefaultTimeout <= 0 {
 		o.DefaultTimeout = time.Hour
+	}
+	if o.MaxLogBytes <= 0 {
+		o.MaxLogBytes = 16 << 20
 	}
 	if o.OutputDir == "" {
 		o.OutputDir = filepath.Join(dir, OutputDir)
@@ -78,6 +94,9 @@ func (o *Options) defaults(dir string) {
 type Report struct {
 	// Source is the database imported.
 	Source string `json:"source"`
+	// Owner is the user the database belongs to: in system mode, the
+	// owner of every imported record.
+	Owner string `json:"owner,omitempty"`
 	// UserVersion is its PRAGMA user_version; CardColumn the name of its
 	// card column, empty for the single-card layout.
 	UserVersion int    `json:"user_version"`
@@ -88,6 +107,14 @@ type Report struct {
 	Interrupted int `json:"interrupted"`
 	Finished    int `json:"finished"`
 	Resets      int `json:"resets"`
+	// PendingResets are the cards whose reset was pending or interrupted:
+	// it runs before anything else on them.
+	PendingResets []int `json:"pending_resets,omitempty"`
+	// Updated counts jobs imported before that are updated from a
+	// database read again (queued jobs the Python tool has run since);
+	// Unchanged those already imported as they are.
+	Updated   int `json:"updated,omitempty"`
+	Unchanged int `json:"unchanged,omitempty"`
 	// DeadCards are the cards the database says are dead.
 	DeadCards []int `json:"dead_cards,omitempty"`
 	// KeptCards are cards whose record queued had already and kept.
@@ -95,95 +122,150 @@ type Report struct {
 	// DroppedEnv counts env entries left out (names queued refuses).
 	DroppedEnv int `json:"dropped_env"`
 	// MissingOutput counts finished or interrupted jobs whose output file
-	// could not be copied; their LogError says why.
+	// could not be copied or was refused; their LogError says why.
 	MissingOutput int `json:"missing_output"`
+	// CutOutputs counts output files larger than MaxLogBytes, whose middle
+	// was left out.
+	CutOutputs int `json:"cut_outputs,omitempty"`
 	// Renamed maps old ids that are not a prefix of their new id.
 	Renamed map[string]string `json:"renamed,omitempty"`
 }
 
-// ImportOnStart imports dir's jobs.sqlite3 when dir holds one and no
-// store yet: the store is built beside, under a scratch name, and appears
-// as dir/queue.db only once complete, so a crash leaves either no store
-// (and the next start imports again) or the whole import. It reports
+// ImportOnStart imports dir's jobs.sqlite3, when dir holds one that is
+// not in the store as it is now: on the first start (no store yet: the
+// store is built beside, under a scratch name, and appears as
+// dir/queue.db only once complete, so a crash leaves either no store,
+// and the next start imports again, or the whole import), and again
+// whenever the database changed since the import recorded in the store
+// (see ImportInto). A database in use (ErrInUse) fails the start: the
+// Python tool and queued must never both run one queue. It reports
 // whether it imported.
 func ImportOnStart(dir string, opt Options) (Report, bool, error) {
 	src := filepath.Join(dir, DBName)
-	if _, err := os.Stat(filepath.Join(dir, store.FileName)); err == nil || !errors.Is(err, os.ErrNotExist) {
-		return Report{}, false, nil // a store exists (or cannot be checked: Open will say why)
-	}
-	if _, err := os.Stat(src); err != nil {
+	if _, err := os.Lstat(src); errors.Is(err, os.ErrNotExist) {
 		return Report{}, false, nil
 	}
 	rep, err := ImportInto(dir, src, opt)
-	if err != nil {
-		return rep, false, fmt.Errorf("importing the Python tt-device-queue's %s (queued does so once, when it starts on a state directory without %s): %w; fix that, or move %s aside to start without its jobs",
-			src, store.FileName, err, DBName)
+	switch {
+	case errors.Is(err, ErrAlreadyImported):
+		return rep, false, nil
+	case err != nil:
+		return rep, false, fmt.Errorf("importing the Python tt-device-queue's %s (queued imports it when it starts on a directory that holds one it has not imported as it is now): %w; fix that, or move %s aside to start without its jobs",
+			src, err, DBName)
 	}
 	return rep, true, nil
 }
 
 // ImportInto imports the database at source (the file, or the directory
-// holding jobs.sqlite3) into the store in dir. Without a store in dir it
-// builds one as ImportOnStart does; with one, it adds the records in one
-// transaction, after the store's own jobs. It fails with store.ErrLocked
-// while a queued uses dir, and with ErrAlreadyImported when the jobs are
-// there already.
+// holding jobs.sqlite3) into the store in dir.
+//
+// It refuses a database in use (ErrInUse, see checkInUse), one that is a
+// symbolic link or not its owner's to import (ErrUnsafe, see openSource),
+// and a layout the Python tool would not read (ErrLayout). It reads a
+// consistent copy (see snapshot) and never writes, locks or creates
+// anything beside the source.
+//
+// Without a store in dir it builds one as ImportOnStart does; with one,
+// it writes in one transaction: new jobs after the store's own, and
+// jobs imported before that queued has not run since updated from the
+// database (a queued job the Python tool ran meanwhile becomes the
+// history the tool recorded). What it read is recorded in the store's
+// meta (KeyImports), so the same database, unchanged, is not read again:
+// that, and a database with nothing new, fails with ErrAlreadyImported. It
+// fails with store.ErrLocked while a queued uses dir.
 func ImportInto(dir, source string, opt Options) (Report, error) {
 	opt.defaults(dir)
 	if fi, err := os.Stat(source); err == nil && fi.IsDir() {
 		source = filepath.Join(source, DBName)
 	}
-	if _, err := os.Stat(source); err != nil {
-		return Report{}, fmt.Errorf("the Python tt-device-queue's database: %w", err)
-	}
-	l, err := read(context.Background(), source)
+	s, err := openSource(source, opt.System)
 	if err != nil {
 		return Report{}, err
 	}
-	c, err := convert(l, opt.DefaultTimeout, opt.Now())
-	if err != nil {
-		return Report{}, fmt.Errorf("importing %s: %w", source, err)
+	rep := Report{Source: source, Owner: s.owner.Name}
+	if err := checkInUse(s, opt.Port); err != nil {
+		return rep, err
 	}
-	c.report.Source = source
+	prev, err := readRecord(dir)
+	if err != nil {
+		return rep, err
+	}
+	if p, ok := prev.Sources[source]; ok && p.Fingerprint.sameFiles(fingerprint{DB: s.db, WAL: s.wal}) {
+		return rep, fmt.Errorf("%s, unchanged since, is in %s already: %w", source, dir, ErrAlreadyImported)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return rep, fmt.Errorf("creating state directory: %w", err)
+	}
+	scratch, err := os.MkdirTemp(dir, ".import-read-")
+	if err != nil {
+		return rep, fmt.Errorf("importing: %w", err)
+	}
+	defer os.RemoveAll(scratch)
+	cp, fp, err := snapshot(s, scratch)
+	if err != nil {
+		return rep, err
+	}
+	if p, ok := prev.Sources[source]; ok && p.Fingerprint.SHA256 == fp.SHA256 {
+		return rep, fmt.Errorf("%s, unchanged since, is in %s already: %w", source, dir, ErrAlreadyImported)
+	}
+	l, err := read(context.Background(), cp, source)
+	if err != nil {
+		return rep, err
+	}
+	co := convertOptions{defaultTimeout: opt.DefaultTimeout, now: opt.Now(), bootID: bootID(), lastWrite: later(s.db.mtime(), s.wal.mtime())}
+	if opt.System {
+		uid := s.owner.UID
+		co.ownerUID, co.owner = &uid, s.owner.Name
+	}
+	c, err := convert(l, co)
+	if err != nil {
+		return rep, fmt.Errorf("importing %s: %w", source, err)
+	}
+	c.report.Source, c.report.Owner = source, s.owner.Name
 	if len(c.renamedIDs) > 0 {
 		c.report.Renamed = c.renamedIDs
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return c.report, fmt.Errorf("creating state directory: %w", err)
-	}
-	copied, err := copyOutputs(c, opt.OutputDir)
-	if err != nil {
-		return c.report, err
-	}
-	err = write(dir, c)
-	if err != nil {
-		for _, p := range copied {
-			os.Remove(p)
+	rec := sourceRecord{Fingerprint: fp, ImportedAt: opt.Now().UTC()}
+	for _, j := range c.jobs {
+		if j.State == store.StateQueued {
+			rec.Queued = append(rec.Queued, j.ID)
 		}
+	}
+	if err := write(dir, c, s, opt, rec); err != nil {
 		return c.report, err
 	}
 	r := c.report
-	opt.Logger.Info("imported the Python tt-device-queue's database", "source", source, "queued", r.Queued,
-		"interrupted", r.Interrupted, "finished", r.Finished, "resets", r.Resets, "dead_cards", r.DeadCards,
-		"kept_cards", r.KeptCards, "dropped_env", r.DroppedEnv, "missing_output", r.MissingOutput, "renamed_ids", len(r.Renamed))
+	opt.Logger.Info("imported the Python tt-device-queue's database", "source", source, "owner", r.Owner, "queued", r.Queued,
+		"interrupted", r.Interrupted, "finished", r.Finished, "resets", r.Resets, "pending_resets", r.PendingResets, "updated", r.Updated,
+		"unchanged", r.Unchanged, "dead_cards", r.DeadCards, "kept_cards", r.KeptCards, "dropped_env", r.DroppedEnv,
+		"missing_output", r.MissingOutput, "cut_outputs", r.CutOutputs, "renamed_ids", len(r.Renamed))
 	for old, id := range r.Renamed {
 		opt.Logger.Info("imported job has a new id", "old_id", old, "id", id)
 	}
 	return r, nil
 }
 
+// bootID is this boot's id, "" where the kernel does not say.
+func bootID() string {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
 // write stores the records: into the existing store, or into a new one
 // that is moved into place only when complete.
-func write(dir string, c *converted) error {
+func write(dir string, c *converted, s *source, opt Options, rec sourceRecord) error {
 	if _, err := os.Stat(filepath.Join(dir, store.FileName)); err == nil {
-		return writeExisting(dir, c)
+		return writeExisting(dir, c, s, opt, rec)
 	}
 	scratch, err := os.MkdirTemp(dir, ".import-")
 	if err != nil {
 		return fmt.Errorf("importing: %w", err)
 	}
 	defer os.RemoveAll(scratch)
-	if err := writeExisting(scratch, c); err != nil {
+	if err := writeExisting(scratch, c, s, opt, rec); err != nil {
 		return err
 	}
 	if err := syncFile(filepath.Join(scratch, store.FileName)); err != nil {
@@ -193,7 +275,7 @@ func write(dir string, c *converted) error {
 	// (a queued started on the directory): then import into that one.
 	err = os.Link(filepath.Join(scratch, store.FileName), filepath.Join(dir, store.FileName))
 	if errors.Is(err, os.ErrExist) {
-		return writeExisting(dir, c)
+		return writeExisting(dir, c, s, opt, rec)
 	}
 	if err != nil {
 		return fmt.Errorf("moving the imported store into place: %w", err)
@@ -201,8 +283,13 @@ func write(dir string, c *converted) error {
 	return syncFile(dir)
 }
 
-// writeExisting imports into the store in dir in one transaction.
-func writeExisting(dir string, c *converted) error {
+// writeExisting imports into the store in dir in one transaction,
+// merging with what an earlier import of the same database stored (see
+// merge), and copies the output files of the jobs it adds or updates (a
+// job queued ran keeps its own); the copies are removed again if the
+// transaction fails.
+func writeExisting(dir string, c *converted, s *source, opt Options, rec sourceRecord) error {
+	source := s.path
 	st, err := store.Open(dir, store.Options{LockTimeout: 500 * time.Millisecond})
 	if errors.Is(err, store.ErrLocked) {
 		return fmt.Errorf("a queued is using %s: stop queued (systemctl --user stop queued), import, then start it again: %w", dir, err)
@@ -210,73 +297,54 @@ func writeExisting(dir string, c *converted) error {
 	if err != nil {
 		return err
 	}
-	kept, err := st.Import(c.cards, c.jobs)
-	if cerr := st.Close(); err == nil {
-		err = cerr
+	defer st.Close()
+	all, err := loadRecord(st)
+	if err != nil {
+		return err
 	}
-	if errors.Is(err, store.ErrExists) {
+	b, err := merge(st, c, all.Sources[source])
+	if err != nil {
+		return err
+	}
+	if all.Sources == nil {
+		all.Sources = map[string]sourceRecord{}
+	}
+	if p, ok := all.Sources[source]; ok {
+		rec.Queued = mergeIDs(p.Queued, rec.Queued)
+	}
+	all.Sources[source] = rec
+	if b.Record, err = json.Marshal(all); err != nil {
+		return fmt.Errorf("encoding the import record: %w", err)
+	}
+	if len(b.Add)+len(b.Replace) == 0 {
+		// Nothing new: record that this version was read, and say so.
+		if _, err := st.ImportBatch(store.ImportBatch{Record: b.Record}); err != nil {
+			return err
+		}
 		return fmt.Errorf("%s: its jobs are in %s already: %w", c.report.Source, dir, ErrAlreadyImported)
 	}
-	c.report.KeptCards = kept
-	return err
-}
-
-// copyOutputs copies each job's old output file to queued's output
-// directory (mode 0600) and sets the record's log fields; it returns the
-// files it created. A missing or unreadable old file leaves the job
-// without output and says so in LogError.
-func copyOutputs(c *converted, outDir string) ([]string, error) {
-	if len(c.outputs) == 0 {
-		return nil, nil
-	}
-	if err := os.MkdirAll(outDir, 0o700); err != nil {
-		return nil, fmt.Errorf("creating %s: %w", outDir, err)
-	}
-	var created []string
-	for i := range c.jobs {
-		j := &c.jobs[i]
-		src, ok := c.outputs[j.ID]
-		if !ok {
-			continue
-		}
-		dst := filepath.Join(outDir, j.ID+".log")
-		n, err := copyFile(src, dst)
-		if n >= 0 {
-			created = append(created, dst)
-		}
+	var copied []string
+	for _, jobs := range [][]store.Job{b.Add, b.Replace} {
+		files, err := copyOutputs(jobs, c, s, opt)
+		copied = append(copied, files...)
 		if err != nil {
-			c.report.MissingOutput++
-			j.LogError = fmt.Sprintf("output not imported: %v", err)
-			continue
+			removeAll(copied)
+			return err
 		}
-		j.LogBytes = n
 	}
-	return created, nil
+	kept, err := st.ImportBatch(b)
+	if err != nil {
+		removeAll(copied)
+		return err
+	}
+	c.report.KeptCards = kept
+	return st.Close()
 }
 
-// copyFile copies src to a new dst (0600) and returns its size; -1 when
-// dst was not created.
-func copyFile(src, dst string) (int64, error) {
-	in, err := os.Open(src)
-	if err != nil {
-		return -1, err
+func removeAll(paths []string) {
+	for _, p := range paths {
+		os.Remove(p)
 	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return -1, fmt.Errorf("creating %s: %w", dst, err)
-	}
-	n, err := io.Copy(out, in)
-	if err == nil {
-		err = out.Sync()
-	}
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return 0, fmt.Errorf("copying %s to %s: %w", src, dst, err)
-	}
-	return n, nil
 }
 
 func syncFile(path string) error {

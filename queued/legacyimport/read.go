@@ -6,16 +6,28 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 
 	_ "modernc.org/sqlite" // the pure-Go SQLite driver, registered as "sqlite"
 )
 
-// minUserVersion is the oldest layout read: version 1 lacks seq, status
-// and the log columns, and the Python tool refuses it too.
-const minUserVersion = 2
+// maxUserVersion is the newest layout read: the current Python tool's
+// (1d677f3). It reads every older layout whose jobs table has the columns
+// in requiredColumns (user_version 1, written by the previous release,
+// bb03448, differs only in its device_state table, which it migrates), and
+// refuses a newer one; so does the import.
+const maxUserVersion = 2
+
+// requiredColumns are the jobs columns the Python tool requires of an
+// existing database; without them it is the original pre-v2 layout,
+// which the tool refuses ("incompatible jobs database"). The import
+// needs cmd too.
+var requiredColumns = []string{"seq", "id", "cmd", "status", "log_truncated", "dropped_log_bytes"}
+
+// ErrLayout refuses a database laid out as the Python tool would not read
+// it either: newer than it, or the original pre-v2 layout.
+var ErrLayout = errors.New("a layout the Python tt-device-queue does not read")
 
 // row is one jobs row, by column name: int64, float64, string, []byte or
 // nil, as SQLite stored it.
@@ -36,83 +48,64 @@ type legacyDB struct {
 // column, in the order they are looked for.
 var cardColumns = []string{"device_id", "device"}
 
-// read opens path read-only through SQLite (so commits still in its WAL
-// are seen, and nothing is written: no checkpoint, no journal) and reads
-// the jobs in submission order and the card states.
-//
-// A database without -wal and -shm files beside it (the tool closed it
-// cleanly) is complete in its main file and opened immutable, so SQLite
-// creates neither; otherwise SQLite reads the WAL through the -shm index,
-// updating only that index's read marks, as any reader does. A -wal or
-// -shm file that SQLite had to create anyway is removed again.
-func read(ctx context.Context, path string) (*legacyDB, error) {
-	query := "?mode=ro&_pragma=query_only(1)&_pragma=busy_timeout(5000)"
-	var created []string
-	for _, side := range []string{path + "-wal", path + "-shm"} {
-		if _, err := os.Lstat(side); errors.Is(err, os.ErrNotExist) {
-			created = append(created, side)
-		}
-	}
-	if len(created) == 2 {
-		query = "?mode=ro&immutable=1"
-	}
-	defer func() {
-		for _, side := range created {
-			os.Remove(side)
-		}
-	}()
-	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + query
+// read reads the jobs in submission order and the card states from the
+// private copy at path (see snapshot), in one read transaction. The copy
+// is opened read-write: SQLite may have to replay its WAL and rebuild its
+// -shm, both private to the copy. name is the source, for messages.
+func read(ctx context.Context, path, name string) (*legacyDB, error) {
+	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?_pragma=busy_timeout(5000)"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
-		return nil, fmt.Errorf("opening %s: %w", path, err)
+		return nil, fmt.Errorf("opening %s: %w", name, err)
 	}
 	defer db.Close()
 	db.SetMaxOpenConns(1)
 	conn, err := db.Conn(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("opening %s: %w", path, err)
+		return nil, fmt.Errorf("opening %s: %w", name, err)
 	}
 	defer conn.Close()
-	// One read transaction, so the rows and the states are one snapshot
-	// even if something else still writes.
 	tx, err := conn.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", path, err)
+		return nil, fmt.Errorf("reading %s: %w", name, err)
 	}
 	defer tx.Rollback()
 	var l legacyDB
 	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&l.userVersion); err != nil {
-		return nil, fmt.Errorf("reading %s: %w", path, err)
+		return nil, fmt.Errorf("reading %s: %w", name, err)
 	}
-	if l.userVersion < minUserVersion {
-		return nil, fmt.Errorf("%s has user_version %d, an older layout than the Python tt-device-queue reads (%d); it refuses it too, and so does the import",
-			path, l.userVersion, minUserVersion)
+	if l.userVersion > maxUserVersion {
+		return nil, fmt.Errorf("%s has user_version %d, a newer layout than the Python tt-device-queue this queued knows (%d); it is not imported, lest its new fields be lost: %w",
+			name, l.userVersion, maxUserVersion, ErrLayout)
 	}
 	cols, err := columns(ctx, tx, "jobs")
 	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", path, err)
+		return nil, fmt.Errorf("reading %s: %w", name, err)
 	}
-	for _, need := range []string{"seq", "id", "cmd", "status"} {
-		if !cols[need] {
-			return nil, fmt.Errorf("%s: table jobs has no column %s: not the Python tt-device-queue's database", path, need)
+	if len(cols) > 0 {
+		for _, need := range requiredColumns {
+			if !cols[need] {
+				return nil, fmt.Errorf("%s: table jobs has no column %s: the original pre-v2 layout (or not the Python tt-device-queue's database), which the Python tool refuses too: %w",
+					name, need, ErrLayout)
+			}
 		}
-	}
-	for _, c := range cardColumns {
-		if cols[c] {
-			l.cardColumn = c
-			break
+		for _, c := range cardColumns {
+			if cols[c] {
+				l.cardColumn = c
+				break
+			}
 		}
-	}
-	if l.jobs, err = rows(ctx, tx, "SELECT * FROM jobs ORDER BY seq"); err != nil {
-		return nil, fmt.Errorf("reading the jobs of %s: %w", path, err)
+		if l.jobs, err = rows(ctx, tx, "SELECT * FROM jobs ORDER BY seq"); err != nil {
+			return nil, fmt.Errorf("reading the jobs of %s: %w", name, err)
+		}
 	}
 	stateCols, err := columns(ctx, tx, "device_state")
 	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", path, err)
+		return nil, fmt.Errorf("reading %s: %w", name, err)
 	}
 	if len(stateCols) > 0 {
 		if l.states, err = rows(ctx, tx, "SELECT * FROM device_state"); err != nil {
-			return nil, fmt.Errorf("reading the card states of %s: %w", path, err)
+			return nil, fmt.Errorf("reading the card states of %s: %w", name, err)
 		}
 	}
 	return &l, nil

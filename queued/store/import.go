@@ -14,6 +14,12 @@ import (
 // records were imported before.
 var ErrExists = errors.New("job id already stored")
 
+// KeyImports, in BucketMeta, holds what imports of another tool's
+// database brought in (JSON written and read by legacyimport: each
+// source's fingerprint and the ids it queued), so that a later start can
+// tell a database that changed since from one already imported.
+var KeyImports = []byte("imports")
+
 // Import durably adds records brought over from another tool, all in one
 // transaction or none: the jobs get sequence numbers after the last stored
 // one, in the order given (so queued jobs keep their order behind the
@@ -22,7 +28,29 @@ var ErrExists = errors.New("job id already stored")
 // ErrExists when any job id is already stored, so the same import cannot
 // happen twice. It returns the ids of the cards whose records it kept.
 func (s *Store) Import(cards []Card, jobs []Job) (kept []int, err error) {
-	cardVals, err := encodeCards(cards)
+	return s.ImportBatch(ImportBatch{Cards: cards, Add: jobs})
+}
+
+// ImportBatch is one import's writes; see Store.ImportBatch.
+type ImportBatch struct {
+	// Cards are written where the store has no record of the card yet.
+	Cards []Card
+	// Add are new jobs: they get sequence numbers after the last stored
+	// one, in this order; an id already stored refuses the batch
+	// (ErrExists).
+	Add []Job
+	// Replace are stored jobs written again with the same sequence
+	// number: an import that reads a database again updates the records
+	// queued never ran (a queued job the other tool has run since).
+	Replace []Job
+	// Record, when not nil, is stored under meta/imports.
+	Record []byte
+}
+
+// ImportBatch writes b in one transaction, or nothing. It returns the ids
+// of the cards whose records it kept.
+func (s *Store) ImportBatch(b ImportBatch) (kept []int, err error) {
+	cardVals, err := encodeCards(b.Cards)
 	if err != nil {
 		return nil, err
 	}
@@ -33,8 +61,8 @@ func (s *Store) Import(cards []Card, jobs []Job) (kept []int, err error) {
 		if k, _ := tx.Bucket(BucketJobs).Cursor().Last(); k != nil {
 			last = binary.BigEndian.Uint64(k)
 		}
-		for i := range jobs {
-			j := jobs[i]
+		for i := range b.Add {
+			j := b.Add[i]
 			if !ValidID(j.ID) {
 				return fmt.Errorf("importing job %q: malformed id", j.ID)
 			}
@@ -42,28 +70,72 @@ func (s *Store) Import(cards []Card, jobs []Job) (kept []int, err error) {
 				return fmt.Errorf("importing job %s: %w", j.ID, ErrExists)
 			}
 			j.Seq = last + 1 + uint64(i)
-			v, err := json.Marshal(j)
-			if err != nil {
-				return fmt.Errorf("encoding job %s: %w", j.ID, err)
-			}
-			if err := putJob(tx, &j, v); err != nil {
+			if err := putEncoded(tx, &j); err != nil {
 				return err
 			}
 		}
-		b := tx.Bucket(BucketCards)
-		for i, c := range cards {
-			if b.Get([]byte(strconv.Itoa(c.ID))) != nil {
+		for i := range b.Replace {
+			j := b.Replace[i]
+			seq := ids.Get([]byte(j.ID))
+			if seq == nil || binary.BigEndian.Uint64(seq) != j.Seq {
+				return fmt.Errorf("importing job %s again: not stored with sequence %d", j.ID, j.Seq)
+			}
+			if old := tx.Bucket(BucketJobs).Get(seq); old != nil {
+				var prev Job
+				if err := decodeJob(old, &prev); err == nil && prev.State == StateDone {
+					// Its finish-time index entry moves with the record.
+					if err := tx.Bucket(BucketFinished).Delete(finishedKey(prev.FinishedAt, prev.Seq)); err != nil {
+						return fmt.Errorf("importing job %s again: %w", j.ID, err)
+					}
+				}
+			}
+			if err := putEncoded(tx, &j); err != nil {
+				return err
+			}
+		}
+		bc := tx.Bucket(BucketCards)
+		for i, c := range b.Cards {
+			if bc.Get([]byte(strconv.Itoa(c.ID))) != nil {
 				kept = append(kept, c.ID)
 				continue
 			}
-			if err := putCards(tx, cards[i:i+1], cardVals[i:i+1]); err != nil {
+			if err := putCards(tx, b.Cards[i:i+1], cardVals[i:i+1]); err != nil {
 				return err
+			}
+		}
+		if b.Record != nil {
+			if err := tx.Bucket(BucketMeta).Put(KeyImports, b.Record); err != nil {
+				return fmt.Errorf("recording the import: %w", err)
 			}
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("importing %d job and %d card record(s): %w", len(jobs), len(cards), err)
+		return nil, fmt.Errorf("importing %d new, %d updated job and %d card record(s): %w", len(b.Add), len(b.Replace), len(b.Cards), err)
 	}
 	return kept, nil
+}
+
+func putEncoded(tx *bolt.Tx, j *Job) error {
+	v, err := json.Marshal(j)
+	if err != nil {
+		return fmt.Errorf("encoding job %s: %w", j.ID, err)
+	}
+	return putJob(tx, j, v)
+}
+
+// ImportRecord is the value stored under meta/imports, nil when no import
+// recorded one.
+func (s *Store) ImportRecord() ([]byte, error) {
+	var out []byte
+	err := s.db.View(func(tx *bolt.Tx) error {
+		if v := tx.Bucket(BucketMeta).Get(KeyImports); v != nil {
+			out = append([]byte(nil), v...)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading the import record: %w", err)
+	}
+	return out, nil
 }

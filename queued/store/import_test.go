@@ -48,3 +48,44 @@ func TestImport_AllOrNothingAfterTheStoresOwn(t *testing.T) {
 		t.Fatalf("a refused import wrote %s: %v", c.ID, err)
 	}
 }
+
+// TestImportBatch_ReplaceAndRecord: a batch replaces stored records in
+// place (same sequence, the finish index moved with them) and stores the
+// import record, all in one transaction; a record not stored with that
+// sequence refuses the whole batch.
+func TestImportBatch_ReplaceAndRecord(t *testing.T) {
+	t.Parallel()
+	s, err := store.Open(t.TempDir(), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	zero := 0
+	j := store.Job{ID: store.NewID(), Kind: store.KindJob, Device: &zero, Cmd: "x", Cwd: "/", State: store.StateQueued, SubmittedAt: time.Now()}
+	if _, err := s.ImportBatch(store.ImportBatch{Add: []store.Job{j}}); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := s.Job(j.ID)
+	code := 0
+	got.State, got.ExitCode, got.FinishedAt, got.Outcome = store.StateDone, &code, time.Now(), store.OutcomeSuccess
+	bad := got
+	bad.Seq++
+	if _, err := s.ImportBatch(store.ImportBatch{Replace: []store.Job{bad}, Record: []byte(`{"x":1}`)}); err == nil {
+		t.Fatal("a replacement with another sequence was stored")
+	}
+	if rec, _ := s.ImportRecord(); rec != nil {
+		t.Fatalf("a refused batch stored its record %q", rec)
+	}
+	if _, err := s.ImportBatch(store.ImportBatch{Replace: []store.Job{got}, Record: []byte(`{"x":2}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := s.Job(j.ID); after.State != store.StateDone || after.Seq != got.Seq {
+		t.Fatalf("replaced record %+v", after)
+	}
+	if fin, _ := s.Finished(); len(fin) != 1 || fin[0] != j.ID {
+		t.Fatalf("finished index %v", fin)
+	}
+	if rec, _ := s.ImportRecord(); string(rec) != `{"x":2}` {
+		t.Fatalf("import record %q", rec)
+	}
+}

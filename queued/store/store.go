@@ -8,7 +8,8 @@
 //	queue.db
 //	├── meta/
 //	│   ├── version   -> "1"                      (SchemaVersion, ASCII decimal)
-//	│   └── probe     -> scratch bytes            (written and removed by Probe)
+//	│   ├── probe     -> scratch bytes            (written and removed by Probe)
+//	│   └── imports   -> JSON                     (what imports of the Python tool's database brought in; KeyImports)
 //	├── jobs/
 //	│   └── <seq>     -> JSON Job                 (seq: 8-byte big-endian submission sequence; key order is FIFO order)
 //	├── ids/

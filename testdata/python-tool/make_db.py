@@ -3,7 +3,12 @@
 for the import tests. Reads a JSON spec on stdin:
 
   path          the file to create (its directory must exist)
-  user_version  PRAGMA user_version (2 for the tool's current layout)
+  user_version  PRAGMA user_version (2 for the tool's current layout, 1
+                for the previous release's, bb03448, whose jobs table is
+                the same and whose device_state the current tool rebuilds
+                with its constraints; 3 for a newer one)
+  layout        "pre-v2" for the original layout the tool refuses: jobs
+                without seq, status, log_truncated and dropped_log_bytes
   card_column   "device_id", "device" or null (the single-card generation)
   card_type     "INTEGER" or "TEXT", the card column's declared type
   rows          jobs rows: objects of column -> value (seq is assigned)
@@ -21,7 +26,8 @@ import sys
 spec = json.load(sys.stdin)
 card = spec.get("card_column")
 ctype = spec.get("card_type", "INTEGER")
-v1 = spec.get("user_version", 2) < 2
+v1 = spec.get("layout") == "pre-v2"
+uv = spec.get("user_version", 0 if v1 else 2)
 
 cols = [
     ("seq", "INTEGER PRIMARY KEY AUTOINCREMENT"), ("id", "TEXT UNIQUE NOT NULL"),
@@ -48,11 +54,16 @@ db.execute("CREATE TABLE jobs (%s)" % ", ".join("%s %s" % c for c in cols))
 if not v1:
     db.execute("CREATE INDEX jobs_status_seq ON jobs(status, seq)")
 db.execute("CREATE INDEX jobs_finished ON jobs(finished_at DESC)")
-state_cols = [card + " " + ctype + " PRIMARY KEY"] if card else ["singleton INTEGER PRIMARY KEY CHECK (singleton = 1)"]
+if card:
+    state_cols = [card + " " + ctype + " PRIMARY KEY"]
+elif uv == 1:
+    state_cols = ["singleton INTEGER PRIMARY KEY"]
+else:
+    state_cols = ["singleton INTEGER PRIMARY KEY CHECK (singleton = 1)"]
 state_cols += ["state TEXT", "reset_epoch INTEGER", "reset_pending INTEGER", "boot_id TEXT",
                "last_reset_at REAL", "dead_since REAL", "dead_reason TEXT", "updated_at REAL"]
 db.execute("CREATE TABLE device_state (%s)" % ", ".join(state_cols))
-db.execute("PRAGMA user_version=%d" % spec.get("user_version", 2))
+db.execute("PRAGMA user_version=%d" % uv)
 
 
 def insert(table, row):

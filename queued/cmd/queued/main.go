@@ -333,7 +333,8 @@ func run(c cli, log *slog.Logger) error {
 	} else {
 		log.Info("metrics are not exported; set OTEL_EXPORTER_OTLP_ENDPOINT (otelcol-tt: http://127.0.0.1:4318) to send them")
 	}
-	if _, _, err := legacyimport.ImportOnStart(cfg.StateDir, legacyimport.Options{DefaultTimeout: cfg.DefaultTimeout, Logger: log}); err != nil {
+	if _, _, err := legacyimport.ImportOnStart(cfg.StateDir, legacyimport.Options{DefaultTimeout: cfg.DefaultTimeout, MaxLogBytes: cfg.MaxLogBytes,
+		System: cfg.Socket != "", Port: cfg.Port, Logger: log}); err != nil {
 		return err
 	}
 	st, err := store.Open(cfg.StateDir, store.Options{})
