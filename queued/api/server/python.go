@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -157,15 +158,7 @@ func (s *Server) pythonStatus(st scheduler.Status, now time.Time) api.PythonStat
 			WaitingSec: round(now.Sub(q.SubmittedAt).Seconds(), 1), EstimatedWaitSec: round(q.EstimatedWait.Seconds(), 0),
 			EstimatedRunSec: round(q.EstimatedRun.Seconds(), 0), Repeat: q.Repeat, Mode: modeOf(q.Kind)})
 	}
-	card := c.ID
-	if recent, err := s.sched.List(scheduler.ListFilter{Card: &card, State: store.StateDone, Limit: 10}); err == nil {
-		for _, r := range slices.Backward(recent) {
-			p := s.pythonJob(r, now)
-			out.Recent = append(out.Recent, api.PyRecent{ID: r.ID, Cmd: pyCut(r.Cmd, pyCmdLen), ExitCode: r.ExitCode, Elapsed: p.Elapsed,
-				Finished: r.FinishedAt.Local().Format(pyTime), OutputFile: p.OutputFile, Repeat: r.Repeat, Mode: p.Mode, Client: r.ClientID,
-				RepeatCompleted: p.RepeatCompleted, PerIterEstimateSec: p.PerIterEstimateSec, TimedOut: p.TimedOut, LogTruncated: r.LogTruncated})
-		}
-	}
+	out.Recent = s.recentOf(c.ID, now)
 	dev := &api.PyDevice{DeviceID: strconv.Itoa(c.ID), State: string(c.State), ResetEpoch: c.ResetEpoch, ResetPending: c.Reset != nil,
 		DeadSince: pyTimePtr(c.DeadSince), DeadReason: strPtr(c.DeadReason)}
 	if c.LastReset != nil {
@@ -187,6 +180,51 @@ func (s *Server) pythonStatus(st scheduler.Status, now time.Time) api.PythonStat
 	}
 	out.Worker = wk
 	return out
+}
+
+// recentScan bounds the finished records the default card's recent jobs
+// are looked for among: the newest 2,000 of every card. A card with none
+// among them (the others did all the work lately) shows none, at a cost
+// of a few milliseconds rather than the tens a whole ListScan takes.
+const recentScan = 2000
+
+// recentCache keeps the default card's recent jobs until the scheduler's
+// next change. Finding them reads the store, for a card with no recent
+// job recentScan records: a status page or a script polling /status would
+// pay that on every request, although nothing finished in between.
+type recentCache struct {
+	mu     sync.Mutex
+	ok     bool
+	gen    uint64
+	card   int
+	recent []api.PyRecent
+}
+
+// recentOf is card's last (at most 10) finished jobs, oldest first, as the
+// Python tool's /status lists them.
+func (s *Server) recentOf(card int, now time.Time) []api.PyRecent {
+	c := &s.recent
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	// The generation first: a change during the read below makes the
+	// next request read again.
+	gen, _ := s.sched.Changes()
+	if c.ok && c.gen == gen && c.card == card {
+		return c.recent
+	}
+	infos, err := s.sched.List(scheduler.ListFilter{Card: &card, State: store.StateDone, Limit: 10, Scan: recentScan})
+	if err != nil {
+		return []api.PyRecent{}
+	}
+	recent := make([]api.PyRecent, 0, len(infos))
+	for _, r := range slices.Backward(infos) {
+		p := s.pythonJob(r, now)
+		recent = append(recent, api.PyRecent{ID: r.ID, Cmd: pyCut(r.Cmd, pyCmdLen), ExitCode: r.ExitCode, Elapsed: p.Elapsed,
+			Finished: r.FinishedAt.Local().Format(pyTime), OutputFile: p.OutputFile, Repeat: r.Repeat, Mode: p.Mode, Client: r.ClientID,
+			RepeatCompleted: p.RepeatCompleted, PerIterEstimateSec: p.PerIterEstimateSec, TimedOut: p.TimedOut, LogTruncated: r.LogTruncated})
+	}
+	c.ok, c.gen, c.card, c.recent = true, gen, card, recent
+	return recent
 }
 
 // wantsRaw reports whether a GET /logs request asks for the output bytes
