@@ -190,8 +190,13 @@ func (c *Client) Job(ctx context.Context, id string) (Job, error) {
 }
 
 // Kill stops a job: a queued one at once, a running one with SIGINT and,
-// after the grace period, SIGKILL.
+// after the grace period, SIGKILL. An empty id is refused here: the
+// daemon would take it as no id, and stop the caller's running job
+// (KillRunning does that on purpose).
 func (c *Client) Kill(ctx context.Context, id string) (Job, error) {
+	if strings.TrimSpace(id) == "" {
+		return Job{}, errors.New("kill: no job id (KillRunning stops the caller's running job)")
+	}
 	var out Job
 	_, err := c.do(ctx, http.MethodPost, "/kill", KillRequest{JobID: id}, &out)
 	return out, err

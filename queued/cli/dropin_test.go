@@ -105,6 +105,8 @@ func TestKill_WithoutIDStopsYourRunningJob(t *testing.T) {
 	t.Parallel()
 	d := startDaemon(t)
 	d.run("kill").want(t, 1, nil, []string{"no running job", "list"})
+	// kill "$ID" with an unset ID is a mistake, not "your running job".
+	d.run("kill", "").want(t, 2, nil, []string{"empty job id"})
 
 	g := newGate(t)
 	running := strings.TrimSpace(d.run("queue", "--device", "0", "--", g.wait()).stdout)

@@ -31,6 +31,13 @@ func (k *KillCmd) Run(a *App) error {
 	if err != nil {
 		return err
 	}
+	for _, id := range k.IDs {
+		if strings.TrimSpace(id) == "" {
+			// The daemon takes an empty id as none, which stops your
+			// running job: not what `kill "$ID"` with an unset ID means.
+			return usageErr("an empty job id: name a job, or give no id at all to stop your running job")
+		}
+	}
 	if len(k.IDs) == 0 && !k.Mine && !k.All {
 		return k.running(a, c)
 	}
