@@ -74,12 +74,12 @@ def main() -> int:
         sys.exit(__doc__)
     root, doc = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
     expected = documented_failures(doc)
-    tokens = tempfile.mkdtemp(prefix="ttq-peer-tokens-")
-    os.environ["TTQ_PEER_TOKENS"] = tokens
-    add_token(tokens)
-    sys.path.insert(0, root)
-    suite = unittest.defaultTestLoader.loadTestsFromName("tests.test_queue_server")
-    result = unittest.TextTestRunner(verbosity=2, stream=sys.stdout).run(suite)
+    with tempfile.TemporaryDirectory(prefix="ttq-peer-tokens-") as tokens:
+        os.environ["TTQ_PEER_TOKENS"] = tokens
+        add_token(tokens)
+        sys.path.insert(0, root)
+        suite = unittest.defaultTestLoader.loadTestsFromName("tests.test_queue_server")
+        result = unittest.TextTestRunner(verbosity=2, stream=sys.stdout).run(suite)
     failed = {t.id().rsplit(".", 1)[-1] for t, _ in result.failures + result.errors}
     total = result.testsRun - len(result.skipped)
     print(f"\npeer tests against queued: {total - len(failed)}/{total} pass")
