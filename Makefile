@@ -30,6 +30,10 @@ lint: ## Check formatting (gofmt), go vet, stale generated code and that every r
 	@stale=$$(git status --porcelain -- receiver); if [ -n "$$stale" ]; then \
 		echo "generated files are stale; run make generate and commit:"; echo "$$stale"; exit 1; fi
 
+.PHONY: peer-test
+peer-test: ## Run the Python tt-device-queue's own HTTP server tests against queued (from ../shared/peers; skipped without it unless CI is set).
+	GO=$(GO) bash scripts/peer-test.sh
+
 .PHONY: bench
 bench: ## Run every benchmark, print floor ratios and queued against tsp and nq (QUICK=1: short mode).
 	GO=$(GO) QUICK=$(QUICK) bash scripts/bench.sh

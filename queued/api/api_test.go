@@ -215,3 +215,14 @@ func TestMaxSocketPathIsTheKernels(t *testing.T) {
 		t.Errorf("MaxSocketPath %d, want %d", MaxSocketPath, want)
 	}
 }
+
+// Kill with an empty id asks nothing: the daemon would take it as no id
+// and stop the caller's running job.
+func TestKill_EmptyIDIsRefusedBeforeAsking(t *testing.T) {
+	c := NewClient("http://127.0.0.1:1", "")
+	defer c.Close()
+	_, err := c.Kill(context.Background(), " ")
+	if err == nil || !strings.Contains(err.Error(), "no job id") {
+		t.Fatalf("Kill(\" \") = %v; want a refusal naming the missing id", err)
+	}
+}

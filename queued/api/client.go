@@ -96,6 +96,11 @@ func IsStatus(err error, code int) bool {
 }
 
 func (c *Client) do(ctx context.Context, method, path string, body, out any) (*http.Response, error) {
+	return c.doAccept(ctx, method, path, "", body, out)
+}
+
+// doAccept is do with an Accept header, when accept is not empty.
+func (c *Client) doAccept(ctx context.Context, method, path, accept string, body, out any) (*http.Response, error) {
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -113,6 +118,9 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) (*h
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if accept != "" {
+		req.Header.Set("Accept", accept)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
@@ -182,11 +190,47 @@ func (c *Client) Job(ctx context.Context, id string) (Job, error) {
 }
 
 // Kill stops a job: a queued one at once, a running one with SIGINT and,
-// after the grace period, SIGKILL.
+// after the grace period, SIGKILL. An empty id is refused here: the
+// daemon would take it as no id, and stop the caller's running job
+// (KillRunning does that on purpose).
 func (c *Client) Kill(ctx context.Context, id string) (Job, error) {
+	if strings.TrimSpace(id) == "" {
+		return Job{}, errors.New("kill: no job id (KillRunning stops the caller's running job)")
+	}
 	var out Job
 	_, err := c.do(ctx, http.MethodPost, "/kill", KillRequest{JobID: id}, &out)
 	return out, err
+}
+
+// NothingRunningError is KillRunning's error when the caller has no
+// running job to stop. Running lists the running jobs of the cards asked
+// about that are someone else's.
+type NothingRunningError struct {
+	Running []Job
+}
+
+func (e *NothingRunningError) Error() string { return NothingRunningMessage }
+
+// KillRunning stops the caller's running job, as kill without an id does
+// in the Python tt-device-queue: on deviceID's card when it is not empty,
+// else on any card; clientID (may be empty) picks among several. It
+// returns *NothingRunningError when the caller has no running job, and a
+// 409 *Error naming them when it has several.
+func (c *Client) KillRunning(ctx context.Context, deviceID, clientID string) (Job, error) {
+	var raw json.RawMessage
+	if _, err := c.do(ctx, http.MethodPost, "/kill", KillRequest{DeviceID: deviceID, ClientID: clientID}, &raw); err != nil {
+		return Job{}, err
+	}
+	var j Job
+	if err := json.Unmarshal(raw, &j); err != nil || j.ID == "" {
+		var none NothingRunning
+		if err := json.Unmarshal(raw, &none); err != nil || none.Error == "" {
+			return Job{}, &Error{StatusCode: http.StatusOK, NotQueued: true,
+				Message: fmt.Sprintf("the server at %s is not queued: its answer to POST /kill is neither a job nor an error", c.base)}
+		}
+		return Job{}, &NothingRunningError{Running: none.Running}
+	}
+	return j, nil
 }
 
 // Result returns the job's record, waiting up to wait (at most MaxWait)
@@ -229,7 +273,7 @@ func (c *Client) Logs(ctx context.Context, id string, q LogsQuery) (LogChunk, er
 	if q.Wait > 0 {
 		v.Set("wait", seconds(min(q.Wait, MaxWait)))
 	}
-	resp, err := c.do(ctx, http.MethodGet, "/logs/"+url.PathEscape(id)+"?"+v.Encode(), nil, nil)
+	resp, err := c.doAccept(ctx, http.MethodGet, "/logs/"+url.PathEscape(id)+"?"+v.Encode(), RawOutput, nil, nil)
 	if err != nil {
 		return LogChunk{}, err
 	}

@@ -5,7 +5,10 @@
 // dependency on the daemon's internals.
 package api
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // DefaultURL is where the daemon listens unless told otherwise.
 const DefaultURL = "http://127.0.0.1:5741"
@@ -36,8 +39,12 @@ const (
 type QueueRequest struct {
 	// Cmd is one shell program, run by bash -c (sh -c without bash).
 	Cmd string `json:"cmd"`
-	// Cwd is the absolute directory it runs in; it must exist.
-	Cwd string `json:"cwd"`
+	// Cwd is the absolute directory it runs in; it must exist. Omitted,
+	// as the Python tt-device-queue allows, it is the daemon's working
+	// directory on a user-mode daemon (the Python server's jobs run
+	// there) and the submitter's home directory on a system-mode one.
+	// The CLI always sends it.
+	Cwd string `json:"cwd,omitempty"`
 	// DeviceID is the card's queue, "0" when empty. The server also
 	// accepts a JSON integer.
 	DeviceID string `json:"device_id,omitempty"`
@@ -57,6 +64,9 @@ type QueueRequest struct {
 	Repeat int `json:"repeat,omitempty"`
 	// ClientID is diagnostic only; it never affects order.
 	ClientID string `json:"client_id,omitempty"`
+	// Mode is accepted for the Python tt-device-queue's clients, which
+	// send "run"; it is the only mode.
+	Mode string `json:"mode,omitempty"`
 }
 
 // QueueResponse answers POST /queue.
@@ -73,13 +83,55 @@ type QueueResponse struct {
 	// EstimateKnown says EstimatedRunSec comes from this command's own
 	// earlier runs on the card.
 	EstimateKnown bool `json:"estimate_known,omitempty"`
+
+	// The Python tt-device-queue's keys of this answer, so scripts
+	// written against it keep working: the job's output file on the
+	// daemon's host, its repeat and timeout (the default applied) and
+	// its mode, always "run".
+	OutputFile string `json:"output_file"`
+	Repeat     int    `json:"repeat"`
+	Timeout    int64  `json:"timeout"`
+	Mode       string `json:"mode"`
 }
 
-// KillRequest is the body of POST /kill.
+// KillRequest is the body of POST /kill. With JobID, that job is
+// stopped. Without it, as the Python tt-device-queue's kill without an id,
+// the caller's running job is: the running jobs (on DeviceID's card when
+// given) that are the caller's (on a system-mode daemon those it
+// submitted; on a user-mode daemon every job is its user's), narrowed by
+// ClientID when that leaves exactly one. Exactly one must remain; none
+// answers 200 {"error": "Nothing running"} as the Python tool does (with
+// the running jobs in "running"), several answer 409 naming them.
 type KillRequest struct {
 	// JobID is a job id or a unique prefix of at least 6 characters.
-	JobID string `json:"job_id"`
+	JobID    string `json:"job_id,omitempty"`
+	DeviceID string `json:"device_id,omitempty"`
+	ClientID string `json:"client_id,omitempty"`
 }
+
+// Killed is what POST /kill stopped, in the Python tt-device-queue's
+// words: the job, its command (cut to 120 bytes) and the signal sent to
+// its process group, "SIGINT" for a running job and null for a queued one,
+// which is only removed from its queue.
+type Killed struct {
+	ID     string  `json:"id"`
+	Cmd    string  `json:"cmd"`
+	Signal *string `json:"signal"`
+}
+
+// NothingRunning is POST /kill's answer when no job id was given and the
+// caller has no running job: status 200 with "error": "Nothing running",
+// as the Python tt-device-queue answers, and the running jobs of the cards
+// asked about that are not the caller's, so a client can say whose they
+// are.
+type NothingRunning struct {
+	Error   string `json:"error"`
+	Running []Job  `json:"running"`
+}
+
+// NothingRunningMessage is NothingRunning's Error, word for word the
+// Python tool's.
+const NothingRunningMessage = "Nothing running"
 
 // ResetRequest is the body of POST /reset. Set DeviceID to reset one card,
 // JobID to reset the card that job ran on (skipped when the card has been
@@ -93,6 +145,9 @@ type ResetRequest struct {
 	// runs; by default the reset stops it (SIGINT, then SIGKILL after the
 	// grace period) and the job ends as interrupted.
 	NoInterrupt bool `json:"no_interrupt,omitempty"`
+	// ClientID is accepted, and not used, for the Python tt-device-queue's
+	// clients, which may send it.
+	ClientID string `json:"client_id,omitempty"`
 }
 
 // ResetResponse answers POST /reset at once, before any reset has run:
@@ -101,11 +156,31 @@ type ResetRequest struct {
 // and GET /logs/<reset_job_id>.
 type ResetResponse struct {
 	Resets []ResetEntry `json:"resets"`
+
+	// The Python tt-device-queue's keys, for the request as a whole:
+	// Action is the strongest of the entries' actions (scheduled, then
+	// joined, then already_reset); DeviceState and ResetEpoch are the
+	// first card's state and completed resets when the request came; Hint
+	// is the Python tool's sentence for Action.
+	Action      string `json:"action"`
+	DeviceState string `json:"device_state"`
+	ResetEpoch  uint64 `json:"reset_epoch"`
+	Hint        string `json:"hint"`
 }
+
+// Reset actions, the Python tt-device-queue's words for what a reset
+// request did on a card.
+const (
+	ResetScheduled    = "scheduled"     // a new reset was queued
+	ResetJoined       = "joined"        // a reset already pending took the request in
+	ResetAlreadyReset = "already_reset" // the card was reset since the job ran; nothing queued
+)
 
 // ResetEntry is what a reset request did on one card.
 type ResetEntry struct {
 	DeviceID string `json:"device_id"`
+	// Action is scheduled, joined or already_reset (see ResetScheduled).
+	Action string `json:"action"`
 	// ResetJobID is the reset job that will recover the card: a new one,
 	// or the pending one this request coalesced into. Empty when skipped.
 	ResetJobID string `json:"reset_job_id,omitempty"`
@@ -169,7 +244,7 @@ type Job struct {
 	Env      map[string]string `json:"env,omitempty"`
 	Timeout  int64             `json:"timeout"`
 	Repeat   int               `json:"repeat"`
-	ClientID string            `json:"client_id,omitempty"`
+	ClientID string            `json:"client_id"`
 	// OwnerUID and Owner are, on a system-mode daemon, the submitter's
 	// uid (from the kernel, never from the request) and its user name:
 	// the job runs as that user (for a reset: who asked for it). Absent
@@ -182,11 +257,11 @@ type Job struct {
 
 	// State is queued, running or done.
 	State string `json:"state"`
-	// Position and EstimatedWaitSec are set while queued.
-	Position         int     `json:"position,omitempty"`
-	EstimatedWaitSec float64 `json:"estimated_wait_sec,omitempty"`
-	// EstimatedRemainingSec is set while running.
-	EstimatedRemainingSec float64 `json:"estimated_remaining_sec,omitempty"`
+	// Position and EstimatedWaitSec are set while queued (0 otherwise).
+	Position         int     `json:"position"`
+	EstimatedWaitSec float64 `json:"estimated_wait_sec"`
+	// EstimatedRemainingSec is set while running (0 otherwise).
+	EstimatedRemainingSec float64 `json:"estimated_remaining_sec"`
 	// EstimatedRunSec, set while queued or running, is how long the whole
 	// job (every repeat) is expected to run, learned from the card's
 	// history.
@@ -199,9 +274,10 @@ type Job struct {
 	// its estimate.
 	OverdueSec float64 `json:"overdue_sec,omitempty"`
 
-	SubmittedAt time.Time  `json:"submitted_at"`
-	StartedAt   *time.Time `json:"started_at,omitempty"`
-	FinishedAt  *time.Time `json:"finished_at,omitempty"`
+	SubmittedAt time.Time `json:"submitted_at"`
+	// StartedAt and FinishedAt are null until the job started, ended.
+	StartedAt  *time.Time `json:"started_at"`
+	FinishedAt *time.Time `json:"finished_at"`
 
 	// ExitCode is null until done; a signal N is -N, -9 after a timeout,
 	// -1 when interrupted by a service stop or restart or never started.
@@ -232,6 +308,63 @@ type Job struct {
 	// Held is set while the job's final record waits in memory for the
 	// store to take writes again.
 	Held bool `json:"held,omitempty"`
+
+	PythonJob
+
+	// Killed is set in POST /kill's answer: what was stopped, as the
+	// Python tt-device-queue says it.
+	Killed *Killed `json:"killed,omitempty"`
+}
+
+// PythonJob is the Python tt-device-queue's view of a job record, its
+// keys beside ttkit's in every record the API answers, so scripts written
+// against that tool keep working (docs/switching.md lists what still
+// differs, such as its times' format). The daemon fills it; most keys
+// repeat a ttkit one under the Python tool's name.
+type PythonJob struct {
+	// JobID is ID; Status is State; Mode is "run" for a job and "reset"
+	// for a reset.
+	JobID  string `json:"job_id"`
+	Status string `json:"status"`
+	Mode   string `json:"mode"`
+	// OutputFile is the job's output file on the daemon's host (on a
+	// system-mode daemon only root may read it; GET /logs serves it).
+	OutputFile string `json:"output_file"`
+	// Elapsed is the seconds from start to end, once done (0 for a job
+	// that never started); null before.
+	Elapsed *float64 `json:"elapsed"`
+	// TimedOut is set when the job ended by its timeout; TimeoutMessage
+	// then says so in the Python tool's words.
+	TimedOut       bool   `json:"timed_out"`
+	TimeoutMessage string `json:"timeout_message,omitempty"`
+	// LogSize is LogBytes.
+	LogSize int64 `json:"log_size"`
+	// RepeatCurrent is the iteration running or last run (1-based);
+	// RepeatCompleted counts the iterations that succeeded.
+	RepeatCurrent   int `json:"repeat_current"`
+	RepeatCompleted int `json:"repeat_completed"`
+	// FirstIterationElapsed is always null: ttkit learns run times per
+	// command and card instead (see PerIterEstimateSec).
+	FirstIterationElapsed *float64 `json:"first_iteration_elapsed"`
+	// PerIterEstimateSec is the expected run time of one iteration while
+	// queued or running, and the mean iteration's once done.
+	PerIterEstimateSec float64 `json:"per_iter_estimate_sec"`
+	// RunningSec is how long a running job has run; absent otherwise.
+	RunningSec *float64 `json:"running_sec,omitempty"`
+}
+
+// MarshalJSON writes the record with "error" null when there is none, as
+// the Python tt-device-queue writes it, rather than leaving the key out.
+func (j Job) MarshalJSON() ([]byte, error) {
+	type plain Job // without this method
+	var e *string
+	if j.Error != "" {
+		e = &j.Error
+	}
+	return json.Marshal(struct {
+		plain
+		Error *string `json:"error"`
+	}{plain(j), e})
 }
 
 // Done reports whether the job has ended.
@@ -285,6 +418,104 @@ type Status struct {
 	// token holder over TCP. Admin says whether it may act on every
 	// user's jobs.
 	Caller *Caller `json:"caller,omitempty"`
+
+	PythonStatus
+}
+
+// PythonStatus is the Python tt-device-queue's GET /status, which knows
+// one card: here the default card (card 0, where a submission without
+// device_id goes; the first card when there is no card 0), so scripts
+// written against that tool keep working. Cards has every card.
+type PythonStatus struct {
+	// Current is the card's running job, null when idle.
+	Current *PyCurrent `json:"current"`
+	// Pending is the card's queue in order.
+	Pending []PyPending `json:"pending"`
+	// Recent is the card's last (at most 10) finished jobs, oldest first.
+	Recent []PyRecent `json:"recent"`
+	Device *PyDevice  `json:"device"`
+	Worker *PyWorker  `json:"worker"`
+}
+
+// PyCurrent is the default card's running job in PythonStatus.
+type PyCurrent struct {
+	ID     string `json:"id"`
+	Cmd    string `json:"cmd"` // cut to 120 bytes
+	Client string `json:"client"`
+	// RunningSec is how long it has run; EstimatedRemainingSec how long it
+	// is expected to run still.
+	RunningSec            float64 `json:"running_sec"`
+	EstimatedRemainingSec float64 `json:"estimated_remaining_sec"`
+	Repeat                int     `json:"repeat"`
+	Mode                  string  `json:"mode"` // run, or reset for a reset
+	RepeatCurrent         int     `json:"repeat_current"`
+	RepeatCompleted       int     `json:"repeat_completed"`
+}
+
+// PyPending is one queued job of the default card in PythonStatus.
+type PyPending struct {
+	ID     string `json:"id"`
+	Cmd    string `json:"cmd"` // cut to 120 bytes
+	Client string `json:"client"`
+	// WaitingSec is how long it has waited so far.
+	WaitingSec       float64 `json:"waiting_sec"`
+	EstimatedWaitSec float64 `json:"estimated_wait_sec"`
+	EstimatedRunSec  float64 `json:"estimated_run_sec"`
+	Repeat           int     `json:"repeat"`
+	Mode             string  `json:"mode"`
+}
+
+// PyRecent is one finished job of the default card in PythonStatus.
+type PyRecent struct {
+	ID       string   `json:"id"`
+	Cmd      string   `json:"cmd"` // cut to 120 bytes
+	ExitCode *int     `json:"exit_code"`
+	Elapsed  *float64 `json:"elapsed"`
+	// Finished is the end in the daemon's local time, as the Python tool
+	// writes it: "2006-01-02 15:04:05".
+	Finished           string  `json:"finished"`
+	OutputFile         string  `json:"output_file"`
+	Repeat             int     `json:"repeat"`
+	Mode               string  `json:"mode"`
+	Client             string  `json:"client"`
+	RepeatCompleted    int     `json:"repeat_completed"`
+	PerIterEstimateSec float64 `json:"per_iter_estimate_sec"`
+	TimedOut           bool    `json:"timed_out"`
+	LogTruncated       bool    `json:"log_truncated"`
+}
+
+// PyDevice is the default card's state in PythonStatus. Times are in the
+// daemon's local time, "2006-01-02 15:04:05", as the Python tool writes
+// them; null when not set.
+type PyDevice struct {
+	DeviceID string `json:"device_id"`
+	// State is healthy, resetting or dead.
+	State string `json:"state"`
+	// ResetEpoch counts the card's completed resets; ResetPending says a
+	// reset is queued or running.
+	ResetEpoch   uint64  `json:"reset_epoch"`
+	ResetPending bool    `json:"reset_pending"`
+	LastResetAt  *string `json:"last_reset_at"`
+	DeadSince    *string `json:"dead_since"`
+	DeadReason   *string `json:"dead_reason"`
+	// QueueDisabled says nothing starts on any card now: the store cannot
+	// be written, or the service is stopping; DisabledReason says which.
+	QueueDisabled  bool    `json:"queue_disabled"`
+	DisabledReason *string `json:"disabled_reason"`
+}
+
+// PyWorker is the health of the default card's worker in PythonStatus.
+type PyWorker struct {
+	// Alive is false once the service is stopping.
+	Alive bool `json:"alive"`
+	// HeartbeatAgeSec is 0: each card's worker answers for itself in
+	// Cards[].Worker instead of a heartbeat.
+	HeartbeatAgeSec float64 `json:"heartbeat_age_sec"`
+	// DegradedReason says why the card does not start jobs (the store
+	// failing, a foreign holder, a dead card); null when it does.
+	DegradedReason *string `json:"degraded_reason"`
+	// MaintenanceWarning is a retention or output-budget warning.
+	MaintenanceWarning *string `json:"maintenance_warning"`
 }
 
 // Caller is the requesting user as the daemon identified it.
@@ -382,9 +613,35 @@ type ErrorResponse struct {
 	Error string `json:"error"`
 }
 
-// LogChunk is one answer of GET /logs/<id>. On the wire the body is the
-// raw output bytes and the other fields travel in the X-Log-* headers, so
-// output that is not UTF-8 passes unchanged.
+// LogsAnswer is GET /logs/<id>'s JSON answer, the Python
+// tt-device-queue's shape, given unless the request asks for the raw bytes
+// (Accept: application/octet-stream; see LogChunk). Content is the output
+// with invalid UTF-8 replaced.
+type LogsAnswer struct {
+	JobID      string `json:"job_id"`
+	Status     string `json:"status"`
+	OutputFile string `json:"output_file"`
+	Offset     int64  `json:"offset"`
+	NextOffset int64  `json:"next_offset"`
+	Content    string `json:"content"`
+	// Truncated says more output follows this chunk; Complete that the job
+	// is done and this chunk reaches the end of its output.
+	Truncated bool `json:"truncated"`
+	Complete  bool `json:"complete"`
+	// LogSize is the offset just past the job's last byte.
+	LogSize         int64 `json:"log_size"`
+	LogTruncated    bool  `json:"log_truncated"`
+	DroppedLogBytes int64 `json:"dropped_log_bytes"`
+}
+
+// RawOutput is the media type a GET /logs request asks for (Accept) to get
+// the output bytes themselves, as the CLI and the status page do.
+const RawOutput = "application/octet-stream"
+
+// LogChunk is one answer of GET /logs/<id> in its raw form (see
+// RawOutput). On the wire the body is the raw output bytes and the other
+// fields travel in the X-Log-* headers, so output that is not UTF-8 passes
+// unchanged.
 type LogChunk struct {
 	// Offset is where Data starts in the output file.
 	Offset int64

@@ -98,7 +98,7 @@ func (a *App) connect() (*api.Client, error) {
 	}
 	token, err := api.ReadToken(dir)
 	if errors.Is(err, api.ErrNoToken) {
-		return nil, &Error{Code: ExitUsage, Err: fmt.Errorf("no token in %s, so queued has not run with this state directory.\n%s", dir, startHint)}
+		return nil, &Error{Code: ExitUnreachable, Err: fmt.Errorf("no token in %s, so queued has not run with this state directory.\n%s", dir, startHint)}
 	}
 	if err != nil {
 		return nil, &Error{Code: ExitUsage, Err: err}

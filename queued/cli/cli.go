@@ -6,10 +6,10 @@
 // Exit statuses: the job's own for run and result (a signal N, recorded
 // as -N, becomes 128+N); 0 for success; 1 when the daemon refused the
 // request (the message is the daemon's, on one line; a shared daemon's
-// 403 for another user's job is one); 2 for usage errors and when the
-// daemon cannot be reached (the message says how to start it); 124 when a
-// local wait timed out; 130 when interrupted. Neither of the last two
-// stops the job.
+// 403 for another user's job is one) and when it cannot be reached (the
+// message says how to start it), as the Python tt-device-queue exits; 2
+// for usage errors; 124 when a local wait timed out; 130 when interrupted.
+// Neither of the last two stops the job.
 package cli
 
 import (
@@ -99,8 +99,8 @@ func run(ctx context.Context, args []string, s Streams) (code int) {
 		kong.Name(Name),
 		kong.Description("Submit jobs to queued, which runs them one at a time per Tenstorrent card, in submission order.\n\n"+
 			"Exit status: the job's own for run and result (a signal N becomes 128+N); 1 when queued refused the request "+
-			"(such as another user's job on a shared queued); "+
-			"2 for usage errors or when queued cannot be reached; 124 when --wait-timeout ran out; 130 when interrupted. "+
+			"(such as another user's job on a shared queued) or cannot be reached; "+
+			"2 for usage errors; 124 when --wait-timeout ran out; 130 when interrupted. "+
 			"Neither of the last two stops the job."),
 		kong.Vars{"version": Name + " " + version.String()},
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
@@ -120,10 +120,6 @@ func run(ctx context.Context, args []string, s Streams) (code int) {
 			code = int(e)
 		}
 	}()
-	if msg := unquotedProgram(args); msg != "" {
-		fmt.Fprintf(s.Err, "%s: %s\n", Name, msg)
-		return ExitUsage
-	}
 	kctx, err := parser.Parse(args)
 	if err != nil {
 		// One line and where the usage is, on stderr so stdout stays clean
@@ -132,7 +128,7 @@ func run(ctx context.Context, args []string, s Streams) (code int) {
 		if cmd := commandOf(args); cmd != "" && parser.Model.Node != nil && findCommand(parser.Model.Node, cmd) {
 			help = Name + " " + cmd + " --help"
 		}
-		fmt.Fprintf(s.Err, "%s: %v\n  `%s` shows the usage\n", Name, err, help)
+		fmt.Fprintf(s.Err, "%s: %s\n  `%s` shows the usage\n", Name, termLines(err.Error()), help)
 		return ExitUsage
 	}
 	app := newApp(ctx, &c.Globals, s)
@@ -146,29 +142,12 @@ func run(ctx context.Context, args []string, s Streams) (code int) {
 		e = &Error{Code: ExitRefused, Err: err}
 	}
 	if e.Err != nil {
+		// The message may echo a field someone else chose (a daemon's
+		// refusal, a job's directory): its control characters are escaped.
 		app.progress.clear()
-		fmt.Fprintf(s.Err, "%s: %v\n", Name, e.Err)
+		fmt.Fprintf(s.Err, "%s: %s\n", Name, termLines(e.Err.Error()))
 	}
 	return e.Code
-}
-
-// programCommands take the program as one argument after "--".
-var programCommands = map[string]bool{"run": true, "queue": true}
-
-// unquotedProgram returns a one-line usage error when run or queue got the
-// program as several words after "--" (the shell split it), saying how to
-// quote it; "" otherwise.
-func unquotedProgram(args []string) string {
-	for i, a := range args {
-		if a == "--" {
-			if rest := args[i+1:]; programCommands[commandOf(args[:i])] && len(rest) > 1 {
-				return fmt.Sprintf("the program must be one quoted argument after --, such as -- %s (the shell split it into %d words)",
-					shellQuote(strings.Join(rest, " ")), len(rest))
-			}
-			return ""
-		}
-	}
-	return ""
 }
 
 // commandOf is the subcommand among args: the first word that is neither

@@ -27,18 +27,23 @@ func TestQueueJobResultLogsKill(t *testing.T) {
 		t.Fatalf("result stdout = %q", res.stdout)
 	}
 
+	// The record's keys at the top too, as the Python tool prints them.
+	type record api.Job
 	var rj struct {
-		Job          api.Job `json:"job"`
-		Output       string  `json:"output"`
-		OutputOffset int64   `json:"output_offset"`
-		OutputCut    bool    `json:"output_cut"`
+		record
+		Job             api.Job `json:"job"`
+		Output          string  `json:"output"`
+		OutputOffset    int64   `json:"output_offset"`
+		OutputCut       bool    `json:"output_cut"`
+		OutputTruncated bool    `json:"output_truncated"`
 	}
 	res = d.run("--json", "result", prefix)
 	if res.code != 4 || res.stderr != "" {
 		t.Fatalf("result --json: %v", res)
 	}
 	decode(t, res, &rj)
-	if rj.Job.ID != id || rj.Output != "hello from 1\nsecond line\n" || rj.OutputCut || *rj.Job.ExitCode != 4 || rj.Job.ClientID != "alice" {
+	if rj.Job.ID != id || rj.Output != "hello from 1\nsecond line\n" || rj.OutputCut || *rj.Job.ExitCode != 4 || rj.Job.ClientID != "alice" ||
+		rj.record.ID != id || rj.record.Status != "done" || rj.OutputTruncated {
 		t.Fatalf("result --json = %+v", rj)
 	}
 

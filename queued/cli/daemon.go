@@ -60,7 +60,7 @@ func unixSocketPath(raw string) (path string, ok bool, err error) {
 // (own, the socket in the state directory) when it answers, else the
 // host's system-mode daemon (system). "Answers" means a connection is
 // made within the client's dial timeout; a socket file left by a daemon
-// that stopped does not. When neither answers, the error (exit 2) names
+// that stopped does not. When neither answers, the error (exit 1) names
 // both places, what went wrong at each and how to get a daemon.
 func pickSocket(ctx context.Context, own, system string) (path string, isSystem bool, err error) {
 	ownErr := api.ProbeUnix(ctx, own)
@@ -77,7 +77,7 @@ func pickSocket(ctx context.Context, own, system string) (path string, isSystem 
 	if err := context.Cause(ctx); err != nil {
 		return "", false, &Error{Code: ExitInterrupted, Err: err}
 	}
-	return "", false, &Error{Code: ExitUsage, Err: &noDaemonError{own: own, system: system, ownErr: ownErr, sysErr: sysErr}}
+	return "", false, &Error{Code: ExitUnreachable, Err: &noDaemonError{own: own, system: system, ownErr: ownErr, sysErr: sysErr}}
 }
 
 // noDaemonError is pickSocket's error when neither daemon answers. It

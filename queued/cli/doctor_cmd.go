@@ -76,7 +76,7 @@ func (d *DoctorCmd) Run(a *App) error {
 		if err := a.printJSON(checks); err != nil {
 			return err
 		}
-	} else if err := doctor.WriteText(a.Out, checks); err != nil {
+	} else if err := doctor.WriteText(a.Out, termChecks(checks)); err != nil {
 		return err
 	}
 	if doctor.Failed(checks) {
@@ -119,4 +119,15 @@ func queuedEnv(env func(string) (string, bool)) func(string) (string, bool) {
 		v, ok := file[name]
 		return v, ok
 	}
+}
+
+// termChecks is checks with their details and fixes made safe for a
+// terminal (termText): they quote what the host's tools printed.
+func termChecks(checks []doctor.Check) []doctor.Check {
+	out := make([]doctor.Check, len(checks))
+	for i, c := range checks {
+		c.Detail, c.Fix = termText(c.Detail), termText(c.Fix)
+		out[i] = c
+	}
+	return out
 }

@@ -14,9 +14,13 @@ import (
 
 // Exit statuses other than a job's own.
 const (
-	ExitOK          = 0
-	ExitRefused     = 1   // the daemon refused the request
-	ExitUsage       = 2   // bad command line, or the daemon cannot be reached
+	ExitOK      = 0
+	ExitRefused = 1 // the daemon refused the request
+	// ExitUnreachable is for a daemon that cannot be reached, or that is
+	// not queued: 1, as the Python tt-device-queue exits, so scripts that
+	// test for it keep working.
+	ExitUnreachable = 1
+	ExitUsage       = 2   // bad command line
 	ExitWaitTimeout = 124 // --wait-timeout ran out; the job goes on
 	ExitInterrupted = 130 // SIGINT or SIGTERM stopped the local wait; the job goes on
 )
@@ -60,11 +64,11 @@ const startHint = "queued is not running (or not at this address). Start it with
 // explain turns an error from the client into an Error with the right
 // status: the daemon's refusal (1), an interrupted or timed-out local wait
 // (130, 124; callers that know the job word these themselves), or a
-// daemon that cannot be reached (2). err must not be nil.
+// daemon that cannot be reached (1, ExitUnreachable). err must not be nil.
 func (a *App) explain(ctx context.Context, err error) *Error {
 	var ae *api.Error
 	if errors.As(err, &ae) && ae.NotQueued {
-		return &Error{Code: ExitUsage, Err: errors.New(ae.Message)}
+		return &Error{Code: ExitUnreachable, Err: errors.New(ae.Message)}
 	}
 	if errors.As(err, &ae) {
 		// The daemon's own words, on one line whatever they hold: a
@@ -100,7 +104,7 @@ func (a *App) explain(ctx context.Context, err error) *Error {
 	case errors.Is(err, syscall.ECONNREFUSED) && a.via != viaTCP:
 		hint = "Its socket is left over from a stop or a crash. " + startHint
 	}
-	return &Error{Code: ExitUsage, Err: fmt.Errorf("cannot reach queued at %s: %w\n%s", a.url, err, hint)}
+	return &Error{Code: ExitUnreachable, Err: fmt.Errorf("cannot reach queued at %s: %w\n%s", a.url, err, hint)}
 }
 
 // jobStatus is the exit status for a job's exit code: the code itself,

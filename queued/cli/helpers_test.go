@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,6 +28,9 @@ import (
 var bin string
 
 func TestMain(m *testing.M) {
+	if sock := os.Getenv(postSocketEnv); sock != "" {
+		os.Exit(postAs(sock))
+	}
 	dir, err := os.MkdirTemp("", "tt-device-queue-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -49,6 +54,30 @@ func TestMain(m *testing.M) {
 	}
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// postSocketEnv, when set, makes the test binary a small HTTP client
+// instead (see postAs): a test copies it where another user may run it and
+// runs it as that user, to send a request over a shared queued's socket as
+// a script of that user's would.
+const postSocketEnv = "TTQ_TEST_POST_SOCKET"
+
+// postAs sends POST $TTQ_TEST_POST_PATH with the JSON body
+// $TTQ_TEST_POST_BODY to the queued on sock and prints the status code and
+// the answer.
+func postAs(sock string) int {
+	c := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+	}}}
+	resp, err := c.Post("http://localhost"+os.Getenv("TTQ_TEST_POST_PATH"), "application/json", strings.NewReader(os.Getenv("TTQ_TEST_POST_BODY")))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	fmt.Printf("%d\n%s", resp.StatusCode, b)
+	return 0
 }
 
 // daemon is a real queued on a free loopback port with its own state

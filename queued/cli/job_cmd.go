@@ -55,7 +55,7 @@ func jobFields(j api.Job, now time.Time) fields {
 	default:
 		f.add("state", "%s, %s", j.State, describeEnd(j))
 	}
-	f.add("cmd", "%s", j.Cmd)
+	f.addLines("cmd", "%s", j.Cmd)
 	f.add("cwd", "%s", j.Cwd)
 	var given, shell []string
 	for k := range j.Env {

@@ -75,7 +75,7 @@ func writeList(w io.Writer, jobs []api.Job, now time.Time, colour bool) {
 		rows = append(rows, []cell{
 			{text: shortID(j.ID)}, {text: j.DeviceID}, {j.State, jobStateColour(j)}, {text: pos}, {text: owner},
 			{text: fmtDuration(now.Sub(j.SubmittedAt)) + " ago"}, {text: runtimeOrOutcome(j, now)},
-			{text: cut(oneLine(what), listCmdWidth)},
+			{text: cut(termText(oneLine(what)), listCmdWidth)},
 		})
 	}
 	writeTable(w, header, rows, colour)

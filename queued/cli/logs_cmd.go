@@ -42,6 +42,16 @@ func (l *LogsCmd) Run(a *App) error {
 	offset, left := l.Offset, l.Limit
 	var all logsJSON
 	first := true
+	out, flush := a.Out, func() error { return nil }
+	if !a.JSON && isTerminal(a.Out) {
+		// Another user's output is escaped on a terminal (outputWriter).
+		j, err := c.Job(a.ctx, l.ID)
+		if err != nil {
+			return a.explain(a.ctx, err)
+		}
+		out, flush = a.outputWriter(j)
+	}
+	defer flush()
 	for {
 		q := api.LogsQuery{Offset: offset, Limit: api.MaxLogChunk}
 		if left > 0 {
@@ -80,7 +90,7 @@ func (l *LogsCmd) Run(a *App) error {
 			all.NextOffset, all.Size, all.State, all.Done = ch.NextOffset, ch.Size, ch.State, ch.Done
 			all.Data += string(ch.Data)
 		default:
-			if _, err := a.Out.Write(ch.Data); err != nil {
+			if _, err := out.Write(ch.Data); err != nil {
 				return &Error{Code: ExitRefused, Err: fmt.Errorf("writing output: %w", err)}
 			}
 		}
@@ -93,6 +103,9 @@ func (l *LogsCmd) Run(a *App) error {
 		if ch.Done || (!l.Follow && (len(ch.Data) == 0 || offset >= ch.Size)) {
 			break
 		}
+	}
+	if err := flush(); err != nil {
+		return &Error{Code: ExitRefused, Err: fmt.Errorf("writing output: %w", err)}
 	}
 	if a.JSON && !l.Follow {
 		return a.printJSON(all)

@@ -19,11 +19,26 @@ func (a *App) printJSON(v any) error {
 	return nil
 }
 
+// println prints a line for people on stdout, its control characters
+// escaped (see termLines): its arguments may be what someone else chose.
+func (a *App) println(format string, args ...any) {
+	fmt.Fprintln(a.Out, termLines(fmt.Sprintf(format, args...)))
+}
+
 // fields prints name/value lines with the values aligned.
 type fields [][2]string
 
+// add adds a line whose value is shown on one line, its control
+// characters escaped (termText): a value may be what someone else chose.
 func (f *fields) add(name, format string, args ...any) {
-	*f = append(*f, [2]string{name, fmt.Sprintf(format, args...)})
+	*f = append(*f, [2]string{name, termText(fmt.Sprintf(format, args...))})
+}
+
+// addLines adds a line whose value keeps its newlines, each further line
+// indented under the value (a multi-line command); its other control
+// characters are escaped.
+func (f *fields) addLines(name, format string, args ...any) {
+	*f = append(*f, [2]string{name, termLines(fmt.Sprintf(format, args...))})
 }
 
 func (a *App) printFields(f fields) {

@@ -182,16 +182,16 @@ func TestQueuePython_SnapshotKeepsImports(t *testing.T) {
 }
 
 // TestQueuePython_InterpreterAndItsArguments: --python picks the
-// interpreter and each --python-arg goes before the script.
+// interpreter and each --python-option goes before the script.
 func TestQueuePython_InterpreterAndItsArguments(t *testing.T) {
 	t.Parallel()
 	d := startDaemon(t)
 	py := realPython(t)
 	dir := repo(t)
-	r := d.runIn(dir, nil, "", "queue-python", "--python", py, "--python-arg=-O", "--python-arg=-O", "--wait", "tools/probe.py", "a b", "c")
+	r := d.runIn(dir, nil, "", "queue-python", "--python", py, "--python-option=-O", "--python-option=-O", "--wait", "tools/probe.py", "a b", "c")
 	r.want(t, 0, nil, nil)
 	if p := parseProbe(t, r); p.Optimize != 2 || p.Helper != "sibling" {
-		t.Fatalf("--python-arg -O twice gave %+v, want optimize 2", p)
+		t.Fatalf("--python-option -O twice gave %+v, want optimize 2", p)
 	}
 	d.runIn(dir, nil, "", "queue-python", "--python", filepath.Join(dir, "no-such-python"), "--wait", "tools/probe.py").
 		want(t, 127, nil, []string{"exit code 127"})

@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"fmt"
-
 	"github.com/ttkit/ttkit/queued/api"
 )
 
@@ -10,12 +8,12 @@ import (
 // (the whole answer with --json), position and estimated wait on stderr.
 type QueueCmd struct {
 	Submission
-	Program string `arg:"" placeholder:"PROGRAM" help:"The shell program, as one quoted argument after --, such as -- 'python3 script.py'."`
+	Program []string `arg:"" passthrough:"partial" placeholder:"PROGRAM" help:"After --: a shell program as one quoted argument, such as -- 'python3 a.py | tee log', or a command as several words, each one argument, such as -- python3 a.py 'an arg'."`
 }
 
 // Run submits.
 func (q *QueueCmd) Run(a *App) error {
-	req, err := q.request(a, q.Program)
+	req, err := q.request(a, program(q.Program))
 	if err != nil {
 		return err
 	}
@@ -31,7 +29,7 @@ func (a *App) printQueued(sub api.QueueResponse) error {
 	if a.JSON {
 		return a.printJSON(sub)
 	}
-	fmt.Fprintln(a.Out, sub.JobID)
+	a.println("%s", sub.JobID)
 	a.progress.note("queued on card %s at position %d (estimated wait %s)", sub.DeviceID, sub.Position, fmtWait(sub.EstimatedWaitSec))
 	return nil
 }

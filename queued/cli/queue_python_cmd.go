@@ -15,7 +15,9 @@ import (
 // QueuePythonCmd submits a Python script so that it runs as `python3
 // SCRIPT ARGS` would in the submitter's shell: a file runs from its own
 // path (sys.path[0] is its directory, __file__ its absolute path), so the
-// modules beside it import. With --snapshot, or when the script comes from
+// modules beside it import, and "." is put first on the job's PYTHONPATH,
+// as the Python tt-device-queue does, so those of the directory the job
+// runs in (the submitting directory by default) import too. With --snapshot, or when the script comes from
 // stdin (-), the script is first copied into the state directory
 // (scripts/, mode 0600), so later edits do not change the queued job; a
 // snapshot still runs as its original path (see snapshotBoot), and stdin
@@ -24,13 +26,14 @@ import (
 // TT_DEVICE_RETENTION_DAYS are pruned whenever a new one is written.
 type QueuePythonCmd struct {
 	Submission
-	Python      *string  `placeholder:"INTERPRETER" help:"Python interpreter to run the script with (default: the active virtual environment's or conda environment's python3, else ~/tenstorrent/.venv/bin/python3 when present, else python3 from the job's PATH)."`
-	PythonArg   []string `name:"python-arg" sep:"none" placeholder:"ARG" help:"Argument for the interpreter, placed before the script, given as --python-arg=-u; repeat for more."`
-	Snapshot    bool     `help:"Run the script as it is now: later edits to the file do not change the queued job. Imports, __file__ and sys.path[0] stay those of the file's own path."`
-	Wait        bool     `help:"Wait like run: show the position, stream the output and exit with the script's status."`
-	WaitTimeout Duration `placeholder:"DURATION" help:"With --wait, stop waiting after this long (seconds, or such as 10m) and exit 124; the job goes on. 0 (the default) waits without limit."`
-	Script      string   `arg:"" placeholder:"SCRIPT" help:"The script file, or - to read it from stdin."`
-	Args        []string `arg:"" optional:"" placeholder:"ARG" help:"Arguments for the script."`
+	Python       *string  `placeholder:"INTERPRETER" help:"Python interpreter to run the script with (default: the active virtual environment's or conda environment's python3, else ~/tenstorrent/.venv/bin/python3 when present, else python3 from the job's PATH)."`
+	PythonOption []string `name:"python-option" sep:"none" placeholder:"OPTION" help:"Option for the interpreter, placed before the script, given as --python-option=-u; repeat for more."`
+	PythonArg    []string `name:"python-arg" sep:"none" placeholder:"ARG" help:"Argument for the script, placed after it, as in the Python tt-device-queue (--python-arg x1 runs python3 SCRIPT x1); repeat for more. The same as ARGs after the script; give one or the other."`
+	Snapshot     bool     `help:"Run the script as it is now: later edits to the file do not change the queued job. Imports, __file__ and sys.path[0] stay those of the file's own path."`
+	Wait         bool     `help:"Wait like run: show the position, stream the output and exit with the script's status."`
+	WaitTimeout  Duration `placeholder:"DURATION" help:"With --wait, stop waiting after this long (seconds, or such as 10m) and exit 124; the job goes on. 0 (the default) waits without limit."`
+	Script       string   `arg:"" placeholder:"SCRIPT" help:"The script file, or - to read it from stdin."`
+	Args         []string `arg:"" optional:"" placeholder:"ARG" help:"Arguments for the script."`
 }
 
 // ScriptsDir is where queue-python keeps scripts, inside the state
@@ -73,9 +76,12 @@ func (p *QueuePythonCmd) Run(a *App) error {
 			return usageErr("--python is empty: want an interpreter, such as python3 or /path/to/venv/bin/python3")
 		}
 	}
+	if len(p.Args) > 0 && len(p.PythonArg) > 0 {
+		return usageErr("the script's arguments come after it or with --python-arg, not both")
+	}
 	words := []string{shellQuote(interp)}
-	for _, arg := range p.PythonArg {
-		words = append(words, shellQuote(arg))
+	for _, opt := range p.PythonOption {
+		words = append(words, shellQuote(opt))
 	}
 	var stored string
 	switch {
@@ -106,7 +112,7 @@ func (p *QueuePythonCmd) Run(a *App) error {
 		}
 		words = append(words, "-c", shellQuote(snapshotBoot), shellQuote(stored), shellQuote(orig), shellQuote(argv0))
 	}
-	for _, arg := range p.Args {
+	for _, arg := range append(p.Args, p.PythonArg...) {
 		words = append(words, shellQuote(arg))
 	}
 	if p.Script == "-" {
@@ -114,18 +120,64 @@ func (p *QueuePythonCmd) Run(a *App) error {
 	}
 	req, err := p.request(a, strings.Join(words, " "))
 	if err == nil {
+		dotOnPythonPath(&req)
 		var sub api.QueueResponse
 		if sub, err = a.submit(req); err == nil {
-			if !p.Wait {
-				return a.printQueued(sub)
+			if p.Wait {
+				return a.await(sub, time.Duration(p.WaitTimeout))
 			}
-			return a.await(sub, time.Duration(p.WaitTimeout))
+			if a.JSON {
+				return a.printJSON(pythonQueued{sub, p.scriptFile(stored)})
+			}
+			return a.printQueued(sub)
 		}
 	}
 	if stored != "" {
 		os.Remove(stored)
 	}
 	return err
+}
+
+// pythonQueued is queue-python's --json answer: the daemon's, and the
+// script that runs as the Python tt-device-queue names it.
+type pythonQueued struct {
+	api.QueueResponse
+	// ScriptFile is the stored copy that runs (stdin, --snapshot), else
+	// the script's absolute path.
+	ScriptFile string `json:"script_file"`
+}
+
+// scriptFile is the script file the job runs, for pythonQueued.
+func (p *QueuePythonCmd) scriptFile(stored string) string {
+	if stored != "" {
+		return stored
+	}
+	abs, err := filepath.Abs(p.Script)
+	if err != nil {
+		return p.Script
+	}
+	return abs
+}
+
+// dotOnPythonPath puts "." first on the job's PYTHONPATH unless it is on
+// it already, keeping what the shell or --env gave, as the Python
+// tt-device-queue does for its jobs: the modules of the directory the job
+// runs in then import, wherever the script is.
+func dotOnPythonPath(req *api.QueueRequest) {
+	parts := []string{"."}
+	for _, part := range filepath.SplitList(req.Env["PYTHONPATH"]) {
+		switch part {
+		case ".":
+			return
+		case "":
+		default:
+			parts = append(parts, part)
+		}
+	}
+	if req.Env == nil {
+		req.Env = map[string]string{}
+	}
+	req.Env["PYTHONPATH"] = strings.Join(parts, string(filepath.ListSeparator))
 }
 
 // scriptPath checks the script file and returns its absolute path and the

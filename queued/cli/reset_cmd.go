@@ -51,7 +51,7 @@ func (r *ResetCmd) Run(a *App) error {
 		return a.printJSON(res)
 	}
 	for _, e := range res.Resets {
-		fmt.Fprintln(a.Out, describeReset(e))
+		a.println("%s", describeReset(e))
 	}
 	a.progress.note("resets run in the background: `%s status` shows them; `%s logs RESET_ID` shows what a reset ran", Name, Name)
 	return nil
@@ -98,7 +98,7 @@ func resetQuestion(st api.Status, noInterrupt bool) string {
 		if shared {
 			of = " of " + ownerCell(j.Owner, j.OwnerUID, j.ClientID)
 		}
-		line := fmt.Sprintf("  card %s: job %s%s  %s", cs.DeviceID, shortID(j.ID), of, cut(oneLine(j.Cmd), 60))
+		line := fmt.Sprintf("  card %s: job %s%s  %s", cs.DeviceID, shortID(j.ID), of, cut(termText(oneLine(j.Cmd)), 60))
 		if c := st.Caller; shared && c != nil && !c.Admin && j.OwnerUID != nil && *j.OwnerUID != c.UID {
 			waited = append(waited, line)
 		} else {
@@ -133,7 +133,7 @@ func (r *ResetCmd) confirm(a *App, c *api.Client) error {
 	if err != nil {
 		return a.explain(a.ctx, err)
 	}
-	fmt.Fprint(a.Err, resetQuestion(st, r.NoInterrupt))
+	fmt.Fprint(a.Err, termLines(resetQuestion(st, r.NoInterrupt)))
 	fmt.Fprint(a.Err, "Reset every card? [y/N] ")
 	line, _ := bufio.NewReader(a.In).ReadString('\n')
 	switch strings.ToLower(strings.TrimSpace(line)) {

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -18,18 +19,41 @@ type ResultCmd struct {
 	ID          string   `arg:"" placeholder:"JOB_ID" help:"Job id, or a unique prefix of at least 6 characters."`
 	NoWait      bool     `help:"Answer at once; exit 124 if the job has not ended."`
 	WaitTimeout Duration `placeholder:"DURATION" help:"Stop waiting after this long (seconds, or such as 10m) and exit 124; the job goes on. 0 (the default) waits without limit."`
-	MaxBytes    int64    `name:"max-bytes" env:"TT_DEVICE_RESULT_BYTES" default:"1048576" placeholder:"BYTES" help:"Print at most this many bytes of output, the last ones."`
+	MaxBytes    int64    `name:"max-bytes" aliases:"output-limit" env:"TT_DEVICE_RESULT_BYTES" default:"1048576" placeholder:"BYTES" help:"Print at most this many bytes of output, the last ones (--output-limit, the Python tt-device-queue's name, is the same)."`
 }
 
-// resultJSON is what result --json prints.
-type resultJSON struct {
-	Job api.Job `json:"job"`
-	// Output is the printed part of the output (invalid UTF-8 replaced),
-	// starting at byte OutputOffset; OutputCut says earlier bytes were
-	// left out.
-	Output       string `json:"output"`
-	OutputOffset int64  `json:"output_offset"`
-	OutputCut    bool   `json:"output_cut"`
+// resultJSON is what result --json prints: the job's record with its keys
+// at the top, as the Python tt-device-queue prints a result, and again as
+// "job"; output, the printed part of the output (invalid UTF-8 replaced)
+// from byte output_offset; output_cut, set when earlier bytes were left
+// out; and the Python tool's output_truncated, set when the output printed
+// is not all the job wrote (cut here, or past TT_DEVICE_MAX_LOG_BYTES).
+func resultJSON(job api.Job, output string, offset int64) (map[string]any, error) {
+	b, err := json.Marshal(job)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the job's record: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil {
+		return nil, fmt.Errorf("encoding the job's record: %w", err)
+	}
+	m["job"] = job
+	m["output"] = output
+	m["output_offset"] = offset
+	m["output_cut"] = offset > 0
+	m["output_truncated"] = offset > 0 || job.LogTruncated || job.LogCutBytes > 0
+	return m, nil
+}
+
+// printResult prints result --json.
+func (a *App) printResult(job api.Job, output string, offset int64) error {
+	m, err := resultJSON(job, output, offset)
+	if err != nil {
+		return &Error{Code: ExitRefused, Err: err}
+	}
+	return a.printJSON(m)
 }
 
 // Run waits and prints.
@@ -55,7 +79,7 @@ func (r *ResultCmd) Run(a *App) error {
 	}
 	if !job.Done() {
 		if a.JSON {
-			if err := a.printJSON(resultJSON{Job: job}); err != nil {
+			if err := a.printResult(job, "", 0); err != nil {
 				return err
 			}
 		}
@@ -73,7 +97,7 @@ func (r *ResultCmd) Run(a *App) error {
 		} else if err != nil {
 			return err
 		}
-		if err := a.printJSON(resultJSON{Job: job, Output: buf.String(), OutputOffset: from, OutputCut: from > 0}); err != nil {
+		if err := a.printResult(job, buf.String(), from); err != nil {
 			return err
 		}
 		if code := jobStatus(*job.ExitCode); code != 0 {
@@ -81,7 +105,12 @@ func (r *ResultCmd) Run(a *App) error {
 		}
 		return nil
 	}
-	if err := a.copyOutput(a.ctx, job.ID, from, a.Out); errors.Is(err, errOutputDeleted) {
+	out, flush := a.outputWriter(job)
+	err = a.copyOutput(a.ctx, job.ID, from, out)
+	if ferr := flush(); err == nil && ferr != nil {
+		err = &Error{Code: ExitRefused, Err: fmt.Errorf("writing output: %w", ferr)}
+	}
+	if errors.Is(err, errOutputDeleted) {
 		return a.deletedResult(job)
 	} else if err != nil {
 		return err
@@ -105,7 +134,7 @@ var errOutputDeleted = errors.New("output deleted")
 // a note saying why, and the job's own exit status.
 func (a *App) deletedResult(job api.Job) error {
 	if a.JSON {
-		if err := a.printJSON(resultJSON{Job: job}); err != nil {
+		if err := a.printResult(job, "", 0); err != nil {
 			return err
 		}
 		if code := jobStatus(*job.ExitCode); code != 0 {

@@ -8,12 +8,12 @@ import "time"
 type RunCmd struct {
 	Submission
 	WaitTimeout Duration `placeholder:"DURATION" help:"Stop waiting after this long (seconds, or such as 10m) and exit 124; the job goes on. 0 (the default) waits without limit."`
-	Program     string   `arg:"" placeholder:"PROGRAM" help:"The shell program, as one quoted argument after --, such as -- 'python3 script.py'."`
+	Program     []string `arg:"" passthrough:"partial" placeholder:"PROGRAM" help:"After --: a shell program as one quoted argument, such as -- 'python3 a.py | tee log', or a command as several words, each one argument, such as -- python3 a.py 'an arg'."`
 }
 
 // Run submits and waits.
 func (r *RunCmd) Run(a *App) error {
-	req, err := r.request(a, r.Program)
+	req, err := r.request(a, program(r.Program))
 	if err != nil {
 		return err
 	}

@@ -18,12 +18,11 @@ type Selection struct {
 // active jobs found by --device and --mine; resets are left out of the
 // latter. It is a usage error to select nothing.
 func (s *Selection) resolve(a *App, c *api.Client) ([]string, error) {
-	ids := append([]string(nil), s.IDs...)
 	if s.Device == nil && !s.Mine {
-		if len(ids) == 0 {
+		if len(s.IDs) == 0 {
 			return nil, usageErr("name at least one job id, or --device N or --mine")
 		}
-		return ids, nil
+		return s.IDs, nil
 	}
 	q := api.ListQuery{Limit: api.MaxListLimit}
 	if s.Device != nil {
@@ -35,6 +34,13 @@ func (s *Selection) resolve(a *App, c *api.Client) ([]string, error) {
 	if s.Mine {
 		q.ClientID, q.Mine = a.clientID(), true
 	}
+	return s.active(a, c, q)
+}
+
+// active returns s.IDs, then the queued or running jobs q selects (the
+// running ones first), resets left out.
+func (s *Selection) active(a *App, c *api.Client, q api.ListQuery) ([]string, error) {
+	ids := append([]string(nil), s.IDs...)
 	seen := map[string]bool{}
 	for _, id := range ids {
 		seen[id] = true

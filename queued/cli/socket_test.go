@@ -66,7 +66,7 @@ func TestDefault_NeitherDaemonAnswers(t *testing.T) {
 	d := &daemon{t: t, state: t.TempDir(), home: t.TempDir()}
 	d.env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + d.home, "TT_DEVICE_LOG_DIR=" + d.state}
 	own := "unix://" + filepath.Join(d.state, api.SocketFile)
-	d.run("status").want(t, 2, nil, []string{own, "unix://" + api.SystemSocket, "no such file", "systemctl --user start queued", "TT_DEVICE_URL=unix://"})
+	d.run("status").want(t, 1, nil, []string{own, "unix://" + api.SystemSocket, "no such file", "systemctl --user start queued", "TT_DEVICE_URL=unix://"})
 }
 
 // fakeQueued is a server speaking queued's API on a Unix socket, for what

@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ttkit/ttkit/queued/api"
 	"github.com/ttkit/ttkit/queued/version"
@@ -45,7 +46,7 @@ const cmdWidth = 32
 // writeStatus renders which daemon answered at the address at (see
 // daemonLine), the table (see writeTable) and the notes under it.
 func writeStatus(w io.Writer, st api.Status, at string, now time.Time, colour bool) {
-	fmt.Fprintln(w, daemonLine(st, at))
+	fmt.Fprintln(w, termText(daemonLine(st, at)))
 	header := []string{"CARD", "STATE", "WORKER", "CURRENT", "OWNER", "RUNTIME", "QUEUED", "EST. WAIT", "LAST RESET", "FOREIGN"}
 	rows := [][]cell{}
 	var notes []string
@@ -61,7 +62,7 @@ func writeStatus(w io.Writer, st api.Status, at string, now time.Time, colour bo
 			if j.Kind == "reset" {
 				what = "(reset)"
 			}
-			row = append(row, cell{text: shortID(j.ID) + " " + cut(oneLine(what), cmdWidth)})
+			row = append(row, cell{text: shortID(j.ID) + " " + cut(termText(oneLine(what)), cmdWidth)})
 			owner := "-"
 			if j.Kind != "reset" {
 				owner = ownerCell(j.Owner, j.OwnerUID, j.ClientID)
@@ -102,7 +103,7 @@ func writeStatus(w io.Writer, st api.Status, at string, now time.Time, colour bo
 	if len(notes) > 0 {
 		fmt.Fprintln(w)
 		for _, n := range notes {
-			fmt.Fprintln(w, n)
+			fmt.Fprintln(w, termText(n))
 		}
 	}
 	fmt.Fprintf(w, "\n%d of at most %d jobs queued", st.Queued, st.MaxQueued)
@@ -121,7 +122,7 @@ func writeStatus(w io.Writer, st api.Status, at string, now time.Time, colour bo
 		fmt.Fprintln(w)
 	}
 	warn := func(format string, args ...any) {
-		fmt.Fprintln(w, paint(colour, red, "warning: ")+fmt.Sprintf(format, args...))
+		fmt.Fprintln(w, paint(colour, red, "warning: ")+termText(fmt.Sprintf(format, args...)))
 	}
 	if p := st.Persistence; !p.OK {
 		since := ""
@@ -144,15 +145,17 @@ func writeStatus(w io.Writer, st api.Status, at string, now time.Time, colour bo
 
 // writeTable prints a bold header and the rows in aligned columns. Columns
 // are padded on the plain text and coloured afterwards, so escape codes
-// never break the alignment.
+// never break the alignment. A cell's own control characters are escaped
+// (termText): it may hold what someone else chose.
 func writeTable(w io.Writer, header []string, rows [][]cell, colour bool) {
 	widths := make([]int, len(header))
 	for i, h := range header {
 		widths[i] = len(h)
 	}
 	for _, r := range rows {
-		for i, c := range r {
-			widths[i] = max(widths[i], len(c.text))
+		for i := range r {
+			r[i].text = termText(r[i].text)
+			widths[i] = max(widths[i], utf8.RuneCountInString(r[i].text))
 		}
 	}
 	line := func(cells []cell) {
@@ -160,7 +163,7 @@ func writeTable(w io.Writer, header []string, rows [][]cell, colour bool) {
 		for i, c := range cells {
 			text := c.text
 			if i < len(cells)-1 {
-				text += strings.Repeat(" ", widths[i]-len(c.text)+2)
+				text += strings.Repeat(" ", widths[i]-utf8.RuneCountInString(c.text)+2)
 			}
 			b.WriteString(paint(colour, c.colour, text))
 		}
@@ -235,7 +238,7 @@ func cardNotes(c api.CardStatus, now time.Time) []string {
 		if h.JobID != "" {
 			who += " (job " + shortID(h.JobID) + ", not this card's)"
 		}
-		out = append(out, fmt.Sprintf("%sheld outside the queue by %s: %s", card, who, cut(h.CommandLine, 120)))
+		out = append(out, fmt.Sprintf("%sheld outside the queue by %s: %s", card, who, cut(termText(h.CommandLine), 120)))
 	}
 	if c.ForeignError != "" {
 		out = append(out, card+"holder list may be incomplete: "+c.ForeignError)
@@ -269,12 +272,17 @@ func queueOwners(c api.CardStatus) []string {
 	return []string{"card " + c.DeviceID + ": queued for " + strings.Join(parts, ", ")}
 }
 
-// cut shortens s to n bytes, marking the cut with "...".
+// cut shortens s to at most n bytes, marking the cut with "...", and never
+// within a character.
 func cut(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	return s[:n-3] + "..."
+	n -= 3
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "..."
 }
 
 // oneLine folds a multi-line command onto one line.

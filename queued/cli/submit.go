@@ -39,7 +39,7 @@ func (s *Submission) request(a *App, cmd string) (api.QueueRequest, error) {
 		return api.QueueRequest{}, usageErr("--repeat %d: want a count, 1 or more", s.Repeat)
 	}
 	if strings.TrimSpace(cmd) == "" {
-		return api.QueueRequest{}, usageErr("the program is empty: give it as one quoted argument, such as -- 'python3 script.py'")
+		return api.QueueRequest{}, usageErr("the program is empty: give a shell program as one quoted argument, such as -- 'python3 script.py', or a command as words, such as -- python3 script.py")
 	}
 	given, err := parseEnv(s.Env)
 	if err != nil {
@@ -62,6 +62,27 @@ func (s *Submission) request(a *App, cmd string) (api.QueueRequest, error) {
 		Cmd: cmd, Cwd: cwd, DeviceID: strconv.Itoa(s.Device), Env: env, EnvFromShell: shell,
 		Timeout: int64((time.Duration(s.Timeout) + time.Second - 1) / time.Second), Repeat: s.Repeat, ClientID: a.clientID(),
 	}, nil
+}
+
+// program makes the job's shell program of run's and queue's words, as
+// the Python tt-device-queue does: one word is a shell program (the
+// specification's one quoted argument, whose assignments, pipes,
+// redirects and && reach bash intact); several are a command split by the
+// shell, each word one argument, joined with shell quoting as Python's
+// shlex.join joins them. A leading "--", which kong leaves to a
+// pass-through argument, is not a word.
+func program(words []string) string {
+	if len(words) > 0 && words[0] == "--" {
+		words = words[1:]
+	}
+	if len(words) == 1 {
+		return words[0]
+	}
+	quoted := make([]string, len(words))
+	for i, w := range words {
+		quoted[i] = shellQuote(w)
+	}
+	return strings.Join(quoted, " ")
 }
 
 // parseEnv reads NAME=VALUE pairs. A name must be a shell variable name

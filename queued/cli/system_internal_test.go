@@ -98,8 +98,8 @@ func TestPickSocket(t *testing.T) {
 		own, sys := setup(t)
 		staleSocket(t, own)
 		_, _, err := pickSocket(ctx, own, sys)
-		if exitCodeOf(err) != ExitUsage {
-			t.Fatalf("pickSocket = %v; want a usage error (exit 2)", err)
+		if exitCodeOf(err) != ExitUnreachable {
+			t.Fatalf("pickSocket = %v; want exit 1 (unreachable)", err)
 		}
 		msg := err.Error()
 		for _, want := range []string{"unix://" + own, "connection refused", "left over from a stop or a crash",

@@ -35,6 +35,7 @@ type progress struct {
 
 // show draws msg; key decides, for plain lines, whether it is news.
 func (p *progress) show(key, msg string) {
+	msg = termText(msg)
 	if p.live {
 		fmt.Fprintf(p.w, "\r\x1b[K%s", msg)
 		p.drawn = true
@@ -54,10 +55,11 @@ func (p *progress) clear() {
 	}
 }
 
-// note prints a line of its own.
+// note prints a line of its own, its control characters escaped but its
+// newlines (termLines): its arguments may be what someone else chose.
 func (p *progress) note(format string, args ...any) {
 	p.clear()
-	fmt.Fprintf(p.w, Name+": "+format+"\n", args...)
+	fmt.Fprintln(p.w, Name+": "+termLines(fmt.Sprintf(format, args...)))
 }
 
 // waitContext bounds a local wait by limit (--wait-timeout); 0 means no

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/ttkit/ttkit/queued/api"
@@ -43,7 +42,7 @@ func (w *WaitCmd) Run(a *App) error {
 		code := jobStatus(*j.ExitCode)
 		worst = max(worst, code)
 		if !a.JSON {
-			fmt.Fprintf(a.Out, "%s card %s: %s\n", j.ID, j.DeviceID, describeEnd(j))
+			a.println("%s card %s: %s", j.ID, j.DeviceID, termText(describeEnd(j)))
 		}
 	}
 	if a.JSON {

@@ -71,7 +71,7 @@ func (c *WebCmd) Run(a *App) error {
 	}
 	token, err := api.ReadToken(dir)
 	if errors.Is(err, api.ErrNoToken) {
-		return &Error{Code: ExitUsage, Err: fmt.Errorf("no token in %s, so queued has not run with this state directory.\n%s", dir, startHint)}
+		return &Error{Code: ExitUnreachable, Err: fmt.Errorf("no token in %s, so queued has not run with this state directory.\n%s", dir, startHint)}
 	}
 	if err != nil {
 		return &Error{Code: ExitUsage, Err: err}

@@ -22,6 +22,9 @@ type ListFilter struct {
 	OwnerUID *uint32
 	// Limit bounds the answer; at least 1.
 	Limit int
+	// Scan bounds how many finished records are looked at; 0 means
+	// ListScan.
+	Scan int
 }
 
 func (f *ListFilter) match(rec *store.Job) bool {
@@ -67,7 +70,11 @@ func (s *Scheduler) List(f ListFilter) ([]JobInfo, error) {
 	if len(out) >= f.Limit || (f.State != "" && f.State != store.StateDone) {
 		return out, nil
 	}
-	recs, err := s.st.RecentMatching(f.Limit-len(out), ListScan, func(rec *store.Job) bool {
+	scan := f.Scan
+	if scan <= 0 {
+		scan = ListScan
+	}
+	recs, err := s.st.RecentMatching(f.Limit-len(out), scan, func(rec *store.Job) bool {
 		return !inMemory[rec.ID] && f.match(rec)
 	})
 	if err != nil {

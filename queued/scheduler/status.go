@@ -49,6 +49,8 @@ type CardStatus struct {
 	// Paused is why the card does not start its next job ("" when it is
 	// not paused), as Worker shows it after "paused: ".
 	Paused string
+	// ResetEpoch counts the card's completed resets (store.Card.ResetEpoch).
+	ResetEpoch uint64
 }
 
 // ResetInfo is a card's pending or last reset.
@@ -112,7 +114,8 @@ func (s *Scheduler) statusLocked() (Status, []ownJob) {
 	}
 	for _, id := range s.order {
 		c := s.cards[id]
-		cs := CardStatus{ID: id, State: c.state, Worker: s.workerStateLocked(c), ForeignWait: s.opt.WaitForeign, Paused: c.paused}
+		cs := CardStatus{ID: id, State: c.state, Worker: s.workerStateLocked(c), ForeignWait: s.opt.WaitForeign, Paused: c.paused,
+			ResetEpoch: c.resetEpoch}
 		var o ownJob
 		if c.current != nil {
 			info := JobInfo{Job: c.current.rec, EstimatedWait: c.remaining(c.current, now), EstimatedRun: c.runEstimate(c.current),

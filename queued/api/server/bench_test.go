@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"github.com/ttkit/ttkit/queued/api"
 	"sort"
 	"sync"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ttkit/ttkit/queued/scheduler"
+	"github.com/ttkit/ttkit/queued/store"
 )
 
 // BenchmarkSubmit64 measures POST /queue with 64 concurrent clients
@@ -72,5 +74,41 @@ func BenchmarkDecodeQueue(b *testing.B) {
 		if _, err := d.srv.decodeQueue(fuzzRequest(body)); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkStatusHistory measures GET /status over a history of 20,000
+// finished jobs, all on card 1: the Python tool's "recent" of card 0 then
+// finds none and reads recentScan records, its worst case, once per
+// change of the scheduler (recentCache). With the history on card 0 the
+// newest records answer at once.
+func BenchmarkStatusHistory(b *testing.B) {
+	for _, card := range []int{1, 0} {
+		b.Run(fmt.Sprintf("history on card %d", card), func(b *testing.B) {
+			dir := b.TempDir()
+			st, err := store.Open(dir, store.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			now := time.Now()
+			recs := make([]store.Job, 20000)
+			for i := range recs {
+				code := 0
+				recs[i] = store.Job{ID: store.NewID(), Seq: uint64(i + 1), Kind: store.KindJob, Device: &card, Cmd: "python3 train.py",
+					Cwd: "/tmp", Timeout: 3600, Repeat: 1, State: store.StateDone, SubmittedAt: now, StartedAt: now, FinishedAt: now,
+					ExitCode: &code, Outcome: store.OutcomeSuccess, Iterations: 1}
+			}
+			if err := st.Put(recs...); err != nil {
+				b.Fatal(err)
+			}
+			st.Close()
+			d := start(b, options{dir: dir})
+			b.ResetTimer()
+			for range b.N {
+				if _, err := d.client.Status(d.ctx()); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

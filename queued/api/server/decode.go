@@ -56,6 +56,17 @@ var errBodyTooLarge = errors.New("request body too large")
 // readObject reads a JSON object body into its raw fields. Decoding field
 // by field (rather than into a struct) lets every error name its field.
 func readObject(r *http.Request, known ...string) (map[string]json.RawMessage, error) {
+	return readBodyObject(r, false, known)
+}
+
+// readOptionalObject is readObject for a body that may be empty, which
+// counts as {}: the Python tt-device-queue's POST /kill and POST /reset
+// take no body at all.
+func readOptionalObject(r *http.Request, known ...string) (map[string]json.RawMessage, error) {
+	return readBodyObject(r, true, known)
+}
+
+func readBodyObject(r *http.Request, emptyOK bool, known []string) (map[string]json.RawMessage, error) {
 	body, err := io.ReadAll(r.Body)
 	var tooBig *http.MaxBytesError
 	if errors.As(err, &tooBig) {
@@ -66,6 +77,9 @@ func readObject(r *http.Request, known ...string) (map[string]json.RawMessage, e
 	}
 	if !utf8.Valid(body) {
 		return nil, fieldErr("body", "not valid UTF-8")
+	}
+	if emptyOK && len(bytes.TrimSpace(body)) == 0 {
+		return map[string]json.RawMessage{}, nil
 	}
 	return decodeObject(body, known)
 }
@@ -207,9 +221,15 @@ var reservedEnv = []string{runner.JobEnvVar, scheduler.DeviceEnvVar}
 // decodeQueue validates a POST /queue body into a job spec.
 func (s *Server) decodeQueue(r *http.Request) (scheduler.JobSpec, error) {
 	var spec scheduler.JobSpec
-	fields, err := readObject(r, "cmd", "cwd", "device_id", "env", "env_from_shell", "timeout", "repeat", "client_id")
+	fields, err := readObject(r, "cmd", "cwd", "device_id", "env", "env_from_shell", "timeout", "repeat", "client_id", "mode")
 	if err != nil {
 		return spec, err
+	}
+	// The Python tt-device-queue's clients send mode "run", its only mode.
+	if mode, ok, err := stringField(fields, "mode"); err != nil {
+		return spec, err
+	} else if ok && mode != "run" {
+		return spec, fieldErr("mode", "%q: the only mode is \"run\" (a reset is POST /reset)", cut(mode, 40))
 	}
 
 	cmd, ok, err := stringField(fields, "cmd")
@@ -226,11 +246,13 @@ func (s *Server) decodeQueue(r *http.Request) (scheduler.JobSpec, error) {
 	spec.Cmd = cmd
 
 	cwd, ok, err := stringField(fields, "cwd")
+	if err == nil && (!ok || cwd == "") {
+		// Optional, as in the Python tt-device-queue's API.
+		cwd, err = s.defaultCwd(r)
+	}
 	switch {
 	case err != nil:
 		return spec, err
-	case !ok || cwd == "":
-		return spec, fieldErr("cwd", "required: the absolute directory to run in")
 	case strings.ContainsRune(cwd, 0):
 		return spec, fieldErr("cwd", "contains a NUL byte")
 	case !filepath.IsAbs(cwd):
@@ -343,8 +365,13 @@ func (s *Server) decodeDevice(fields map[string]json.RawMessage) (int, error) {
 // optional no_interrupt.
 func (s *Server) decodeReset(r *http.Request) (scheduler.ResetRequest, error) {
 	var req scheduler.ResetRequest
-	fields, err := readObject(r, "device_id", "job_id", "no_interrupt")
+	fields, err := readOptionalObject(r, "device_id", "job_id", "no_interrupt", "client_id")
 	if err != nil {
+		return req, err
+	}
+	// client_id is taken, and not used, as the Python tt-device-queue
+	// takes it; it must still be a string.
+	if _, _, err := stringField(fields, "client_id"); err != nil {
 		return req, err
 	}
 	jobID, hasJob, err := stringField(fields, "job_id")

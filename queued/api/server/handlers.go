@@ -2,10 +2,12 @@ package server
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"github.com/ttkit/ttkit/queued/api"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ttkit/ttkit/queued/scheduler"
@@ -13,11 +15,12 @@ import (
 
 // readBody reads a POST body with a deadline, so a client that stops
 // sending frees its handler.
+// An empty body counts as {}.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request, known ...string) (map[string]json.RawMessage, error) {
 	rc := http.NewResponseController(w)
 	rc.SetReadDeadline(time.Now().Add(bodyReadTimeout))
 	defer rc.SetReadDeadline(time.Time{})
-	return readObject(r, known...)
+	return readOptionalObject(r, known...)
 }
 
 // handleQueue is POST /queue: validate, durably queue, answer 201. Only
@@ -48,12 +51,15 @@ func (s *Server) handleQueue(w http.ResponseWriter, r *http.Request) {
 		JobID: info.ID, DeviceID: strconv.Itoa(info.Card()), State: string(info.State),
 		Position: info.Position, EstimatedWaitSec: info.EstimatedWait.Seconds(), EstimatedRunSec: info.EstimatedRun.Seconds(),
 		EstimateKnown: info.EstimateKnown,
+		OutputFile:    s.sched.OutputPath(info.ID), Repeat: info.Repeat, Timeout: info.Timeout, Mode: modeOf(info.Kind),
 	})
 }
 
-// handleKill is POST /kill.
+// handleKill is POST /kill: the job job_id names, or, without one, the
+// caller's running job (see runningOf), as the Python tt-device-queue's
+// kill without an id stops the running job.
 func (s *Server) handleKill(w http.ResponseWriter, r *http.Request) {
-	fields, err := s.readBody(w, r, "job_id")
+	fields, err := s.readBody(w, r, "job_id", "device_id", "client_id")
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -62,6 +68,41 @@ func (s *Server) handleKill(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		s.fail(w, r, err)
 		return
+	}
+	clientID, _, err := stringField(fields, "client_id")
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	var card *int
+	if dev, ok := fields["device_id"]; ok && !isNull(dev) {
+		n, err := s.parseDevice(dev)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		card = &n
+	}
+	if strings.TrimSpace(raw) == "" {
+		running, others, err := s.runningOf(r, card, clientID)
+		switch {
+		case errors.Is(err, errSeveralRunning):
+			writeError(w, http.StatusConflict, err.Error())
+			return
+		case err != nil:
+			s.fail(w, r, err)
+			return
+		case running == nil:
+			a := s.accessOf(r)
+			none := api.NothingRunning{Error: api.NothingRunningMessage, Running: make([]api.Job, len(others))}
+			for i, o := range others {
+				none.Running[i] = s.view(o)
+				redact(a, &none.Running[i], &others[i].Job)
+			}
+			writeJSON(w, http.StatusOK, none)
+			return
+		}
+		raw = running.ID
 	}
 	id, err := s.resolve("job_id", raw)
 	if err != nil {
@@ -82,7 +123,9 @@ func (s *Server) handleKill(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, jobView(info))
+	j := s.view(info)
+	j.Killed = killed(info)
+	writeJSON(w, http.StatusOK, j)
 }
 
 // handleReset is POST /reset: schedule resets and answer at once with
@@ -97,6 +140,7 @@ func (s *Server) handleReset(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.resetPolicy(r, &req)
+	before := s.sched.Status()
 	outs, err := s.sched.Reset(req)
 	if err != nil {
 		s.fail(w, r, err)
@@ -104,10 +148,11 @@ func (s *Server) handleReset(w http.ResponseWriter, r *http.Request) {
 	}
 	resp := api.ResetResponse{Resets: make([]api.ResetEntry, len(outs))}
 	for i, o := range outs {
-		resp.Resets[i] = api.ResetEntry{DeviceID: strconv.Itoa(o.Card), ResetJobID: o.JobID, State: string(o.State),
+		resp.Resets[i] = api.ResetEntry{DeviceID: strconv.Itoa(o.Card), Action: resetAction(o), ResetJobID: o.JobID, State: string(o.State),
 			Coalesced: o.Coalesced, Skipped: o.Skipped, Reason: o.Reason, InterruptedJobID: o.Interrupted,
 			WaitsForJobID: o.WaitsFor, WaitsForOwner: o.WaitsForOwner}
 	}
+	pythonReset(&resp, before)
 	writeJSON(w, http.StatusOK, resp)
 }
 
@@ -122,7 +167,9 @@ func (s *Server) resolve(field, raw string) (string, error) {
 
 // handleStatus is GET /status.
 func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
-	st := statusView(s.sched.Status())
+	sched := s.sched.Status()
+	st := statusView(sched)
+	st.PythonStatus = s.pythonStatus(sched, time.Now())
 	st.Version = s.cfg.Version
 	st.Mode, st.Caller = s.mode(), s.callerView(r)
 	st.HTTP = api.HTTPStatus{Workers: cap(s.slots), Busy: int(s.busy.Load()), Waiting: int(s.waiting.Load()),
@@ -147,7 +194,7 @@ func (s *Server) handleJob(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, jobView(info))
+	writeJSON(w, http.StatusOK, s.view(info))
 }
 
 // queryInt reads a non-negative integer query parameter.
@@ -216,7 +263,9 @@ func (s *Server) waitChange(r *http.Request, deadline time.Time, a, b <-chan str
 // handleLogs is GET /logs/<id>?offset=&limit=&wait=: up to limit bytes
 // of output from offset. With wait, it answers as soon as there is output
 // past offset or the job is over, or when wait runs out; meanwhile it
-// holds no handler slot.
+// holds no handler slot. The answer is the Python tt-device-queue's JSON
+// unless the request asks for the raw bytes (wantsRaw); the X-Log-*
+// headers come with both.
 func (s *Server) handleLogs(w http.ResponseWriter, r *http.Request) {
 	id, err := s.resolve("job id", r.PathValue("id"))
 	if err != nil {
@@ -283,12 +332,17 @@ func (s *Server) handleLogs(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		h := w.Header()
-		h.Set("Content-Type", "application/octet-stream")
+		done := wt.Done && next >= size
 		h.Set(api.HeaderLogOffset, strconv.FormatInt(offset, 10))
 		h.Set(api.HeaderLogNext, strconv.FormatInt(next, 10))
 		h.Set(api.HeaderLogSize, strconv.FormatInt(size, 10))
 		h.Set(api.HeaderJobState, string(wt.Info.State))
-		h.Set(api.HeaderLogDone, strconv.FormatBool(wt.Done && next >= size))
+		h.Set(api.HeaderLogDone, strconv.FormatBool(done))
+		if !wantsRaw(r) {
+			s.writeLogsJSON(w, wt.Info, offset, next, size, done, data)
+			return
+		}
+		h.Set("Content-Type", api.RawOutput)
 		h.Set("Content-Length", strconv.Itoa(len(data)))
 		w.WriteHeader(http.StatusOK)
 		w.Write(data)
@@ -331,7 +385,7 @@ func (s *Server) handleResult(w http.ResponseWriter, r *http.Request) {
 				continue
 			}
 		}
-		writeJSON(w, http.StatusOK, jobView(wt.Info))
+		writeJSON(w, http.StatusOK, s.view(wt.Info))
 		return
 	}
 }

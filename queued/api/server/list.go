@@ -59,7 +59,7 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 	out := api.JobList{Jobs: make([]api.Job, len(infos))}
 	a := s.accessOf(r)
 	for i, info := range infos {
-		out.Jobs[i] = jobView(info)
+		out.Jobs[i] = s.view(info)
 		redact(a, &out.Jobs[i], &infos[i].Job)
 	}
 	writeJSON(w, http.StatusOK, out)

@@ -97,6 +97,7 @@ type Server struct {
 	last   atomic.Int64
 	mux    *http.ServeMux
 	conns  *conns
+	recent recentCache // the Python tool's /status "recent" (python.go)
 }
 
 // NewServer returns the handler for the queued API.

@@ -269,11 +269,11 @@ func TestSystem_TwoUsersShareACard(t *testing.T) {
 		t.Fatalf("bob's job: %s %s", j.Outcome, j.Error)
 	}
 	// Each sees their own output.
-	if r := s.as(alice, "GET", "/logs/"+aliceJob, ""); r.code != 200 || r.body != fmt.Sprintf("alice=%d\n", alice.UID) {
+	if r := s.as(alice, "GET", "/logs/"+aliceJob, "", "Accept: application/octet-stream"); r.code != 200 || r.body != fmt.Sprintf("alice=%d\n", alice.UID) {
 		t.Errorf("alice's output: %v", r)
 	}
 	wantBob := fmt.Sprintf("bob=%d home=%s secret=none\n", bob.UID, bob.Home)
-	if r := s.as(bob, "GET", "/logs/"+bobJob, ""); r.code != 200 || r.body != wantBob {
+	if r := s.as(bob, "GET", "/logs/"+bobJob, "", "Accept: application/octet-stream"); r.code != 200 || r.body != wantBob {
 		t.Errorf("bob's output: %v, want %q", r, wantBob)
 	}
 	if b, _ := os.ReadFile(target); string(b) != "root's" {

@@ -29,8 +29,12 @@ class HTTPError extends Error {
   constructor(status, msg) { super(msg); this.status = status; }
 }
 
+// api fetches path with the token; GET /logs asks for the raw output
+// bytes, not the JSON answer other clients get by default.
 async function api(path) {
-  const r = await fetch(path, {headers: {"Authorization": "Bearer " + token}, cache: "no-store", credentials: "omit"});
+  const headers = {"Authorization": "Bearer " + token};
+  if (path.startsWith("/logs/")) headers["Accept"] = "application/octet-stream";
+  const r = await fetch(path, {headers: headers, cache: "no-store", credentials: "omit"});
   if (!r.ok) {
     let msg = r.status + " " + r.statusText;
     try { const b = await r.json(); if (b.error) msg = b.error; } catch (_) { /* not JSON */ }
