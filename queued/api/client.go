@@ -166,6 +166,14 @@ func (c *Client) Queue(ctx context.Context, req QueueRequest) (QueueResponse, er
 	return out, err
 }
 
+// Resubmit queues a copy of a job (see ResubmitRequest); the copy runs as
+// the job's owner, whoever asks.
+func (c *Client) Resubmit(ctx context.Context, req ResubmitRequest) (QueueResponse, error) {
+	var out QueueResponse
+	_, err := c.do(ctx, http.MethodPost, "/resubmit", req, &out)
+	return out, err
+}
+
 // Reset schedules card resets: of req.DeviceID, of the card req.JobID ran
 // on, or of every card when both are empty. It returns at once; the
 // answer names each card's reset job, or why it was skipped.

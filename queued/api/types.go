@@ -83,6 +83,11 @@ type QueueResponse struct {
 	// EstimateKnown says EstimatedRunSec comes from this command's own
 	// earlier runs on the card.
 	EstimateKnown bool `json:"estimate_known,omitempty"`
+	// ResubmittedFrom, in the answer to POST /resubmit, is the job copied.
+	ResubmittedFrom string `json:"resubmitted_from,omitempty"`
+	// Owner is the user the new job runs as on a system-mode daemon: the
+	// submitter, or for a resubmit the copied job's owner.
+	Owner string `json:"owner,omitempty"`
 
 	// The Python tt-device-queue's keys of this answer, so scripts
 	// written against it keep working: the job's output file on the
@@ -92,6 +97,16 @@ type QueueResponse struct {
 	Repeat     int    `json:"repeat"`
 	Timeout    int64  `json:"timeout"`
 	Mode       string `json:"mode"`
+}
+
+// ResubmitRequest is the body of POST /resubmit: a copy of JobID's job
+// (program, working directory, environment, timeout, repeat) is queued on
+// its card, or DeviceID's. The copy belongs to the job's owner, whoever
+// asks, so an admin's resubmit runs as that user.
+type ResubmitRequest struct {
+	JobID    string `json:"job_id"`
+	DeviceID string `json:"device_id,omitempty"`
+	ClientID string `json:"client_id,omitempty"`
 }
 
 // KillRequest is the body of POST /kill. With JobID, that job is

@@ -162,7 +162,7 @@ func TestJSON_PythonKeys(t *testing.T) {
 	m = object(t, r)
 	keys(t, "result --json", m, "status", "exit_code", "output_file", "elapsed", "mode", "repeat", "repeat_completed", "started_at",
 		"finished_at", "timed_out", "log_size", "log_truncated", "dropped_log_bytes", "error", "output", "output_truncated", "job")
-	if m["status"] != "done" || m["exit_code"] != 0.0 || m["output"] != "hi\nhi\n" || m["output_truncated"] != false || m["repeat_completed"] != 2.0 {
+	if m["status"] != "done" || m["exit_code"] != 0.0 || m["output"] != "\n[tt-device-queue] Repeat 1/2\nhi\n\n[tt-device-queue] Repeat 2/2\nhi\n" || m["output_truncated"] != false || m["repeat_completed"] != 2.0 {
 		t.Errorf("result --json = %v", m)
 	}
 	// The Python tool's name of result's limit.

@@ -49,11 +49,11 @@ func TestWaitKillResubmit(t *testing.T) {
 		`echo "$GREETING from $TT_QUEUE_DEVICE"`).stdout)
 	g.open(t)
 	d.run("result", q3).want(t, 0, nil, nil)
-	d.run("result", orig).want(t, 0, []string{"hi from 1\nhi from 1\n"}, nil)
+	d.run("result", orig).want(t, 0, []string{"Repeat 1/2\nhi from 1\n\n[tt-device-queue] Repeat 2/2\nhi from 1\n"}, nil)
 	again := d.run("resubmit", orig[:10], "--device", "0")
 	again.want(t, 0, nil, []string{"resubmitted " + orig})
 	id := strings.TrimSpace(again.stdout)
-	d.run("result", id).want(t, 0, []string{"hi from 0\nhi from 0\n"}, nil)
+	d.run("result", id).want(t, 0, []string{"Repeat 1/2\nhi from 0\n\n[tt-device-queue] Repeat 2/2\nhi from 0\n"}, nil)
 	var old, copy api.Job
 	decode(t, d.run("--json", "job", orig), &old)
 	decode(t, d.run("--json", "job", id), &copy)

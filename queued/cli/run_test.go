@@ -35,7 +35,7 @@ func TestRun(t *testing.T) {
 	t.Run("repeat and env", func(t *testing.T) {
 		r := d.run("run", "--device", "1", "--repeat", "3", "-e", "A=x", "--env", "B=y z", "--", `echo "$A-$B"`)
 		r.want(t, 0, nil, nil)
-		if r.stdout != "x-y z\nx-y z\nx-y z\n" {
+		if r.stdout != "\n[tt-device-queue] Repeat 1/3\nx-y z\n\n[tt-device-queue] Repeat 2/3\nx-y z\n\n[tt-device-queue] Repeat 3/3\nx-y z\n" {
 			t.Fatalf("stdout = %q", r.stdout)
 		}
 	})

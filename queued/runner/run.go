@@ -97,10 +97,11 @@ type Spec struct {
 	// as they did there: "[tt-device-queue] Repeat i/N" before each
 	// iteration of a repeated run, and a line saying the timeout killed it.
 	Notes bool
-	// OnStart, if set, is called as each iteration's program starts (its
-	// shell was executed); the scheduler records the process for recovery.
-	// It must not block: the timeout and stop are not watched while it
-	// runs.
+	// OnStart, if set, is called as each iteration's process starts:
+	// queued's helper, which becomes the program (Result.Iterations counts
+	// only those that did). The scheduler records the process for
+	// recovery and shows it at once, even while its start is stuck. It
+	// must not block: the timeout and stop are not watched while it runs.
 	OnStart func(Proc)
 }
 
@@ -383,6 +384,9 @@ func runOnce(spec *Spec, out *Log, stop <-chan struct{}, deadline time.Time) (re
 		return Result{ExitCode: -1, Err: err}, false
 	}
 	pgid := r.proc.PID
+	if spec.OnStart != nil {
+		spec.OnStart(r.proc)
+	}
 	exited := make(chan error, 1)
 	go func() { exited <- waitExited(pgid) }()
 
@@ -411,8 +415,8 @@ func runOnce(spec *Spec, out *Log, stop <-chan struct{}, deadline time.Time) (re
 			return
 		}
 		running = true
-		if spec.OnStart != nil {
-			spec.OnStart(r.proc)
+		if res.Stopped {
+			syscall.Kill(-pgid, syscall.SIGINT)
 		}
 	}
 	var waitErr error
@@ -433,14 +437,13 @@ func runOnce(spec *Spec, out *Log, stop <-chan struct{}, deadline time.Time) (re
 			r.killAll()
 		case <-stop:
 			res.Stopped, stop = true, nil
-			if !running {
-				// Nothing of the program runs yet, only queued's helper:
-				// no SIGINT to give it a chance to clean up.
-				killed = true
-				r.killAll()
-				continue
+			// SIGINT now, or, while only queued's helper runs (which the
+			// signal would simply kill), as soon as it has become the
+			// program; SIGKILL after the grace either way, so a start
+			// stuck in its working directory ends then too.
+			if running {
+				syscall.Kill(-pgid, syscall.SIGINT)
 			}
-			syscall.Kill(-pgid, syscall.SIGINT)
 			t := time.NewTimer(spec.KillGrace)
 			defer t.Stop()
 			grace = t.C

@@ -453,14 +453,16 @@ func (s *Scheduler) spec(rec *store.Job) (runner.Spec, error) {
 }
 
 // controlEnv is the environment of reset and health commands, taken from
-// queued's: PATH, HOME, USER, LOGNAME, SHELL, LANG, LC_ALL, TZ and every
-// TT_ variable (the reset and health commands' own settings, TT_METAL_*),
-// and nothing else. Whatever else the service's environment holds (a
+// queued's: PATH, HOME, USER, LOGNAME, SHELL, LANG, LC_ALL, TZ, the
+// variables that point tools at their code (PYTHONPATH, LD_LIBRARY_PATH,
+// VIRTUAL_ENV, ARCH_NAME, as tt-metal's setup has them) and every TT_
+// variable (the commands' own settings, TT_METAL_*), and nothing else. Whatever else the service's environment holds (a
 // secret an admin put in the unit, a proxy with credentials) stays out of
 // reset logs, which every user may read. A reset run as
 // TT_DEVICE_RESET_USER gets that user's HOME, USER, LOGNAME and SHELL.
 func controlEnv(env []string) []string {
-	keep := map[string]bool{"PATH": true, "HOME": true, "USER": true, "LOGNAME": true, "SHELL": true, "LANG": true, "LC_ALL": true, "TZ": true}
+	keep := map[string]bool{"PATH": true, "HOME": true, "USER": true, "LOGNAME": true, "SHELL": true, "LANG": true, "LC_ALL": true, "TZ": true,
+		"PYTHONPATH": true, "LD_LIBRARY_PATH": true, "VIRTUAL_ENV": true, "ARCH_NAME": true}
 	var out []string
 	for _, kv := range env {
 		name, _, _ := strings.Cut(kv, "=")

@@ -16,6 +16,10 @@ import (
 // answered 403.
 var ErrForbidden = errors.New("forbidden")
 
+// ErrConflict refuses a request the job's state or record does not allow
+// (answered 409).
+var ErrConflict = errors.New("conflict")
+
 // caller is who made a request: the uid the kernel reported for the
 // socket connection (SO_PEERCRED, read once per connection by
 // ConnContext), or, over TCP, where only a holder of the daemon's token

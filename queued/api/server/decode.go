@@ -8,7 +8,6 @@ import (
 	"github.com/ttkit/ttkit/queued/api"
 	"io"
 	"net/http"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -263,7 +262,9 @@ func (s *Server) decodeQueue(r *http.Request) (scheduler.JobSpec, error) {
 	// of root's paths exist. The job checks it when it starts, as its
 	// user (runner: "working directory ... permission denied for user").
 	if !s.cfg.Shared {
-		if fi, err := os.Stat(cwd); err != nil {
+		if fi, err := s.probeDir(cwd); errors.Is(err, errProbeHangs) {
+			return spec, fieldErr("cwd", "%q: %v", cwd, err)
+		} else if err != nil {
 			return spec, fieldErr("cwd", "%q: %v", cwd, errors.Unwrap(err))
 		} else if !fi.IsDir() {
 			return spec, fieldErr("cwd", "%q is not a directory", cwd)

@@ -46,13 +46,7 @@ func (s *Server) handleQueue(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	w.Header().Set("Location", "/job/"+info.ID)
-	writeJSON(w, http.StatusCreated, api.QueueResponse{
-		JobID: info.ID, DeviceID: strconv.Itoa(info.Card()), State: string(info.State),
-		Position: info.Position, EstimatedWaitSec: info.EstimatedWait.Seconds(), EstimatedRunSec: info.EstimatedRun.Seconds(),
-		EstimateKnown: info.EstimateKnown,
-		OutputFile:    s.sched.OutputPath(info.ID), Repeat: info.Repeat, Timeout: info.Timeout, Mode: modeOf(info.Kind),
-	})
+	s.answerQueued(w, info, "")
 }
 
 // handleKill is POST /kill: the job job_id names, or, without one, the

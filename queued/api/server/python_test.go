@@ -90,7 +90,7 @@ func TestPython_JobAndResultKeys(t *testing.T) {
 			"first_iteration_elapsed", "per_iter_estimate_sec", "submitted_at", "started_at", "finished_at", "output_file", "exit_code",
 			"elapsed", "timed_out", "log_size", "log_truncated", "dropped_log_bytes", "error", "estimated_remaining_sec")
 		if m["job_id"] != ok.ID || m["status"] != "done" || m["mode"] != "run" || m["exit_code"] != 0.0 || m["repeat_completed"] != 3.0 ||
-			m["repeat_current"] != 3.0 || m["timed_out"] != false || m["log_size"] != 9.0 || m["error"] != nil ||
+			m["repeat_current"] != 3.0 || m["timed_out"] != false || m["log_size"] != 99.0 || m["error"] != nil ||
 			m["output_file"] != filepath.Join(d.dir, "output", ok.ID+".log") {
 			t.Errorf("%s of a finished job = %v", path, m)
 		}

@@ -93,11 +93,12 @@ type Server struct {
 	closed  atomic.Bool
 	// active counts requests being handled and last is when one last
 	// began or ended (Unix ns), for IdleFor.
-	active atomic.Int64
-	last   atomic.Int64
-	mux    *http.ServeMux
-	conns  *conns
-	recent recentCache // the Python tool's /status "recent" (python.go)
+	active      atomic.Int64
+	last        atomic.Int64
+	mux         *http.ServeMux
+	conns       *conns
+	recent      recentCache  // the Python tool's /status "recent" (python.go)
+	stuckProbes atomic.Int64 // working-directory looks past their timeout; see probeDir
 }
 
 // NewServer returns the handler for the queued API.
@@ -131,6 +132,7 @@ func NewServer(cfg Config) (*Server, error) {
 	m := http.NewServeMux()
 	m.HandleFunc("/queue", s.only(http.MethodPost, s.handleQueue))
 	m.HandleFunc("/kill", s.only(http.MethodPost, s.handleKill))
+	m.HandleFunc("/resubmit", s.only(http.MethodPost, s.handleResubmit))
 	m.HandleFunc("/status", s.only(http.MethodGet, s.handleStatus))
 	m.HandleFunc("/job/{id}", s.only(http.MethodGet, s.handleJob))
 	m.HandleFunc("/jobs", s.only(http.MethodGet, s.handleList))
@@ -407,7 +409,8 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		code = http.StatusNotFound
 	case errors.Is(err, ErrForbidden):
 		code = http.StatusForbidden
-	case errors.Is(err, scheduler.ErrAmbiguous), errors.Is(err, scheduler.ErrFinished), errors.Is(err, scheduler.ErrResetRunning):
+	case errors.Is(err, scheduler.ErrAmbiguous), errors.Is(err, scheduler.ErrFinished), errors.Is(err, scheduler.ErrResetRunning),
+		errors.Is(err, ErrConflict):
 		code = http.StatusConflict
 	case errors.Is(err, scheduler.ErrQueueFull):
 		code = http.StatusTooManyRequests

@@ -45,7 +45,7 @@ func healthCheck(t *testing.T, mode string, noModule bool, args ...string) (int,
 	// -S: no site-packages, so an installed tt_umd cannot stand in for
 	// the stub or for its absence.
 	cmd := exec.Command(py, append([]string{"-S", script}, args...)...)
-	cmd.Env = append(env(), "PYTHONPATH="+pythonPath, "STUB_TT_UMD="+mode, "STUB_TT_UMD_LOG="+callLog,
+	cmd.Env = append(env(), "PYTHONPATH="+pythonPath, "TT_STUB_UMD="+mode, "TT_STUB_UMD_LOG="+callLog,
 		"TT_HEALTH_CHECK_DEV_DIR="+devDir, "PYTHONDONTWRITEBYTECODE=1")
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

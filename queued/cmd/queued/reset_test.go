@@ -73,8 +73,8 @@ func TestQueued_ResetWithTheDefaultCommands(t *testing.T) {
 	devDir := filepath.Join(home, "dev")
 	writeScript(t, filepath.Join(devDir, "1"), "") // any file stands for the device node
 
-	d := startDaemonWith(t, state, exe, "HOME="+home, "PYTHONPATH="+stub, "STUB_TT_UMD=ok",
-		"STUB_TT_UMD_LOG="+filepath.Join(home, "umd"), "TT_HEALTH_CHECK_DEV_DIR="+devDir)
+	d := startDaemonWith(t, state, exe, "HOME="+home, "PYTHONPATH="+stub, "TT_STUB_UMD=ok",
+		"TT_STUB_UMD_LOG="+filepath.Join(home, "umd"), "TT_HEALTH_CHECK_DEV_DIR="+devDir)
 	r, err := d.client.Reset(ctx(t), api.ResetRequest{DeviceID: "1"})
 	if err != nil {
 		t.Fatal(err)

@@ -2,20 +2,20 @@
 
 It mimics the names health_check.py uses (TTDevice.create, init_tt_device,
 get_firmware_info_provider, get_arc_telemetry_reader, TelemetryTag.AICLK)
-and behaves as the comma-separated modes in STUB_TT_UMD say: ok,
+and behaves as the comma-separated modes in TT_STUB_UMD say: ok,
 create_fail, init_fail, telemetry_fail, zero, reader_only (no firmware
 info provider; the raw telemetry packs the maximum clock into the upper 16
-bits). Each call is appended to the file STUB_TT_UMD_LOG.
+bits). Each call is appended to the file TT_STUB_UMD_LOG.
 """
 
 import enum
 import os
 
-MODES = set(os.environ.get("STUB_TT_UMD", "ok").split(","))
+MODES = set(os.environ.get("TT_STUB_UMD", "ok").split(","))
 
 
 def _log(line):
-    with open(os.environ["STUB_TT_UMD_LOG"], "a") as f:
+    with open(os.environ["TT_STUB_UMD_LOG"], "a") as f:
         f.write(line + "\n")
 
 
