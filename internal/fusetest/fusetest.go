@@ -33,15 +33,27 @@ func HangingDir(t testing.TB) (dir string, abort func()) {
 		t.Fatal(err)
 	}
 	os.Chmod(mnt, 0o755)
+	abort = HangOver(t, mnt)
+	t.Cleanup(func() { os.Remove(mnt) })
+	return filepath.Join(mnt, "sub"), abort
+}
+
+// HangOver mounts the never-answering file system over dir, an existing
+// directory: whatever enters dir from then on blocks until abort (or the
+// test's end). It skips the test when not root or where FUSE cannot be
+// mounted.
+func HangOver(t testing.TB, dir string) (abort func()) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a FUSE file system needs root")
+	}
 	fd, err := unix.Open("/dev/fuse", unix.O_RDWR|unix.O_CLOEXEC, 0)
 	if err != nil {
-		os.Remove(mnt)
 		t.Skipf("no FUSE here: %v", err)
 	}
 	opts := fmt.Sprintf("fd=%d,rootmode=40000,user_id=0,group_id=0,allow_other", fd)
-	if err := unix.Mount("ttq-hang", mnt, "fuse", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+	if err := unix.Mount("ttq-hang", dir, "fuse", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
 		unix.Close(fd)
-		os.Remove(mnt)
 		t.Skipf("cannot mount FUSE here: %v", err)
 	}
 	var once sync.Once
@@ -52,12 +64,11 @@ func HangingDir(t testing.TB) (dir string, abort func()) {
 			// children (stuck on the mount), then close ours.
 			KillStuckChildren()
 			unix.Close(fd)
-			unix.Unmount(mnt, unix.MNT_DETACH)
-			os.Remove(mnt)
+			unix.Unmount(dir, unix.MNT_DETACH)
 		})
 	}
 	t.Cleanup(abort)
-	return filepath.Join(mnt, "sub"), abort
+	return abort
 }
 
 // KillStuckChildren SIGKILLs this process's children that wait on a FUSE

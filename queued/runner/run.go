@@ -479,7 +479,13 @@ func runOnce(spec *Spec, out *Log, stop <-chan struct{}, deadline time.Time) (re
 		default:
 			res.ExitCode = -1
 		}
-		if res.Err == nil && !res.Stopped && !res.TimedOut {
+		switch {
+		case res.Err == nil && res.Stopped && r.start.inUserStage():
+			// Stopped while its start was stuck where the user's choices
+			// lead (the working directory, the shell): say so, so the job
+			// is not simply queued again to get stuck once more.
+			res.Err = r.start.stuckAtStop(spec)
+		case res.Err == nil && !res.Stopped && !res.TimedOut:
 			res.Err = fmt.Errorf("queued's exec helper ended (%s) before it started the program", state)
 		}
 		return res, false

@@ -105,6 +105,23 @@ func (w *startWatch) describe(spec *Spec, err error) error {
 	return fmt.Errorf("preparing to run the program: %w", err)
 }
 
+// inUserStage reports whether the helper last reported a step that
+// depends on what the program's user chose (the working directory, the
+// shell), not on queued's own setup.
+func (w *startWatch) inUserStage() bool {
+	st := w.stage.Load().(string)
+	return st == stageChdir || st == stageExec
+}
+
+// stuckAtStop is the run's error for a start a stop cut off in a user
+// step; ErrStartHung is in its chain.
+func (w *startWatch) stuckAtStop(spec *Spec) error {
+	if w.stage.Load().(string) == stageChdir {
+		return fmt.Errorf("entering the working directory %s %w before the job was stopped (a network or FUSE mount that does not answer?)", spec.Dir, ErrStartHung)
+	}
+	return fmt.Errorf("starting %s %w before the job was stopped", spec.Shell[0], ErrStartHung)
+}
+
 // hung is the run's error for a start still going after limit.
 func (w *startWatch) hung(spec *Spec, limit time.Duration) error {
 	switch w.stage.Load().(string) {

@@ -307,7 +307,7 @@ func (s *Scheduler) run(c *card, j *job) (done []*job, recs []store.Job) {
 			done, recs = s.finishResetLocked(c, j, out, ls, now)
 			return
 		}
-		if res.Iterations == 0 && res.Stopped && !j.killed && (j.reason == stopService || j.reason == stopReset) {
+		if res.Iterations == 0 && res.Stopped && res.Err == nil && !j.killed && (j.reason == stopService || j.reason == stopReset) {
 			// Stopped between its start commit and its process: it never
 			// ran, so it is queued again (durably, with the next commit)
 			// rather than interrupted.

@@ -128,6 +128,16 @@ func finishRecord(rec store.Job, res runner.Result, reason stopReason, ls runner
 	}
 	code := res.ExitCode
 	switch {
+	case res.Stopped && res.Err != nil && res.Iterations == 0 && reason != stopKill:
+		// Its start was stuck (a working directory that does not answer)
+		// when a service stop or a reset came: it failed to start; it is
+		// not queued again to get stuck once more.
+		why := "the service stop"
+		if reason == stopReset {
+			why = fmt.Sprintf("a reset of card %d", rec.Card())
+		}
+		code, rec.Outcome = -1, store.OutcomeFailure
+		rec.Error = fmt.Sprintf("%v; stopped by %s", res.Err, why)
 	case res.Stopped && reason == stopService:
 		code, rec.Outcome, rec.Error = -1, store.OutcomeInterrupted, "interrupted by service stop"
 	case res.Stopped && reason == stopReset:
