@@ -57,7 +57,8 @@ type QueueRequest struct {
 	// submitter's shell rather than from --env, so job can tell them
 	// apart; each must be a key of Env, listed once.
 	EnvFromShell []string `json:"env_from_shell,omitempty"`
-	// Timeout is per iteration in seconds; 0 selects the default.
+	// Timeout bounds the whole job, every iteration together, in seconds;
+	// 0 selects the default.
 	Timeout int64 `json:"timeout,omitempty"`
 	// Repeat runs the program that many times, stopping at the first
 	// failure; 0 means 1.

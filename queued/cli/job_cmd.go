@@ -79,7 +79,7 @@ func jobFields(j api.Job, now time.Time) fields {
 		}
 		f.add(e.label, "%s", strings.Join(pairs, " "))
 	}
-	f.add("timeout", "%ds per iteration", j.Timeout)
+	f.add("timeout", "%ds for the whole job", j.Timeout)
 	f.add("repeat", "%d (iterations run: %d)", max(j.Repeat, 1), j.Iterations)
 	if o := ownerText(j.Owner, j.OwnerUID); o != "" {
 		f.add("owner", "%s", o)

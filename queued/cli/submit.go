@@ -15,7 +15,7 @@ import (
 type Submission struct {
 	Device  int      `short:"d" default:"0" placeholder:"N" help:"Card whose queue takes the job; match it to the device your code opens."`
 	Cwd     string   `placeholder:"DIR" help:"Directory the job runs in (default: the current directory)."`
-	Timeout Duration `placeholder:"DURATION" help:"How long each iteration may run (seconds, or such as 10m, as for --wait-timeout); 0 selects the daemon's default (TT_DEVICE_DEFAULT_TIMEOUT)."`
+	Timeout Duration `placeholder:"DURATION" help:"How long the whole job may run, every --repeat iteration together (seconds, or such as 10m, as for --wait-timeout); 0 selects the daemon's default (TT_DEVICE_DEFAULT_TIMEOUT)."`
 	Repeat  int      `placeholder:"N" help:"Run the program N times, stopping at the first failure."`
 	Env     []string `short:"e" sep:"none" placeholder:"NAME=VALUE" help:"Add a variable to the job's environment, over the shell's; repeat for more."`
 

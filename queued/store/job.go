@@ -54,7 +54,7 @@ type Job struct {
 	Cmd      string            `json:"cmd"`
 	Cwd      string            `json:"cwd"`
 	Env      map[string]string `json:"env,omitempty"`
-	Timeout  int64             `json:"timeout_sec"` // per iteration, already defaulted
+	Timeout  int64             `json:"timeout_sec"` // the whole job's, every iteration together; already defaulted
 	Repeat   int               `json:"repeat"`
 	ClientID string            `json:"client_id,omitempty"`
 
