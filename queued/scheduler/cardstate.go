@@ -66,34 +66,11 @@ func (c *card) recordLocked() store.Card {
 	return r
 }
 
-// dirtyCardsLocked snapshots the records of every card with changes not
-// yet durable, with the revisions they carry.
-func (s *Scheduler) dirtyCardsLocked() ([]store.Card, []uint64) {
-	var recs []store.Card
-	var revs []uint64
-	for _, id := range s.order {
-		if c := s.cards[id]; c.dirtyLocked() {
-			recs = append(recs, c.recordLocked())
-			revs = append(revs, c.rev)
-		}
-	}
-	return recs, revs
-}
-
-// savedLocked records that card records up to the given revisions are durable.
-func (s *Scheduler) savedLocked(recs []store.Card, revs []uint64) {
-	for i, r := range recs {
-		if c := s.cards[r.ID]; c != nil && revs[i] > c.savedRev {
-			c.savedRev = revs[i]
-		}
-	}
-}
-
 // loadCards restores each configured card's reset epoch, last reset and
 // dead state from the store. A card that died on another boot (a different
 // boot id) starts healthy: a reboot clears it. If the boot id cannot be
 // read, a dead card stays dead, the safe side.
-func (s *Scheduler) loadCards() error {
+func (s restart) loadCards() error {
 	recs, err := s.st.Cards()
 	if err != nil {
 		return fmt.Errorf("reading card records: %w", err)

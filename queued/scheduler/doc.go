@@ -3,6 +3,31 @@
 // and running jobs (and finished ones whose record could not be written
 // yet) live in memory; finished jobs are read from the store.
 //
+// # Parts
+//
+// A small core holds the cards (each a FIFO queue and a state machine:
+// healthy, resetting, dead), the jobs in memory and the counts, under one
+// lock (core.go, card.go, cardstate.go, job.go). Around it, each part is a
+// type of its own in a file named after it:
+//
+//   - submitter (submit.go): takes jobs into the queues, and out by kill;
+//   - jobIndex (lookup.go, list.go): finds jobs by id, prefix or filter;
+//   - dispatcher (worker.go): each card's worker, start and end commits;
+//   - launcher (launch.go): how a job or a reset runs, as whom, with what;
+//   - resetDesk (reset.go): reset requests, coalesced, interrupting;
+//   - resetRunner (resetrun.go): a reset's commands; a card marked dead;
+//   - restart (restart.go): the queues rebuilt from the store at start;
+//   - retention (retention.go): old finished jobs deleted;
+//   - outputBudget (outputbudget.go): output files within their budget;
+//   - persister (persist.go): a failing store, held records, the retry;
+//   - holderWatch (holders.go): who holds each card outside the queue;
+//   - estimator (estimate.go): waits and run times from history;
+//   - changeFeed (changes.go): the status page's change notifications;
+//   - reporter (status.go) and the metrics (metrics.go): what is shown.
+//
+// Scheduler (scheduler.go) is the API: it starts and stops the parts and
+// hands each request to the part that owns it.
+//
 // # Durability and the never-replay rule
 //
 // Every transition is written durably, through the store's group commit:

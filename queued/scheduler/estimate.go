@@ -96,7 +96,7 @@ type cmdHistory struct {
 }
 
 // estimator is one card's history and the running sum of its queue's
-// estimates, guarded by Scheduler.mu.
+// estimates, guarded by core.mu.
 type estimator struct {
 	card   recent                 // the card's jobs, any command
 	cmds   map[cmdKey]*cmdHistory // at most MaxCommands
@@ -269,7 +269,7 @@ func (c *card) tailWait(now time.Time) time.Duration {
 
 // seed feeds the history with finished records, newest first (as
 // store.Recent returns them), so the ring ends on the newest.
-func (s *Scheduler) seed(recs []store.Job) {
+func (s restart) seed(recs []store.Job) {
 	for i := len(recs) - 1; i >= 0; i-- {
 		rec := &recs[i]
 		if c := s.cards[rec.Card()]; c != nil {

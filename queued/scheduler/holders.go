@@ -32,9 +32,12 @@ type Holder struct {
 // job of another card's queue: cooperative serialization is per card, so
 // that job bypasses this card's queue.
 
-// holderScan owns the one procscan.Scanner and caches its last result, so
-// frequent /status calls cost one scan a second at most.
-type holderScan struct {
+// holderWatch tells each card's foreign holders from its own: it owns the
+// one procscan.Scanner and caches its last result, so frequent /status
+// calls cost one scan a second at most, and it decides whether a card must
+// wait for a foreign holder (WaitForeign).
+type holderWatch struct {
+	core   *core
 	mu     sync.Mutex
 	sc     *procscan.Scanner
 	at     time.Time // when res was read (wall clock; the scheduler's clock may be a test's)
@@ -42,12 +45,12 @@ type holderScan struct {
 	closed bool
 }
 
-func newHolderScan(driverPath, procRoot string) *holderScan {
-	return &holderScan{sc: procscan.New(procscan.Options{DriverPath: driverPath, ProcPath: procRoot})}
+func newHolderWatch(c *core) *holderWatch {
+	return &holderWatch{core: c, sc: procscan.New(procscan.Options{DriverPath: c.opt.DriverPath, ProcPath: c.opt.ProcRoot})}
 }
 
 // get returns a scan no older than maxAge (0: a fresh one).
-func (h *holderScan) get(maxAge time.Duration) procscan.Result {
+func (h *holderWatch) get(maxAge time.Duration) procscan.Result {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
@@ -61,7 +64,7 @@ func (h *holderScan) get(maxAge time.Duration) procscan.Result {
 }
 
 // close releases the scanner's descriptors; later scans report nothing.
-func (h *holderScan) close() {
+func (h *holderWatch) close() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.closed = true
@@ -77,7 +80,7 @@ type ownJob struct {
 
 // foreignOf lists the foreign holders of card in res and, when the scan
 // could not read the card's holders, why.
-func (s *Scheduler) foreignOf(res procscan.Result, card int, own ownJob) ([]Holder, string) {
+func (h *holderWatch) foreignOf(res procscan.Result, card int, own ownJob) ([]Holder, string) {
 	var hs []Holder
 	var problems []string
 	for _, err := range res.Errors {
@@ -97,11 +100,11 @@ func (s *Scheduler) foreignOf(res procscan.Result, card int, own ownJob) ([]Hold
 			continue
 		}
 		if own.pgid > 0 {
-			if g, err := runner.ProcessGroup(s.opt.ProcRoot, p.PID); err == nil && g == own.pgid {
+			if g, err := runner.ProcessGroup(h.core.opt.ProcRoot, p.PID); err == nil && g == own.pgid {
 				continue
 			}
 		}
-		jobID, _ := runner.JobIDOf(s.opt.ProcRoot, p.PID) // unreadable: another user's process, foreign
+		jobID, _ := runner.JobIDOf(h.core.opt.ProcRoot, p.PID) // unreadable: another user's process, foreign
 		if own.id != "" && jobID == own.id {
 			continue
 		}
@@ -110,10 +113,11 @@ func (s *Scheduler) foreignOf(res procscan.Result, card int, own ownJob) ([]Hold
 	return hs, strings.Join(problems, "; ")
 }
 
-// foreignGateLocked reports whether the worker must look for foreign
+// gateLocked reports whether the worker must look for foreign
 // holders before it dispatches: WaitForeign is set and the head of the
 // queue is a job that could start now. Resets never wait.
-func (s *Scheduler) foreignGateLocked(c *card) bool {
+func (h *holderWatch) gateLocked(c *card) bool {
+	s := h.core
 	if !s.opt.WaitForeign || s.stopping || s.persist.err != nil || c.current != nil || c.dead != nil || len(c.queue) == 0 {
 		return false
 	}
@@ -121,12 +125,12 @@ func (s *Scheduler) foreignGateLocked(c *card) bool {
 	return head.durable && head.rec.Kind != store.KindReset
 }
 
-// foreignPause scans afresh and says why card must not start its next
+// pause scans afresh and says why card must not start its next
 // job, or "" when no foreign process holds it. An unreadable pids file
 // does not pause the card: the scan shows the error instead, and a broken
 // driver file must not stop the queue for good.
-func (s *Scheduler) foreignPause(card int) string {
-	hs, _ := s.foreignOf(s.holders.get(0), card, ownJob{})
+func (h *holderWatch) pause(card int) string {
+	hs, _ := h.foreignOf(h.get(0), card, ownJob{})
 	if len(hs) == 0 {
 		return ""
 	}

@@ -19,7 +19,7 @@ const (
 )
 
 // job is a queued or running job in memory, or a finished one whose record
-// is not yet settled. Every field is guarded by Scheduler.mu except where
+// is not yet settled. Every field is guarded by core.mu except where
 // noted.
 type job struct {
 	rec     store.Job

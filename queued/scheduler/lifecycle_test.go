@@ -48,9 +48,9 @@ func TestScheduler_StopDuringDispatchKeepsTheJobQueued(t *testing.T) {
 	stopped := make(chan struct{})
 	go func() { b.s.Stop(); close(stopped) }()
 	poll(t, "the stop to begin", func() bool {
-		b.s.mu.Lock()
-		defer b.s.mu.Unlock()
-		return b.s.stopping
+		b.s.core.mu.Lock()
+		defer b.s.core.mu.Unlock()
+		return b.s.core.stopping
 	})
 	release()
 	<-stopped
@@ -231,9 +231,9 @@ func TestScheduler_FinishedJobsLeaveMemory(t *testing.T) {
 		b.waitDone(id)
 	}
 	poll(t, "finished jobs to leave memory", func() bool {
-		b.s.mu.Lock()
-		defer b.s.mu.Unlock()
-		return len(b.s.jobs) == 0
+		b.s.core.mu.Lock()
+		defer b.s.core.mu.Unlock()
+		return len(b.s.core.jobs) == 0
 	})
 }
 

@@ -34,10 +34,10 @@ func (f *ListFilter) match(rec *store.Job) bool {
 		(f.OwnerUID == nil || (rec.OwnerUID != nil && *rec.OwnerUID == *f.OwnerUID))
 }
 
-// List returns the jobs f selects: the active ones first, card by card
+// list returns the jobs f selects: the active ones first, card by card
 // (the running job, then the queue in order, resets included), then the
 // finished ones, newest first, up to f.Limit in all.
-func (s *Scheduler) List(f ListFilter) ([]JobInfo, error) {
+func (s jobIndex) list(f ListFilter) ([]JobInfo, error) {
 	if f.Limit < 1 {
 		return nil, fmt.Errorf("list limit %d: want at least 1", f.Limit)
 	}

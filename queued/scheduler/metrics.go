@@ -92,9 +92,9 @@ func newMetrics(mp metric.MeterProvider) (*metrics, error) {
 	return m, nil
 }
 
-// register adds the gauges, read from snapshots of s under its lock at
+// register adds the gauges, read from snapshots of the core under its lock at
 // each collection.
-func (m *metrics) register(s *Scheduler) error {
+func (m *metrics) register(s *core) error {
 	depth, err := m.meter.Int64ObservableGauge(MetricDepth, metric.WithUnit("{job}"),
 		metric.WithDescription("Entries waiting in the card's queue (jobs and a queued reset)."))
 	if err != nil {
@@ -134,7 +134,7 @@ func (m *metrics) register(s *Scheduler) error {
 		}
 	}
 	m.reg, err = m.meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
-		cards, failed := s.snapshot()
+		cards, failed := snapshot(s)
 		for _, c := range cards {
 			o.ObserveInt64(depth, int64(c.depth), cardAttrs[c.id])
 			o.ObserveFloat64(age, c.age.Seconds(), cardAttrs[c.id])
@@ -207,7 +207,7 @@ type cardSnapshot struct {
 
 // snapshot reads every card's gauges, and whether writes are failing,
 // under the lock.
-func (s *Scheduler) snapshot() ([]cardSnapshot, bool) {
+func snapshot(s *core) ([]cardSnapshot, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.opt.Now()

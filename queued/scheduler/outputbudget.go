@@ -45,8 +45,9 @@ type OutputStatus struct {
 // OutputDeletedAt, durably, so no answer ever shows output that is gone
 // without saying why. Rounds run in the retention goroutine, so they never
 // race with retention deleting the same records. The fields are guarded by
-// mu, which is taken after Scheduler.mu, never before it.
+// mu, which is taken after core.mu, never before it.
 type outputBudget struct {
+	core      *core
 	mu        sync.Mutex
 	kick      chan struct{} // capacity 1; made on first use
 	pending   []string      // jobs ended since the last round, to be counted
@@ -141,41 +142,40 @@ func (b *outputBudget) oldest() []orderedFile {
 	return append([]orderedFile(nil), live...)
 }
 
-// kickOutputBudget starts a round soon.
-func (s *Scheduler) kickOutputBudget() {
-	s.budget.mu.Lock()
-	k := s.budget.kickLocked()
-	s.budget.mu.Unlock()
+// kickSoon starts a round soon.
+func (b *outputBudget) kickSoon() {
+	b.mu.Lock()
+	k := b.kickLocked()
+	b.mu.Unlock()
 	select {
 	case k <- struct{}{}:
 	default:
 	}
 }
 
-func (s *Scheduler) outputBudgetBytes() int64 {
-	if s.opt.MaxOutputBytes > 0 {
-		return s.opt.MaxOutputBytes
+func (b *outputBudget) limit() int64 {
+	if b.core.opt.MaxOutputBytes > 0 {
+		return b.core.opt.MaxOutputBytes
 	}
 	return DefaultMaxOutputBytes
 }
 
-// outputStatusLocked is the status of the budget; s.mu is held.
-func (s *Scheduler) outputStatusLocked() OutputStatus {
-	running := s.runningOutputLocked()
-	b := &s.budget
+// statusLocked is the status of the budget; core.mu is held.
+func (b *outputBudget) statusLocked() OutputStatus {
+	running := b.runningLocked()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	warning := b.warning
 	if b.uncounted != "" {
 		warning = strings.TrimPrefix(warning+"; "+b.uncounted, "; ")
 	}
-	return OutputStatus{Bytes: b.bytes + running, Budget: s.outputBudgetBytes(), Deleted: b.deleted, Warning: warning}
+	return OutputStatus{Bytes: b.bytes + running, Budget: b.limit(), Deleted: b.deleted, Warning: warning}
 }
 
-// runningOutputLocked is the output the running jobs have written so far.
-func (s *Scheduler) runningOutputLocked() int64 {
+// runningLocked is the output the running jobs have written so far.
+func (b *outputBudget) runningLocked() int64 {
 	var n int64
-	for _, c := range s.cards {
+	for _, c := range b.core.cards {
 		if c.current != nil && c.current.log != nil {
 			n += c.current.log.State().Disk
 		}
@@ -183,15 +183,16 @@ func (s *Scheduler) runningOutputLocked() int64 {
 	return n
 }
 
-// countOutputs counts the output files found at start, oldest (by
+// count counts the output files found at start, oldest (by
 // modification time) first. Files of jobs still queued or running are
 // counted when they end.
-func (s *Scheduler) countOutputs() {
+func (b *outputBudget) count() {
+	s := b.core
 	entries, err := s.settledOutputs()
 	if err != nil {
-		s.budget.mu.Lock()
-		s.budget.uncounted = fmt.Sprintf("output budget: the output files found at start are not counted: %v", err)
-		s.budget.mu.Unlock()
+		b.mu.Lock()
+		b.uncounted = fmt.Sprintf("output budget: the output files found at start are not counted: %v", err)
+		b.mu.Unlock()
 		s.log.Warn("output budget: cannot count the output files", "dir", s.opt.OutputDir, "err", err)
 		return
 	}
@@ -209,7 +210,6 @@ func (s *Scheduler) countOutputs() {
 		files = append(files, found{e.id, fi.Size(), fi.ModTime().UnixNano()})
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].mod < files[j].mod })
-	b := &s.budget
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, f := range files {
@@ -219,11 +219,11 @@ func (s *Scheduler) countOutputs() {
 	}
 }
 
-// enforceOutputBudget counts the files of the jobs that ended and, while
+// enforce counts the files of the jobs that ended and, while
 // the total is over the budget, deletes the oldest finished jobs' files.
 // Nothing is deleted while writes fail: the records could not say so.
-func (s *Scheduler) enforceOutputBudget() {
-	b := &s.budget
+func (b *outputBudget) enforce() {
+	s := b.core
 	b.mu.Lock()
 	pending := b.pending
 	b.pending = nil
@@ -237,9 +237,9 @@ func (s *Scheduler) enforceOutputBudget() {
 	}
 	s.mu.Lock()
 	failing := s.persist.err != nil
-	running := s.runningOutputLocked()
+	running := b.runningLocked()
 	s.mu.Unlock()
-	budget := s.outputBudgetBytes()
+	budget := b.limit()
 	b.mu.Lock()
 	total := b.bytes + running
 	b.mu.Unlock()

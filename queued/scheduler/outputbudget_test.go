@@ -87,7 +87,7 @@ func TestOutputBudget_SkipsWhileWritesFail(t *testing.T) {
 		t.Fatalf("output deleted although its record could not say so: %v", err)
 	}
 	b.fs.set(nil)
-	b.s.kickOutputBudget()
+	b.s.core.budget.kickSoon()
 	poll(t, "the deletion once writes succeed", func() bool {
 		_, err := os.Stat(b.s.OutputPath(first))
 		return errors.Is(err, os.ErrNotExist)
@@ -144,9 +144,9 @@ func BenchmarkOutputBudgetRound(b *testing.B) {
 	for i := 0; b.Loop(); i++ {
 		// As ended does, without waking the retention goroutine, so the
 		// rounds measured are the only ones.
-		s.budget.mu.Lock()
-		s.budget.pending = append(s.budget.pending, ids[i%len(ids)])
-		s.budget.mu.Unlock()
-		s.enforceOutputBudget()
+		s.core.budget.mu.Lock()
+		s.core.budget.pending = append(s.core.budget.pending, ids[i%len(ids)])
+		s.core.budget.mu.Unlock()
+		s.core.budget.enforce()
 	}
 }

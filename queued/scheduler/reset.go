@@ -16,6 +16,11 @@ var ErrNoControls = errors.New("no reset or health check command configured (TT_
 // by its own timeout.
 var ErrResetRunning = errors.New("a running reset cannot be killed; each of its commands ends by its own timeout")
 
+// resetDesk takes reset requests: it puts a reset job at the head of each
+// card's queue (or joins the pending one), and stops the card's running
+// job when the request may.
+type resetDesk struct{ *core }
+
 // ResetRequest asks for card resets: of Card, of the card JobID ran on,
 // or (neither set) of every card. JobID is a full id (see Resolve).
 type ResetRequest struct {
@@ -56,7 +61,7 @@ type ResetOutcome struct {
 	WaitsFor, WaitsForOwner string
 }
 
-// Reset schedules resets and returns at once, once every new reset job is
+// request schedules resets and returns at once, once every new reset job is
 // durable. A reset job goes to the head of its card's queue and, unless
 // NoInterrupt, stops the card's running job. Duplicate requests coalesce
 // into the card's pending (queued or running) reset. A job-based request
@@ -66,10 +71,10 @@ type ResetOutcome struct {
 // reset by card revives a dead card). Resets of every card treat each card
 // as a reset by card, dead ones included. It fails with ErrUnknownCard,
 // ErrNotFound, ErrStopping, ErrPersistence or ErrNoControls.
-func (s *Scheduler) Reset(req ResetRequest) ([]ResetOutcome, error) {
+func (s resetDesk) request(req ResetRequest) ([]ResetOutcome, error) {
 	var target store.Job
 	if req.JobID != "" {
-		info, err := s.Job(req.JobID)
+		info, err := (jobIndex{s.core}).job(req.JobID)
 		if err != nil {
 			return nil, err
 		}
@@ -164,7 +169,7 @@ func (s *Scheduler) Reset(req ResetRequest) ([]ResetOutcome, error) {
 			s.queued--
 			s.notify(j)
 		}
-		s.failLocked(err)
+		s.persist.failLocked(err)
 		return nil, fmt.Errorf("%w: %w", ErrPersistence, err)
 	}
 	for _, j := range fresh {
@@ -204,7 +209,7 @@ func (s *Scheduler) Reset(req ResetRequest) ([]ResetOutcome, error) {
 
 // skipLocked says why a reset requested for job rec need not run on card
 // c, or "" when it should.
-func (s *Scheduler) skipLocked(c *card, rec *store.Job) string {
+func (s resetDesk) skipLocked(c *card, rec *store.Job) string {
 	id := rec.ID
 	switch {
 	case c.dead != nil:

@@ -10,21 +10,25 @@ import (
 	"github.com/ttkit/ttkit/queued/store"
 )
 
-// retentionState is shown in status, guarded by Scheduler.mu.
-type retentionState struct {
+// retention deletes finished jobs past TT_DEVICE_RETENTION_DAYS or
+// beyond TT_DEVICE_MAX_COMPLETED_JOBS, with their output, and runs the
+// output budget's rounds; both in one goroutine, so they never race. Its
+// fields are shown in status, guarded by core.mu.
+type retention struct {
+	*core
 	lastRun time.Time
 	deleted int    // jobs deleted by the last run
 	warning string // the last run's error; retention errors never stop the queue
 }
 
-// retentionLoop prunes at start (also sweeping output files that no record
+// loop prunes at start (also sweeping output files that no record
 // names) and then every RetentionInterval. It also keeps the output files
 // within their budget: at start, every RetentionInterval, and as jobs end.
-func (s *Scheduler) retentionLoop() {
+func (s *retention) loop() {
 	defer s.loops.Done()
 	s.prune(true)
-	s.countOutputs()
-	s.enforceOutputBudget()
+	s.budget.count()
+	s.budget.enforce()
 	t := time.NewTicker(s.opt.RetentionInterval)
 	defer t.Stop()
 	kicked := s.budget.kicked()
@@ -32,9 +36,9 @@ func (s *Scheduler) retentionLoop() {
 		select {
 		case <-t.C:
 			s.prune(false)
-			s.enforceOutputBudget()
+			s.budget.enforce()
 		case <-kicked:
-			s.enforceOutputBudget()
+			s.budget.enforce()
 		case <-s.quit:
 			return
 		}
@@ -43,7 +47,7 @@ func (s *Scheduler) retentionLoop() {
 
 // prune deletes finished jobs older than RetentionDays or beyond the newest
 // MaxCompleted, and their output files.
-func (s *Scheduler) prune(sweep bool) {
+func (s *retention) prune(sweep bool) {
 	s.mu.Lock()
 	failing := s.persist.err != nil
 	s.mu.Unlock()
@@ -68,51 +72,21 @@ func (s *Scheduler) prune(sweep bool) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.retain.lastRun = now
-	s.retain.deleted = len(ids)
-	s.retain.warning = ""
+	s.lastRun = now
+	s.deleted = len(ids)
+	s.warning = ""
 	if len(problems) > 0 {
 		if len(problems) > 3 {
 			problems = append(problems[:3], fmt.Sprintf("and %d more", len(problems)-3))
 		}
-		s.retain.warning = "retention: " + strings.Join(problems, "; ")
-		s.log.Warn("retention problems", "warning", s.retain.warning)
+		s.warning = "retention: " + strings.Join(problems, "; ")
+		s.log.Warn("retention problems", "warning", s.warning)
 	}
-}
-
-// outputEntry is an output file and the job id it is named for.
-type outputEntry struct {
-	os.DirEntry
-	id string
-}
-
-// settledOutputs lists the output files of jobs that are not in memory
-// (finished and settled, or without a record at all), skipping other
-// files.
-func (s *Scheduler) settledOutputs() ([]outputEntry, error) {
-	entries, err := os.ReadDir(s.opt.OutputDir)
-	if err != nil {
-		return nil, fmt.Errorf("listing %s: %w", s.opt.OutputDir, err)
-	}
-	var out []outputEntry
-	for _, e := range entries {
-		id, ok := strings.CutSuffix(e.Name(), ".log")
-		if !ok || !store.ValidID(id) {
-			continue
-		}
-		s.mu.Lock()
-		active := s.jobs[id] != nil
-		s.mu.Unlock()
-		if !active {
-			out = append(out, outputEntry{e, id})
-		}
-	}
-	return out, nil
 }
 
 // sweepOrphans removes output files whose job record is gone (a crash
 // between deleting a record and its file).
-func (s *Scheduler) sweepOrphans() []string {
+func (s *retention) sweepOrphans() []string {
 	entries, err := s.settledOutputs()
 	if err != nil {
 		return []string{err.Error()}

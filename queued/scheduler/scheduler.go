@@ -5,9 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
-	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -210,37 +207,24 @@ func (o *Options) defaults() error {
 	return nil
 }
 
-// Scheduler owns the cards, their queues and the jobs in memory.
+// Scheduler is queued's scheduler: the core (the cards, their FIFO queues
+// and state machines, under one lock) and the parts that work on it, each
+// a type of its own with its own file: the dispatcher (one worker per
+// card, worker.go), the launcher (how a job runs, launch.go), the reset
+// desk and runner (reset.go, resetrun.go), restart recovery
+// (restart.go), retention (retention.go), the output budget
+// (outputbudget.go), the persistence retry (persist.go), the holder watch
+// (holders.go), the estimates (estimate.go), the change feed (changes.go)
+// and the status report (status.go). Its methods are the API the server
+// uses; each hands the request to the part that owns it.
 type Scheduler struct {
-	opt    Options
-	st     Store
-	log    *slog.Logger
-	env    []string // BaseEnv without the variables the queue sets
-	ctlEnv []string // what of BaseEnv reset and health commands get; see controlEnv
-	bootID string
+	core *core
+	sub  submitter
+	idx  jobIndex
+	desk resetDesk
+	rep  reporter
+	disp dispatcher
 
-	mu       sync.Mutex
-	cards    map[int]*card
-	order    []int           // card ids ascending
-	jobs     map[string]*job // queued, running, and finished-but-not-yet-forgotten
-	queued   int             // jobs in state queued over all cards
-	nextSeq  uint64
-	stopping bool
-	persist  persistState
-	warnings []string // recovery problems shown in status
-	retain   retentionState
-	budget   outputBudget // its own lock; see outputbudget.go
-	holders  *holderScan
-	met      *metrics
-	changes  changeFeed // status-page notifications; see changes.go
-
-	spillMu sync.Mutex // orders spill writes; taken before mu
-	spilled bool       // the spill reserve holds records; guarded by spillMu
-
-	failed   chan struct{} // poked when persistence fails, wakes the retry loop
-	quit     chan struct{} // closed by Stop after the workers are done
-	workers  sync.WaitGroup
-	loops    sync.WaitGroup
 	stopOnce sync.Once
 }
 
@@ -258,63 +242,26 @@ func New(opt Options) (*Scheduler, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Scheduler{
-		opt:     opt,
-		st:      opt.Store,
-		log:     opt.Logger,
-		cards:   map[int]*card{},
-		jobs:    map[string]*job{},
-		nextSeq: 1,
-		failed:  make(chan struct{}, 1),
-		quit:    make(chan struct{}),
-		holders: newHolderScan(opt.DriverPath, opt.ProcRoot),
-		met:     met,
-	}
-	for _, kv := range opt.BaseEnv {
-		if strings.HasPrefix(kv, runner.JobEnvVar+"=") || strings.HasPrefix(kv, DeviceEnvVar+"=") {
-			continue
-		}
-		s.env = append(s.env, kv)
-	}
-	s.ctlEnv = controlEnv(s.env)
-	if b, err := os.ReadFile(opt.BootIDPath); err == nil {
-		s.bootID = strings.TrimSpace(string(b))
-	}
-	for _, id := range opt.Devices {
-		if s.cards[id] != nil {
-			return nil, fmt.Errorf("card %d listed twice", id)
-		}
-		s.cards[id] = newCard(id)
-		s.order = append(s.order, id)
-	}
-	sort.Ints(s.order)
-	if s.bootID == "" {
-		s.warnings = append(s.warnings, fmt.Sprintf("cannot read the boot id from %s: a dead card stays dead across reboots", opt.BootIDPath))
-	}
-	if err := s.loadCards(); err != nil {
-		s.holders.close()
+	c, err := newCore(opt, met)
+	if err != nil {
 		return nil, err
 	}
-	if recent, err := s.st.Recent(SeedRecords); err != nil {
-		s.log.Warn("estimates start without history: cannot read finished jobs", "err", err)
-	} else {
-		s.seed(recent)
-	}
-	if err := s.recover(); err != nil {
-		s.holders.close()
+	s := &Scheduler{core: c, sub: submitter{c}, idx: jobIndex{c}, desk: resetDesk{c}, rep: reporter{c}, disp: dispatcher{c}}
+	if err := (restart{c}).run(); err != nil {
+		c.holders.close()
 		return nil, err
 	}
-	if err := s.met.register(s); err != nil {
-		s.holders.close()
+	if err := c.met.register(c); err != nil {
+		c.holders.close()
 		return nil, err
 	}
-	for _, id := range s.order {
-		s.workers.Add(1)
-		go s.work(s.cards[id])
+	for _, id := range c.order {
+		c.workers.Add(1)
+		go s.disp.work(c.cards[id])
 	}
-	s.loops.Add(2)
-	go s.retryLoop()
-	go s.retentionLoop()
+	c.loops.Add(2)
+	go c.persist.loop()
+	go c.retain.loop()
 	return s, nil
 }
 
@@ -325,36 +272,60 @@ const DeviceEnvVar = "TT_QUEUE_DEVICE"
 // after the grace period) as interrupted by the service stop, leaves
 // queued jobs queued, puts a running reset back in the queue (it is
 // retried at the next start on this boot), makes a last attempt to write
-// held records (spilling them, see settleAtStop, when it fails) and
-// returns when every goroutine has ended. A second Stop is a no-op.
+// held records (spilling them, see persister.settleAtStop, when it fails)
+// and returns when every goroutine has ended. A second Stop is a no-op.
 func (s *Scheduler) Stop() {
 	s.stopOnce.Do(func() {
-		s.mu.Lock()
-		s.stopping = true
-		for _, id := range s.order {
-			c := s.cards[id]
-			if c.current != nil {
-				c.current.stopFor(stopService)
+		c := s.core
+		c.mu.Lock()
+		c.stopping = true
+		for _, id := range c.order {
+			cd := c.cards[id]
+			if cd.current != nil {
+				cd.current.stopFor(stopService)
 			}
-			c.wakeup()
+			cd.wakeup()
 		}
-		s.mu.Unlock()
-		s.workers.Wait()
-		close(s.quit)
-		s.loops.Wait()
-		s.settleAtStop()
-		s.holders.close()
-		s.met.unregister()
+		c.mu.Unlock()
+		c.workers.Wait()
+		close(c.quit)
+		c.loops.Wait()
+		c.persist.settleAtStop()
+		c.holders.close()
+		c.met.unregister()
 	})
 }
 
-// outputPath is where a job's output file lives.
-func (s *Scheduler) outputPath(id string) string {
-	return filepath.Join(s.opt.OutputDir, id+".log")
-}
-
 // OutputPath is where the job's output file lives (it may not exist).
-func (s *Scheduler) OutputPath(id string) string { return s.outputPath(id) }
+func (s *Scheduler) OutputPath(id string) string { return s.core.outputPath(id) }
 
 // Cards lists the configured card numbers, ascending.
-func (s *Scheduler) Cards() []int { return append([]int(nil), s.order...) }
+func (s *Scheduler) Cards() []int { return append([]int(nil), s.core.order...) }
+
+// Submit durably queues a job; see submitter.submit.
+func (s *Scheduler) Submit(spec JobSpec) (JobInfo, error) { return s.sub.submit(spec) }
+
+// Kill stops a job; see submitter.kill.
+func (s *Scheduler) Kill(id string) (JobInfo, error) { return s.sub.kill(id) }
+
+// Resolve turns a unique id prefix into the full id; see jobIndex.resolve.
+func (s *Scheduler) Resolve(prefix string) (string, error) { return s.idx.resolve(prefix) }
+
+// Job returns a job by full id; see jobIndex.job.
+func (s *Scheduler) Job(id string) (JobInfo, error) { return s.idx.job(id) }
+
+// Watch returns the job's current Watch; see jobIndex.watch.
+func (s *Scheduler) Watch(id string) (Watch, error) { return s.idx.watch(id) }
+
+// List returns the jobs f selects; see jobIndex.list.
+func (s *Scheduler) List(f ListFilter) ([]JobInfo, error) { return s.idx.list(f) }
+
+// Reset schedules resets; see resetDesk.request.
+func (s *Scheduler) Reset(req ResetRequest) ([]ResetOutcome, error) { return s.desk.request(req) }
+
+// Status returns a snapshot; see reporter.status.
+func (s *Scheduler) Status() Status { return s.rep.status() }
+
+// Changes returns the change generation and a channel that closes at the
+// next change; see changeFeed.
+func (s *Scheduler) Changes() (gen uint64, changed <-chan struct{}) { return s.core.changes.current() }

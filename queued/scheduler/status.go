@@ -6,6 +6,9 @@ import (
 	"github.com/ttkit/ttkit/queued/store"
 )
 
+// reporter reads the whole scheduler at one moment for GET /status.
+type reporter struct{ *core }
+
 // Status is the whole scheduler at one moment, for GET /status.
 type Status struct {
 	Cards       []CardStatus
@@ -82,21 +85,21 @@ type RetentionStatus struct {
 	Warning string
 }
 
-// Status returns a snapshot. The holders of each card come from a scan
+// status returns a snapshot. The holders of each card come from a scan
 // at most HolderMaxAge old.
-func (s *Scheduler) Status() Status {
+func (s reporter) status() Status {
 	scan := s.holders.get(s.opt.HolderMaxAge)
 	st, own := s.statusLocked()
 	for i := range st.Cards {
 		cs := &st.Cards[i]
-		cs.Foreign, cs.ForeignError = s.foreignOf(scan, cs.ID, own[i])
+		cs.Foreign, cs.ForeignError = s.holders.foreignOf(scan, cs.ID, own[i])
 	}
 	return st
 }
 
 // statusLocked takes the snapshot under the lock, with each card's running
 // job for telling its holders apart afterwards.
-func (s *Scheduler) statusLocked() (Status, []ownJob) {
+func (s reporter) statusLocked() (Status, []ownJob) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.opt.Now()
@@ -105,7 +108,7 @@ func (s *Scheduler) statusLocked() (Status, []ownJob) {
 		Queued: s.queued, MaxQueued: s.opt.MaxQueued, Stopping: s.stopping,
 		Persistence: PersistenceStatus{OK: s.persist.err == nil, Held: len(s.persist.held), Attempts: s.persist.attempts},
 		Retention:   RetentionStatus{LastRun: s.retain.lastRun, Deleted: s.retain.deleted, Warning: s.retain.warning},
-		Output:      s.outputStatusLocked(),
+		Output:      s.budget.statusLocked(),
 		Warnings:    append([]string(nil), s.warnings...),
 	}
 	if s.persist.err != nil {
@@ -150,7 +153,7 @@ func (s *Scheduler) statusLocked() (Status, []ownJob) {
 	return st, own
 }
 
-func (s *Scheduler) workerStateLocked(c *card) string {
+func (s reporter) workerStateLocked(c *card) string {
 	switch {
 	case c.current != nil:
 		return "running"

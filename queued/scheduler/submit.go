@@ -1,15 +1,16 @@
 package scheduler
 
 import (
-	"errors"
 	"fmt"
-	"sort"
-	"strings"
 	"time"
 
 	"github.com/ttkit/ttkit/queued/runner"
 	"github.com/ttkit/ttkit/queued/store"
 )
+
+// submitter takes jobs into the queues and out of them again: submission
+// and kill.
+type submitter struct{ *core }
 
 // JobSpec is a validated submission. The API checks every field against
 // the limits; the scheduler checks only what depends on its state.
@@ -31,11 +32,11 @@ type JobSpec struct {
 	EnvFromShell []string
 }
 
-// Submit durably queues a job at the tail of its card's queue and returns
+// submit durably queues a job at the tail of its card's queue and returns
 // it with its position and estimated wait. It fails with ErrUnknownCard,
 // ErrStopping, ErrPersistence (also when this very insert fails),
 // ErrCardDead or ErrQueueFull.
-func (s *Scheduler) Submit(spec JobSpec) (JobInfo, error) {
+func (s submitter) submit(spec JobSpec) (JobInfo, error) {
 	key := keyOf(spec.Cmd)
 	s.mu.Lock()
 	c := s.cards[spec.Card]
@@ -84,7 +85,7 @@ func (s *Scheduler) Submit(spec JobSpec) (JobInfo, error) {
 		c.remove(j)
 		delete(s.jobs, j.rec.ID)
 		s.queued--
-		s.failLocked(err)
+		s.persist.failLocked(err)
 		c.wakeup()
 		return JobInfo{}, fmt.Errorf("%w: %w", ErrPersistence, err)
 	}
@@ -102,7 +103,7 @@ func (s *Scheduler) Submit(spec JobSpec) (JobInfo, error) {
 // fromTailLocked is a just-submitted job's info, found by walking back
 // from the tail: only the jobs submitted while its insert committed can
 // be behind it, so the cost does not grow with the queue's depth.
-func (s *Scheduler) fromTailLocked(c *card, j *job) JobInfo {
+func (s submitter) fromTailLocked(c *card, j *job) JobInfo {
 	if j.rec.State != store.StateQueued {
 		return s.infoLocked(j)
 	}
@@ -120,128 +121,7 @@ func (s *Scheduler) fromTailLocked(c *card, j *job) JobInfo {
 	return s.infoLocked(j)
 }
 
-// maxListedMatches is how many matches an ambiguous prefix's error names.
-const maxListedMatches = 5
-
-// Resolve turns a unique id prefix into the full id: ErrNotFound when no
-// job matches, ErrAmbiguous when several do.
-func (s *Scheduler) Resolve(prefix string) (string, error) {
-	found := map[string]bool{}
-	s.mu.Lock()
-	for id, j := range s.jobs {
-		if j.durable && len(id) >= len(prefix) && id[:len(prefix)] == prefix {
-			found[id] = true
-		}
-	}
-	s.mu.Unlock()
-	ids, err := s.st.Match(prefix, maxListedMatches+1)
-	if err != nil {
-		return "", err
-	}
-	for _, id := range ids {
-		found[id] = true
-	}
-	switch len(found) {
-	case 0:
-		return "", fmt.Errorf("job %s: %w", prefix, ErrNotFound)
-	case 1:
-		for id := range found {
-			return id, nil
-		}
-	}
-	list := make([]string, 0, len(found))
-	for id := range found {
-		list = append(list, id)
-	}
-	sort.Strings(list)
-	more := ""
-	if len(list) > maxListedMatches {
-		list, more = list[:maxListedMatches], " and more"
-	}
-	return "", fmt.Errorf("%q matches %s%s; give more of the id: %w", prefix, strings.Join(list, ", "), more, ErrAmbiguous)
-}
-
-// Job returns a job by full id, from memory when it is active, else from
-// the store.
-func (s *Scheduler) Job(id string) (JobInfo, error) {
-	s.mu.Lock()
-	if j := s.jobs[id]; j != nil && j.durable {
-		info := s.infoLocked(j)
-		s.mu.Unlock()
-		return info, nil
-	}
-	s.mu.Unlock()
-	rec, err := s.st.Job(id)
-	if errors.Is(err, store.ErrNotFound) {
-		return JobInfo{}, fmt.Errorf("job %s: %w", id, ErrNotFound)
-	}
-	if err != nil {
-		return JobInfo{}, err
-	}
-	return JobInfo{Job: rec}, nil
-}
-
-// Watch is a job's state and output at one moment, with channels that close
-// when either changes, so a long-poll waits without polling.
-type Watch struct {
-	Info JobInfo
-	// Path is the output file.
-	Path string
-	// Done means the job is over and its output file complete.
-	Done bool
-	// OutputChanged closes when output grows or the output file is closed;
-	// nil when there is no live output.
-	OutputChanged <-chan struct{}
-	// JobChanged closes at the job's next transition; nil when Done.
-	JobChanged <-chan struct{}
-	// Read reads output by offset (runner.Log.Read, or runner.ReadOutput
-	// of the file once the job's log is gone): data, next offset, size.
-	Read func(offset, limit int64) ([]byte, int64, int64, error)
-}
-
-// fileReader reads a job's output file laid out as its record says.
-func fileReader(path string, rec *store.Job) func(offset, limit int64) ([]byte, int64, int64, error) {
-	lay := runner.Layout{CutAt: rec.LogCutAt, Cut: rec.LogCutBytes}
-	return func(offset, limit int64) ([]byte, int64, int64, error) {
-		return runner.ReadOutput(path, lay, offset, limit)
-	}
-}
-
-// Watch returns the job's current Watch. Read the output after calling it:
-// the channels were taken first, so no change is missed.
-func (s *Scheduler) Watch(id string) (Watch, error) {
-	s.mu.Lock()
-	if j := s.jobs[id]; j != nil && j.durable {
-		w := Watch{Info: s.infoLocked(j), Path: s.outputPath(id)}
-		w.Read = fileReader(w.Path, &w.Info.Job)
-		if j.log != nil {
-			w.Read = j.log.Read
-		}
-		if j.rec.State == store.StateDone {
-			w.Done = true
-		} else {
-			w.JobChanged = j.changed
-			if j.log != nil {
-				if st := j.log.State(); !st.Closed {
-					w.OutputChanged = st.Changed
-				}
-			}
-		}
-		s.mu.Unlock()
-		return w, nil
-	}
-	s.mu.Unlock()
-	info, err := s.Job(id)
-	if err != nil {
-		return Watch{}, err
-	}
-	// A record not in memory is settled, so it is done (or the service
-	// restarted past it and it is done too).
-	path := s.outputPath(id)
-	return Watch{Info: info, Path: path, Done: info.State == store.StateDone, Read: fileReader(path, &info.Job)}, nil
-}
-
-// Kill stops a job: a queued one (a queued reset too) is removed from its
+// kill stops a job: a queued one (a queued reset too) is removed from its
 // queue and recorded as killed (exit -1) before the answer; a running one
 // gets SIGINT, then SIGKILL after the grace period, and is recorded when it
 // ends. Exactly one of several concurrent kills of a queued job takes
@@ -249,12 +129,12 @@ func (s *Scheduler) Watch(id string) (Watch, error) {
 // finished job. While writes fail, a queued job cannot be killed
 // (ErrPersistence): it stays queued, and nothing starts meanwhile anyway.
 // ErrResetRunning for a running reset.
-func (s *Scheduler) Kill(id string) (JobInfo, error) {
+func (s submitter) kill(id string) (JobInfo, error) {
 	s.mu.Lock()
 	j := s.jobs[id]
 	if j == nil || !j.durable {
 		s.mu.Unlock()
-		info, err := s.Job(id)
+		info, err := (jobIndex{s.core}).job(id)
 		if err != nil {
 			return JobInfo{}, err
 		}
@@ -302,7 +182,7 @@ func (s *Scheduler) Kill(id string) (JobInfo, error) {
 	j.ending = false
 	if err != nil {
 		// Not recorded, so not killed: back to its place in the queue.
-		s.failLocked(err)
+		s.persist.failLocked(err)
 		c.reinsert(j)
 		if j.rec.Kind == store.KindReset && c.reset == nil {
 			c.reset = j
@@ -318,51 +198,10 @@ func (s *Scheduler) Kill(id string) (JobInfo, error) {
 	return s.infoLocked(j), nil
 }
 
-// settleLocked installs a durable final record and forgets the job.
-func (s *Scheduler) settleLocked(j *job, rec store.Job) {
-	j.rec = rec
-	j.held = false
-	delete(s.jobs, rec.ID)
-	s.notify(j)
-}
-
-// infoLocked is a job's record plus position and estimate.
-func (s *Scheduler) infoLocked(j *job) JobInfo {
-	info := JobInfo{Job: j.rec, Held: j.held}
-	c := s.cards[j.rec.Card()]
-	if c == nil {
-		return info
-	}
-	now := s.opt.Now()
-	switch j.rec.State {
-	case store.StateQueued:
-		info.EstimatedRun, info.EstimateKnown = c.runEstimate(j), c.est.known(j.key)
-		wait := c.currentRemaining(now)
-		for i, q := range c.queue {
-			if q == j {
-				info.Position = i + 1
-				info.EstimatedWait = wait
-				break
-			}
-			wait += c.runEstimate(q)
-		}
-	case store.StateRunning:
-		info.EstimatedRun, info.EstimateKnown = c.runEstimate(j), c.est.known(j.key)
-		info.EstimatedWait = c.remaining(j, now)
-		info.Overdue = c.overdue(j, now)
-		if j.log != nil {
-			ls := j.log.State()
-			info.LogBytes, info.LogTruncated, info.DroppedLogBytes = ls.Size, ls.Truncated, ls.Dropped
-			info.LogCutAt, info.LogCutBytes = ls.Layout.CutAt, ls.Layout.Cut
-		}
-	}
-	return info
-}
-
 // failDeadLocked records a queued job of a dead card as failed (exit -1,
 // "card N is dead") and returns the refusal for its submitter. The record
 // is written while the lock is released.
-func (s *Scheduler) failDeadLocked(c *card, j *job) error {
+func (s submitter) failDeadLocked(c *card, j *job) error {
 	s.queued--
 	j.ending = true
 	refusal := c.deadErrLocked()
@@ -372,8 +211,8 @@ func (s *Scheduler) failDeadLocked(c *card, j *job) error {
 	err := s.st.Put(rec)
 	s.mu.Lock()
 	if err != nil {
-		s.failLocked(err)
-		s.holdLocked(j, rec)
+		s.persist.failLocked(err)
+		s.persist.holdLocked(j, rec)
 	} else {
 		s.settleLocked(j, rec)
 	}

@@ -8,6 +8,24 @@ import (
 	"github.com/ttkit/ttkit/queued/store"
 )
 
+// restart rebuilds the scheduler's state from the store before any worker
+// runs: the cards' records, the estimates' history, the queues, and the
+// ends of the jobs a stop or a crash interrupted.
+type restart struct{ *core }
+
+// run restores the cards, seeds the estimates and recovers the queues.
+func (s restart) run() error {
+	if err := s.loadCards(); err != nil {
+		return err
+	}
+	if recent, err := s.st.Recent(SeedRecords); err != nil {
+		s.log.Warn("estimates start without history: cannot read finished jobs", "err", err)
+	} else {
+		s.seed(recent)
+	}
+	return s.recover()
+}
+
 // leftoverTimeout bounds how long recovery keeps killing leftover processes.
 const leftoverTimeout = 10 * time.Second
 
@@ -20,7 +38,7 @@ const leftoverTimeout = 10 * time.Second
 // jobs of a card that is still dead fail. If those records cannot be
 // written the scheduler starts in the persistence-failure state with them
 // held.
-func (s *Scheduler) recover() error {
+func (s restart) recover() error {
 	active, err := s.st.Active()
 	if err != nil {
 		return fmt.Errorf("recovering queues: %w", err)
@@ -121,9 +139,9 @@ func (s *Scheduler) recover() error {
 		// Held records and dirty cards are written when the store
 		// recovers; a reset whose queued record was not rewritten still
 		// reads "running" and is retried at the next start all the same.
-		s.failLocked(err)
+		s.persist.failLocked(err)
 		for i, j := range ended {
-			s.holdLocked(j, endedRecs[i])
+			s.persist.holdLocked(j, endedRecs[i])
 		}
 		return nil
 	}

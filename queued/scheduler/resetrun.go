@@ -8,6 +8,11 @@ import (
 	"github.com/ttkit/ttkit/queued/store"
 )
 
+// resetRunner runs a reset job's commands (reset, health check, deep
+// reset) and settles what they decide: a healthy card, or a dead one whose
+// queued jobs fail with it.
+type resetRunner struct{ *core }
+
 // recovery is how a reset job's commands went.
 type recovery struct {
 	ok      bool   // the health check passed after a reset
@@ -22,7 +27,7 @@ type recovery struct {
 // command is headed in the log by "== <step>: <command>" and followed by
 // its exit status. base carries the shell, environment and process hooks
 // of the reset job.
-func (s *Scheduler) recoverCard(card int, j *job, base runner.Spec, log *runner.Log) recovery {
+func (s resetRunner) recoverCard(card int, j *job, base runner.Spec, log *runner.Log) recovery {
 	ctl := &s.opt.Controls
 	if st := log.State(); st.Size > 0 {
 		fmt.Fprintf(log, "== retrying the reset of card %d after a service restart\n", card)
@@ -80,13 +85,13 @@ func (s *Scheduler) recoverCard(card int, j *job, base runner.Spec, log *runner.
 	return r
 }
 
-// finishResetLocked settles a reset job that ran on card c. Recovered: the
+// finishLocked settles a reset job that ran on card c. Recovered: the
 // card is healthy (revived if it was dead). Failed: the card is dead and
 // its queued jobs fail with it (exit -1). Stopped by a service stop: the
 // reset goes back to queued, so the next start on the same boot retries
 // it. Every outcome but the stop counts as a completed reset (the epoch
 // job-based resets compare against).
-func (s *Scheduler) finishResetLocked(c *card, j *job, r recovery, ls runner.LogState, now time.Time) ([]*job, []store.Job) {
+func (s resetRunner) finishLocked(c *card, j *job, r recovery, ls runner.LogState, now time.Time) ([]*job, []store.Job) {
 	rec := j.rec
 	rec.LogBytes, rec.LogTruncated, rec.DroppedLogBytes = ls.Size, ls.Truncated, ls.Dropped
 	rec.LogCutAt, rec.LogCutBytes = ls.Layout.CutAt, ls.Layout.Cut
@@ -139,7 +144,7 @@ func (s *Scheduler) finishResetLocked(c *card, j *job, r recovery, ls runner.Log
 // "card N is dead") and returns them with their done records, to be
 // committed with the card record. A job whose insert is still committing
 // is failed by Submit once it is durable.
-func (s *Scheduler) drainLocked(c *card, now time.Time) ([]*job, []store.Job) {
+func (s resetRunner) drainLocked(c *card, now time.Time) ([]*job, []store.Job) {
 	var done []*job
 	var recs []store.Job
 	keep := c.queue[:0]

@@ -1,0 +1,293 @@
+package scheduler
+
+import (
+	"fmt"
+	"runtime/debug"
+	"time"
+
+	"github.com/ttkit/ttkit/queued/runner"
+	"github.com/ttkit/ttkit/queued/store"
+)
+
+// pidWriteDelay is how long a job runs before its process record is
+// written on its own; a job that ends sooner carries it in its done record.
+const pidWriteDelay = 50 * time.Millisecond
+
+// dispatcher runs each card's worker: it takes the head of the card's
+// queue when the card may start it, commits its start, runs it through
+// the runner (or the reset runner) and commits its end with the next
+// start.
+type dispatcher struct{ *core }
+
+// work is the card's worker: take the head of the queue, commit its start
+// together with the previous job's end (and the card record, when a reset
+// changed it), run it, repeat. With WaitForeign, a job (never a reset)
+// waits while a process outside the queue holds the card.
+func (s dispatcher) work(c *card) {
+	defer s.workers.Done()
+	var done []*job // finished jobs whose final records are not settled yet
+	var doneRecs []store.Job
+	for {
+		s.mu.Lock()
+		if len(done) > 0 && s.persist.err != nil {
+			for i, j := range done {
+				s.persist.holdLocked(j, doneRecs[i])
+			}
+			done, doneRecs = nil, nil
+		}
+		if s.holders.gateLocked(c) {
+			s.mu.Unlock()
+			why := s.holders.pause(c.id)
+			s.mu.Lock()
+			if why != c.paused {
+				if why != "" {
+					s.log.Info("card paused: a process outside the queue holds it", "card", c.id, "holder", why)
+				}
+				c.paused = why
+				s.changes.bump()
+			}
+		} else {
+			c.paused = ""
+		}
+		next := s.takeLocked(c)
+		if len(done) == 0 && next == nil {
+			if s.stopping {
+				s.mu.Unlock()
+				return
+			}
+			paused := c.paused != ""
+			s.mu.Unlock()
+			s.idle(c, paused)
+			continue
+		}
+		recs := append([]store.Job(nil), doneRecs...)
+		if next != nil {
+			recs = append(recs, next.rec)
+		}
+		var cards []store.Card
+		var revs []uint64
+		if c.dirtyLocked() {
+			cards, revs = []store.Card{c.recordLocked()}, []uint64{c.rev}
+		}
+		s.mu.Unlock()
+
+		err := s.st.Commit(cards, recs...)
+
+		s.mu.Lock()
+		if err != nil {
+			s.persist.failLocked(err)
+			for i, j := range done {
+				s.persist.holdLocked(j, doneRecs[i])
+			}
+			if next != nil {
+				s.startNotRecordedLocked(c, next)
+			}
+		} else {
+			s.savedLocked(cards, revs)
+			for i, j := range done {
+				if doneRecs[i].State == store.StateDone {
+					s.settleLocked(j, doneRecs[i])
+				}
+			}
+		}
+		done, doneRecs = nil, nil
+		s.mu.Unlock()
+		if err != nil || next == nil {
+			continue
+		}
+		done, doneRecs = s.run(c, next)
+	}
+}
+
+// idle waits for something to change on the card; while paused by a
+// foreign holder it also looks again every ForeignRecheck.
+func (s dispatcher) idle(c *card, paused bool) {
+	if !paused {
+		<-c.wake
+		return
+	}
+	t := time.NewTimer(s.opt.ForeignRecheck)
+	defer t.Stop()
+	select {
+	case <-c.wake:
+	case <-t.C:
+	}
+}
+
+// takeLocked removes the head of the card's queue and marks it running in
+// memory, if dispatch is allowed and the head's insert is durable. A reset
+// runs on a dead card (to revive it) and never waits for a foreign holder;
+// a job needs a live card and no foreign holder (with WaitForeign).
+func (s dispatcher) takeLocked(c *card) *job {
+	if s.stopping || s.persist.err != nil || c.current != nil || len(c.queue) == 0 {
+		return nil
+	}
+	head := c.queue[0]
+	if !head.durable {
+		return nil // its submission is still committing; FIFO waits for it
+	}
+	if head.rec.Kind != store.KindReset && (c.dead != nil || c.paused != "") {
+		return nil
+	}
+	j := c.pop()
+	s.queued--
+	c.current = j
+	if j.rec.Kind == store.KindReset {
+		c.state = Resetting
+	}
+	j.rec.State = store.StateRunning
+	j.rec.StartedAt = s.opt.Now()
+	j.iterStart = j.rec.StartedAt
+	j.rec.BootID = s.bootID
+	j.rec.ResetEpoch = c.resetEpoch
+	s.notify(j)
+	return j
+}
+
+// requeueLocked puts a job whose running record failed to commit, or
+// that was stopped before its process started, back at the head of its
+// queue (behind a pending reset) in memory: it never started. Its record
+// reads queued again.
+func (s dispatcher) requeueLocked(c *card, j *job) {
+	j.rec.State = store.StateQueued
+	j.rec.StartedAt = time.Time{}
+	j.rec.Iterations, j.rec.PGID, j.rec.LeaderStart, j.rec.ResetEpoch = 0, 0, 0, 0
+	if j.rec.Kind == store.KindReset {
+		c.state = c.idleState()
+		j.rec.BootID = s.bootID
+	} else {
+		j.rec.BootID = ""
+	}
+	j.stop, j.reason, j.log = make(chan struct{}), stopNone, nil
+	c.current = nil
+	c.putBack(j)
+	s.queued++
+	s.notify(j)
+}
+
+// startNotRecordedLocked handles a job whose running record failed to commit: it
+// goes back to its queue, unless a kill was acknowledged meanwhile, in
+// which case it ends killed before it started (held until the store
+// recovers).
+func (s dispatcher) startNotRecordedLocked(c *card, j *job) {
+	if !j.killed {
+		s.requeueLocked(c, j)
+		return
+	}
+	c.current = nil
+	rec := finishRecord(j.rec, runner.Result{Stopped: true, ExitCode: -1}, stopKill, runner.LogState{}, s.opt.Now())
+	s.met.jobEnded(&rec)
+	s.persist.holdLocked(j, rec)
+}
+
+// run runs a job whose running record is durable and returns its done
+// record, preceded, when a failed reset killed the card, by the records of
+// the card's queued jobs that failed with it. A panic becomes a failed
+// job rather than a dead worker.
+func (s dispatcher) run(c *card, j *job) (done []*job, recs []store.Job) {
+	reset := j.rec.Kind == store.KindReset
+	var res runner.Result
+	var out recovery
+	var ls runner.LogState
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.Error("job panicked", "job", j.rec.ID, "panic", p, "stack", string(debug.Stack()))
+			res = runner.Result{ExitCode: -1, Err: fmt.Errorf("internal error: %v", p)}
+			out = recovery{code: -1, detail: fmt.Sprintf("internal error: %v", p)}
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		now := s.opt.Now()
+		c.current = nil
+		s.budget.ended(j.rec.ID)
+		if reset {
+			done, recs = s.resets.finishLocked(c, j, out, ls, now)
+			return
+		}
+		if res.Iterations == 0 && res.Stopped && res.Err == nil && !j.killed && (j.reason == stopService || j.reason == stopReset) {
+			// Stopped between its start commit and its process: it never
+			// ran, so it is queued again (durably, with the next commit)
+			// rather than interrupted.
+			s.requeueLocked(c, j)
+			done, recs = []*job{j}, []store.Job{j.rec}
+			return
+		}
+		rec := finishRecord(j.rec, res, j.endReason(), ls, now)
+		c.learn(j.key, &rec)
+		s.met.jobEnded(&rec)
+		done, recs = []*job{j}, []store.Job{rec}
+	}()
+	log := runner.NewLog(s.outputPath(j.rec.ID), s.opt.MaxLogBytes)
+	if reset {
+		// A reset retried after a restart keeps the output of its
+		// interrupted attempt above the new one.
+		log = runner.ResumeLog(s.outputPath(j.rec.ID), s.opt.MaxLogBytes)
+	}
+	j.ran = make(chan struct{})
+	j.pidKick = make(chan struct{}, 1)
+	j.pidDone = make(chan struct{})
+	s.mu.Lock()
+	j.log = log
+	s.notify(j)
+	rec := j.rec
+	s.mu.Unlock()
+	// The user database is read outside the lock: it may be slow (NSS).
+	spec, err := s.launch.spec(&rec)
+	spec.OnStart = func(p runner.Proc) { s.started(j, p) }
+	go s.writeProcess(j)
+	switch {
+	case reset:
+		out = s.resets.recoverCard(c.id, j, spec, log)
+	case err != nil:
+		res = runner.Result{ExitCode: -1, Err: err}
+	default:
+		res = runner.Run(spec, log, j.stop)
+	}
+	close(j.ran)
+	close(j.pidKick)
+	<-j.pidDone
+	log.Close()
+	ls = log.State()
+	return
+}
+
+// started records an iteration's process in memory and kicks the writer.
+func (s dispatcher) started(j *job, p runner.Proc) {
+	s.mu.Lock()
+	j.rec.PGID, j.rec.LeaderStart = p.PID, p.Start
+	j.rec.Iterations++
+	j.iterStart = s.opt.Now()
+	s.mu.Unlock()
+	select {
+	case j.pidKick <- struct{}{}:
+	default:
+	}
+}
+
+// writeProcess commits the running job's process identity once it has run
+// for pidWriteDelay, so a crash later finds the group by record; shorter
+// jobs carry it in their done record instead.
+func (s dispatcher) writeProcess(j *job) {
+	defer close(j.pidDone)
+	for range j.pidKick {
+		t := time.NewTimer(pidWriteDelay)
+		select {
+		case <-t.C:
+		case <-j.ran:
+			t.Stop()
+			return
+		}
+		s.mu.Lock()
+		failing := s.persist.err != nil
+		rec := j.rec
+		s.mu.Unlock()
+		if failing {
+			continue
+		}
+		if err := s.st.Put(rec); err != nil {
+			s.mu.Lock()
+			s.persist.failLocked(err)
+			s.mu.Unlock()
+		}
+	}
+}
