@@ -18,7 +18,6 @@ const (
 	Dead      CardState = "dead"
 )
 
-
 // card is one card's queue and worker state, guarded by core.mu.
 type card struct {
 	id         int

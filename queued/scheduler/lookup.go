@@ -168,4 +168,3 @@ func (s *core) infoLocked(j *job) JobInfo {
 	}
 	return info
 }
-
