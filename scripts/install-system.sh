@@ -77,21 +77,21 @@ if [[ ${SKIP_TESTS:-0} != 1 ]]; then
 fi
 
 if [[ ${NO_BUILD:-0} == 1 ]]; then
-	for b in queued tt-device-queue; do
+	for b in queued queued-exec tt-device-queue; do
 		[[ -x bin/$b ]] || die "NO_BUILD=1, but bin/$b is missing: run make build first"
 	done
-	say "NO_BUILD=1: installing bin/queued and bin/tt-device-queue as they are"
+	say "NO_BUILD=1: installing bin/queued, bin/queued-exec and bin/tt-device-queue as they are"
 else
 	say "Building queued and tt-device-queue"
 	mkdir -p bin
-	$GO build -o bin/ ./queued/cmd/queued ./queued/cmd/tt-device-queue
+	$GO build -o bin/ ./queued/cmd/queued ./queued/cmd/queued-exec ./queued/cmd/tt-device-queue
 fi
 
 say "Installing into $DESTDIR$BIN_DIR"
 install -d -m 0755 "$DESTDIR$BIN_DIR"
 # Write beside the target and rename, so a running queued keeps its old
 # executable and a half-copied binary is never started.
-for b in queued tt-device-queue; do
+for b in queued queued-exec tt-device-queue; do
 	install -m 0755 -o root -g root "bin/$b" "$DESTDIR$BIN_DIR/.$b.new"
 	mv -f "$DESTDIR$BIN_DIR/.$b.new" "$DESTDIR$BIN_DIR/$b"
 done

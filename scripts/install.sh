@@ -38,13 +38,13 @@ fi
 
 say "Building queued and tt-device-queue"
 mkdir -p bin
-$GO build -o bin/ ./queued/cmd/queued ./queued/cmd/tt-device-queue
+$GO build -o bin/ ./queued/cmd/queued ./queued/cmd/queued-exec ./queued/cmd/tt-device-queue
 
 say "Installing into $BIN_DIR"
 install -d -m 0755 "$BIN_DIR"
 # Write beside the target and rename, so a running queued keeps its old
 # executable and a half-copied binary is never started.
-for b in queued tt-device-queue; do
+for b in queued queued-exec tt-device-queue; do
 	install -m 0755 "bin/$b" "$BIN_DIR/.$b.new"
 	mv -f "$BIN_DIR/.$b.new" "$BIN_DIR/$b"
 done

@@ -38,7 +38,7 @@ func TestMain(m *testing.M) {
 	}
 	bin = dir
 	build := exec.Command("go", "build", "-o", dir+"/",
-		"github.com/ttkit/ttkit/queued/cmd/queued", "github.com/ttkit/ttkit/queued/cmd/tt-device-queue")
+		"github.com/ttkit/ttkit/queued/cmd/queued", "github.com/ttkit/ttkit/queued/cmd/queued-exec", "github.com/ttkit/ttkit/queued/cmd/tt-device-queue")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building the binaries:", err)

@@ -127,6 +127,7 @@ func TestInstallSystemScript(t *testing.T) {
 		s.wantFile(dir, fs.ModeDir|0o755)
 	}
 	s.wantFile("usr/local/bin/queued", 0o755)
+	s.wantFile("usr/local/bin/queued-exec", 0o755)
 	s.wantFile("usr/local/bin/tt-device-queue", 0o755)
 	s.wantFile("usr/local/share/tt-device-queue/health_check.py", 0o644)
 	s.wantFile("etc/systemd/system/queued-system.service", 0o644)

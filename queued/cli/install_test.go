@@ -117,7 +117,7 @@ func TestInstallScript(t *testing.T) {
 	if c := r.calls(); !strings.Contains(c, "--user daemon-reload") || !strings.Contains(c, "--user enable --quiet --now queued") {
 		t.Fatalf("systemctl calls for an inactive service:\n%s", c)
 	}
-	for _, f := range []string{"bin/queued", "bin/tt-device-queue", "share/tt-device-queue/health_check.py"} {
+	for _, f := range []string{"bin/queued", "bin/queued-exec", "bin/tt-device-queue", "share/tt-device-queue/health_check.py"} {
 		if _, err := os.Stat(filepath.Join(r.prefix, f)); err != nil {
 			t.Errorf("not installed: %v", err)
 		}

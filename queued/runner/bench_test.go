@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
@@ -21,14 +20,26 @@ func BenchmarkSpawnFloor(b *testing.B) {
 	}
 }
 
-// BenchmarkRun is one job's worth of runner work: pipe, process group,
-// output file, wait, group cleanup.
+// buildHelper builds queued-exec, the exec helper queued uses in
+// production, into a temporary directory.
+func buildHelper(b *testing.B) string {
+	b.Helper()
+	out := filepath.Join(b.TempDir(), HelperName)
+	if msg, err := exec.Command("go", "build", "-o", out, "github.com/ttkit/ttkit/queued/cmd/queued-exec").CombinedOutput(); err != nil {
+		b.Fatalf("building %s: %v\n%s", HelperName, err, msg)
+	}
+	return out
+}
+
+// BenchmarkRun is one job's worth of runner work: the exec helper
+// (queued-exec, as installed), pipe, session, output file, wait, cleanup.
 func BenchmarkRun(b *testing.B) {
 	dir := b.TempDir()
-	env := os.Environ()
+	env := append(testEnv(), JobEnvVar+"=bench")
+	helper := buildHelper(b)
 	for b.Loop() {
 		l := NewLog(filepath.Join(dir, "out"), 1<<20)
-		if res := Run(Spec{Shell: Shell(), Cmd: "/bin/true", Dir: dir, Env: env}, l, nil); res.ExitCode != 0 {
+		if res := Run(Spec{Shell: Shell(), Cmd: "/bin/true", Dir: dir, Env: env, Helper: helper}, l, nil); res.ExitCode != 0 {
 			b.Fatalf("%+v", res)
 		}
 		l.Close()
@@ -46,10 +57,11 @@ func BenchmarkRunAsUser(b *testing.B) {
 	}
 	dir := usertest.OpenDir(b)
 	out := b.TempDir()
+	helper := buildHelper(b)
 	env := append([]string{"PATH=/usr/bin:/bin"}, a.Env()...)
 	for b.Loop() {
 		l := NewLog(filepath.Join(out, "out"), 1<<20)
-		if res := Run(Spec{Shell: Shell(), Cmd: "/bin/true", Dir: dir, Env: env, Account: &a}, l, nil); res.ExitCode != 0 {
+		if res := Run(Spec{Shell: Shell(), Cmd: "/bin/true", Dir: dir, Env: env, Account: &a, Helper: helper}, l, nil); res.ExitCode != 0 {
 			b.Fatalf("%+v", res)
 		}
 		l.Close()

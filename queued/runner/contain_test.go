@@ -259,3 +259,38 @@ func TestRun_WorkingDirectoryThatHangs(t *testing.T) {
 		}
 	})
 }
+
+// The exec helper runs as root until it drops to the job's user: a root
+// queued takes only a regular executable that root alone may write.
+func TestCheckHelper(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good")
+	if err := os.WriteFile(good, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := CheckHelper(good); err != nil || p != good {
+		t.Errorf("a regular executable: %q, %v", p, err)
+	}
+	link := filepath.Join(dir, "link")
+	os.Symlink(good, link)
+	if p, err := CheckHelper(link); err != nil || p != good {
+		t.Errorf("a link to it: %q, %v", p, err)
+	}
+	plain := filepath.Join(dir, "plain")
+	os.WriteFile(plain, nil, 0o644)
+	if _, err := CheckHelper(plain); err == nil {
+		t.Error("a file no one may execute was taken")
+	}
+	if _, err := CheckHelper(filepath.Join(dir, "missing")); err == nil {
+		t.Error("a missing file was taken")
+	}
+	if os.Geteuid() == 0 {
+		open := filepath.Join(dir, "open")
+		os.WriteFile(open, nil, 0o755)
+		os.Chmod(open, 0o777)
+		if _, err := CheckHelper(open); err == nil || !strings.Contains(err.Error(), "root alone") {
+			t.Errorf("a helper others may write, for a root queued: %v", err)
+		}
+	}
+}

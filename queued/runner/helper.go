@@ -1,212 +1,22 @@
 package runner
 
 import (
-	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
 	"os"
-	"runtime"
-	"strconv"
-	"syscall"
 
-	"golang.org/x/sys/unix"
+	"github.com/ttkit/ttkit/queued/execjob"
 )
 
-// The exec helper. Every program queued runs (a job's iteration, a reset,
-// a health check) is started as a copy of queued itself, re-executed as
-// `queued exec-job` from /proc/self/exe, which becomes the program with
-// one execve. The daemon's own start of that helper returns as soon as the
-// helper's binary is running, before anything the program's user chose
-// can block it: the helper, not the daemon, drops to the user, enters the
-// working directory (which may sit on a mount that never answers) and
-// runs the shell. So the daemon holds the process (its pid and pidfd) from
-// the first moment and its timeout, stop and kill reach every step.
-//
-// The helper starts in a session of its own with no controlling terminal
-// (setsid), so nothing it becomes can reach the terminal queued was
-// started from or join one of queued's process groups. It gets no
-// environment of queued's (its request carries the program's), so a
-// user's LD_PRELOAD or GODEBUG never shapes a process that still has
-// queued's privileges.
-//
-// Protocol: descriptor 3 holds the request (JSON, helperRequest); on
-// descriptor 4, a pipe, the helper writes one JSON line per step it is
-// about to take ({"stage":"chdir"}), and, when a step fails, one with the
-// error ({"stage":"chdir","errno":13}) before it exits with
-// helperFailCode. A successful execve closes descriptor 4 (close-on-exec)
-// with no failure written.
-
-// helperArg is the argument that makes queued (or a test binary) the exec
-// helper; see ServeExecJob.
-const helperArg = "exec-job"
-
-// helperFailCode is the helper's exit status when it could not run the
-// program; the daemon reads the reason from the status pipe, not from it.
-const helperFailCode = 127
-
-// maxRequest bounds the request the helper reads: a command and an
-// environment within the API's limits take well under 2 MiB.
-const maxRequest = 16 << 20
-
-// Helper stages, reported before each is taken.
-const (
-	stageSetup = "setup" // credentials, keyring, umask, OOM score
-	stageChdir = "chdir" // entering the working directory, as the user
-	stageExec  = "exec"  // execve of the shell
-)
-
-// helperRequest is what the helper does, in order: OOM score, umask,
-// groups, gid, uid, keyring, working directory, then execve.
-type helperRequest struct {
-	Path string   `json:"path"`
-	Argv []string `json:"argv"`
-	Env  []string `json:"env"`
-	Dir  string   `json:"dir"`
-	// Cred, when set, is the user to become: supplementary groups, then
-	// gid, then uid (real, effective and saved), checked afterwards.
-	Cred *helperCred `json:"cred,omitempty"`
-	// Keyring gives the program a new, empty session keyring of its own
-	// (joined after the switch to Cred, so it is the user's).
-	Keyring bool `json:"keyring,omitempty"`
-	// Umask is set as given.
-	Umask int `json:"umask"`
-	// OOMScoreAdj, when set, is written to /proc/self/oom_score_adj
-	// before the switch, so the kernel's OOM killer takes the program
-	// before queued and the user cannot lower it again.
-	OOMScoreAdj *int `json:"oom_score_adj,omitempty"`
-}
-
-type helperCred struct {
-	UID    uint32   `json:"uid"`
-	GID    uint32   `json:"gid"`
-	Groups []uint32 `json:"groups"`
-}
-
-// helperStatus is one line on the status pipe.
-type helperStatus struct {
-	Stage string `json:"stage"`
-	// Errno is set when the stage failed with a system error.
-	Errno syscall.Errno `json:"errno,omitempty"`
-	// Msg is set when it failed otherwise.
-	Msg string `json:"msg,omitempty"`
-}
-
-// ServeExecJob makes this process the exec helper when it was started as
-// one (arguments "exec-job" and nothing else) and returns otherwise. It
-// must be the first thing queued's main, and the TestMain of every test
-// binary that runs programs through this package, calls: the helper is
-// the binary itself, re-executed. Started as a helper, it never returns:
-// it becomes the program, or exits with status 127 after reporting why it
-// could not.
+// ServeExecJob makes this process the exec helper (see package execjob)
+// when it was started as one (arguments "exec-job" and nothing else) and
+// returns otherwise. queued's main calls it first, for a host where
+// queued-exec is not installed beside queued, and so does the TestMain of
+// every test binary that runs programs through this package in-process:
+// there the helper is the test binary itself, re-executed. Started as a
+// helper, it never returns: it becomes the program, or exits with status
+// 127 after reporting why it could not.
 func ServeExecJob() {
-	if len(os.Args) != 2 || os.Args[1] != helperArg {
+	if len(os.Args) != 2 || os.Args[1] != execjob.Arg {
 		return
 	}
-	os.Exit(execJob())
-}
-
-// execJob runs the helper's steps and returns only on failure.
-func execJob() int {
-	// Credentials, the keyring and the working directory are set on this
-	// thread and the execve is made from it: the program is this thread.
-	runtime.LockOSThread()
-	status := os.NewFile(4, "status")
-	report := func(st helperStatus) {
-		b, _ := json.Marshal(st)
-		status.Write(append(b, '\n'))
-	}
-	fail := func(stage string, err error) int {
-		st := helperStatus{Stage: stage}
-		if !errors.As(err, &st.Errno) {
-			st.Msg = err.Error()
-		}
-		report(st)
-		return helperFailCode
-	}
-	if status == nil {
-		fmt.Fprintln(os.Stderr, "queued exec-job: no status descriptor; this is queued's own helper, not a command")
-		return 2
-	}
-	report(helperStatus{Stage: stageSetup})
-	req, err := readRequest(os.NewFile(3, "request"))
-	if err != nil {
-		return fail(stageSetup, err)
-	}
-	// Nothing queued inherited reaches the program: every descriptor above
-	// the status pipe, and the pipe itself, closes at the execve.
-	if err := unix.CloseRange(4, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
-		return fail(stageSetup, fmt.Errorf("marking descriptors close-on-exec: %w", err))
-	}
-	if req.OOMScoreAdj != nil {
-		// Raising it is always allowed; lowering it needs privileges a
-		// user-mode queued lacks, and then the program keeps queued's.
-		os.WriteFile("/proc/self/oom_score_adj", []byte(strconv.Itoa(*req.OOMScoreAdj)), 0)
-	}
-	unix.Umask(req.Umask)
-	if c := req.Cred; c != nil {
-		if err := become(c); err != nil {
-			return fail(stageSetup, err)
-		}
-	}
-	if req.Keyring {
-		if _, err := unix.KeyctlInt(unix.KEYCTL_JOIN_SESSION_KEYRING, 0, 0, 0, 0); err != nil {
-			return fail(stageSetup, fmt.Errorf("joining a session keyring of its own: %w", err))
-		}
-	}
-	report(helperStatus{Stage: stageChdir})
-	if err := syscall.Chdir(req.Dir); err != nil {
-		return fail(stageChdir, err)
-	}
-	report(helperStatus{Stage: stageExec})
-	err = syscall.Exec(req.Path, req.Argv, req.Env)
-	return fail(stageExec, err)
-}
-
-// readRequest reads and closes the request descriptor.
-func readRequest(f *os.File) (helperRequest, error) {
-	var req helperRequest
-	if f == nil {
-		return req, errors.New("no request descriptor")
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxRequest+1))
-	if err != nil {
-		return req, fmt.Errorf("reading the request: %w", err)
-	}
-	if len(b) > maxRequest {
-		return req, fmt.Errorf("request over %d bytes", maxRequest)
-	}
-	if err := json.Unmarshal(b, &req); err != nil {
-		return req, fmt.Errorf("decoding the request: %w", err)
-	}
-	if req.Path == "" || len(req.Argv) == 0 || req.Dir == "" {
-		return req, errors.New("request without a program or a working directory")
-	}
-	return req, nil
-}
-
-// become switches every thread of the helper to the user: groups, then
-// gid, then uid (package syscall applies each to all threads), and checks
-// that root cannot be had back.
-func become(c *helperCred) error {
-	groups := make([]int, len(c.Groups))
-	for i, g := range c.Groups {
-		groups[i] = int(g)
-	}
-	if err := syscall.Setgroups(groups); err != nil {
-		return fmt.Errorf("setting the groups of uid %d: %w", c.UID, err)
-	}
-	if err := syscall.Setresgid(int(c.GID), int(c.GID), int(c.GID)); err != nil {
-		return fmt.Errorf("setting gid %d: %w", c.GID, err)
-	}
-	if err := syscall.Setresuid(int(c.UID), int(c.UID), int(c.UID)); err != nil {
-		return fmt.Errorf("setting uid %d: %w", c.UID, err)
-	}
-	if c.UID != 0 {
-		if err := syscall.Setuid(0); err == nil {
-			return fmt.Errorf("uid %d could switch back to root", c.UID)
-		}
-	}
-	return nil
+	os.Exit(execjob.Main())
 }

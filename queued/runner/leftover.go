@@ -110,9 +110,11 @@ const stragglerTimeout = 2 * time.Second
 // process group, where it had no cgroup to take everything: processes of
 // its session (sid is the leader's pid, still unreaped, so no other
 // session can have that id), and, when the job has a marker, every live
-// process whose environment carries it (one that also left the session).
-// It repeats until a scan finds none, for at most stragglerTimeout.
-func killStragglers(procRoot string, sid int, marker string) {
+// process started since the leader (started, clock ticks since boot) whose
+// environment carries it (one that also left the session); older
+// processes cannot be the job's, so their environment is not read. It
+// repeats until a scan finds none, for at most stragglerTimeout.
+func killStragglers(procRoot string, sid int, started uint64, marker string) {
 	var marks [][]byte
 	if marker != "" {
 		marks = [][]byte{[]byte(JobEnvVar + "=" + marker + "\x00")}
@@ -120,7 +122,7 @@ func killStragglers(procRoot string, sid int, marker string) {
 	self := os.Getpid()
 	deadline := time.Now().Add(stragglerTimeout)
 	for {
-		pids := scanJob(procRoot, sid, marks, self)
+		pids := scanJob(procRoot, sid, started, marks, self)
 		for _, pid := range pids {
 			syscall.Kill(pid, syscall.SIGKILL)
 		}
@@ -132,8 +134,9 @@ func killStragglers(procRoot string, sid int, marker string) {
 }
 
 // scanJob lists the live processes, other than the session's leader and
-// self, in session sid or carrying one of marks in their environment.
-func scanJob(procRoot string, sid int, marks [][]byte, self int) []int {
+// self, in session sid, or started at or after started and carrying one of
+// marks in their environment.
+func scanJob(procRoot string, sid int, started uint64, marks [][]byte, self int) []int {
 	entries, err := os.ReadDir(procRoot)
 	if err != nil {
 		return nil
@@ -152,7 +155,7 @@ func scanJob(procRoot string, sid int, marks [][]byte, self int) []int {
 			pids = append(pids, pid)
 			continue
 		}
-		if len(marks) > 0 && hasMark(procRoot, e.Name(), marks) {
+		if len(marks) > 0 && st.start >= started && hasMark(procRoot, e.Name(), marks) {
 			pids = append(pids, pid)
 		}
 	}

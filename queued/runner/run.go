@@ -16,14 +16,17 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/ttkit/ttkit/queued/account"
+	"github.com/ttkit/ttkit/queued/execjob"
 	"github.com/ttkit/ttkit/queued/jobcgroup"
 )
 
@@ -97,6 +100,9 @@ type Spec struct {
 	// as they did there: "[tt-device-queue] Repeat i/N" before each
 	// iteration of a repeated run, and a line saying the timeout killed it.
 	Notes bool
+	// Helper is the exec helper's binary (see package execjob); empty
+	// means queued-exec beside queued's executable, or else queued itself.
+	Helper string
 	// OnStart, if set, is called as each iteration's process starts:
 	// queued's helper, which becomes the program (Result.Iterations counts
 	// only those that did). The scheduler records the process for
@@ -201,10 +207,61 @@ func (r *running) killAll() {
 	r.cg.Kill()
 }
 
-// helperPath is the exec helper: queued itself, as it runs now (a binary
-// replaced on disk since the start would speak another version of the
-// helper's protocol).
-const helperPath = "/proc/self/exe"
+// HelperName is the exec helper's binary (cmd/queued-exec), found beside
+// queued's own executable.
+const HelperName = "queued-exec"
+
+// selfHelper runs queued itself as the exec helper: the fallback where
+// queued-exec is not installed (and the way tests run in-process), slower
+// to start (tens of milliseconds, queued's own initialization) but the
+// same helper. /proc/self/exe is the binary queued runs now, so a binary
+// replaced on disk since the start cannot speak another protocol.
+var selfHelper = []string{"/proc/self/exe", execjob.Arg}
+
+// defaultHelper is the helper queued uses when a Spec names none:
+// queued-exec beside queued's executable when it is there (and, when
+// queued runs as root, belongs to root and only root may write to it),
+// else queued itself.
+var defaultHelper = sync.OnceValue(func() []string {
+	exe, err := os.Executable()
+	if err != nil {
+		return selfHelper
+	}
+	p, err := CheckHelper(filepath.Join(filepath.Dir(exe), HelperName))
+	if err != nil {
+		return selfHelper
+	}
+	// Held open from the first job on, so a queued-exec replaced on disk
+	// (an upgrade while queued runs) is not started by this queued.
+	fd, err := unix.Open(p, unix.O_PATH|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return selfHelper
+	}
+	return []string{fmt.Sprintf("/proc/self/fd/%d", fd)}
+})
+
+// CheckHelper resolves path (following links) and checks it can serve as
+// queued's exec helper: a regular executable file that, for a root
+// queued, belongs to root and no one else may write (it runs as root
+// until it drops to the job's user).
+func CheckHelper(path string) (string, error) {
+	p, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return "", fmt.Errorf("exec helper %s: %w", path, err)
+	}
+	fi, err := os.Stat(p)
+	if err != nil {
+		return "", fmt.Errorf("exec helper %s: %w", path, err)
+	}
+	st, _ := fi.Sys().(*syscall.Stat_t)
+	switch {
+	case !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0:
+		return "", fmt.Errorf("exec helper %s is not an executable file", p)
+	case os.Geteuid() == 0 && (st == nil || st.Uid != 0 || fi.Mode().Perm()&0o022 != 0):
+		return "", fmt.Errorf("exec helper %s must belong to root and be writable by root alone (it runs as root)", p)
+	}
+	return p, nil
+}
 
 // startUmask is queued's umask when it started (the unit's). Every
 // program gets it explicitly, whatever queued does to its own since.
@@ -221,7 +278,7 @@ func start(spec *Spec, out *Log) (*running, error) {
 	if len(spec.Shell) == 0 {
 		return nil, errors.New("no shell configured")
 	}
-	req := helperRequest{
+	req := execjob.Request{
 		Path: spec.Shell[0], Argv: append(append([]string(nil), spec.Shell...), spec.Cmd), Env: spec.Env, Dir: spec.Dir,
 		Umask: startUmask, OOMScoreAdj: spec.OOMScoreAdj, Keyring: spec.Keyring || spec.Account != nil,
 	}
@@ -233,7 +290,7 @@ func start(spec *Spec, out *Log) (*running, error) {
 		req.Dir = wd
 	}
 	if a := spec.Account; a != nil {
-		req.Cred = &helperCred{UID: a.UID, GID: a.GID, Groups: a.Groups}
+		req.Cred = &execjob.Cred{UID: a.UID, GID: a.GID, Groups: a.Groups}
 	}
 	reqFile, err := requestFile(&req)
 	if err != nil {
@@ -251,8 +308,12 @@ func start(spec *Spec, out *Log) (*running, error) {
 		return nil, fmt.Errorf("creating output pipe: %w", err)
 	}
 	marker := markerOf(spec.Env)
-	cmd := exec.Command(helperPath, helperArg)
-	cmd.Args[0] = "queued"
+	helper := defaultHelper()
+	if spec.Helper != "" {
+		helper = []string{spec.Helper}
+	}
+	cmd := exec.Command(helper[0], helper[1:]...)
+	cmd.Args[0] = "queued-exec"
 	cmd.Env = []string{} // nothing of queued's: the request carries the program's
 	if marker != "" {
 		// Only the marker, so a restart finds a helper still stuck in its
@@ -313,7 +374,7 @@ func start(spec *Spec, out *Log) (*running, error) {
 
 // requestFile is the helper's request in an anonymous memory file, read
 // from its start.
-func requestFile(req *helperRequest) (*os.File, error) {
+func requestFile(req *execjob.Request) (*os.File, error) {
 	b, err := json.Marshal(req)
 	if err != nil {
 		return nil, fmt.Errorf("encoding the exec request: %w", err)
@@ -465,7 +526,7 @@ func runOnce(spec *Spec, out *Log, stop <-chan struct{}, deadline time.Time) (re
 	if waitErr == nil {
 		syscall.Kill(-pgid, syscall.SIGKILL)
 		if r.cg == nil {
-			killStragglers("/proc", pgid, r.marker)
+			killStragglers("/proc", pgid, r.proc.Start, r.marker)
 		}
 	}
 	r.cg.Kill()

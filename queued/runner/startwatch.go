@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/ttkit/ttkit/queued/execjob"
 )
 
 // startWatch follows an iteration's helper through its start by its
@@ -45,12 +47,12 @@ func (e *startError) Unwrap() error {
 // watchStart reads the helper's status pipe sr until it closes.
 func watchStart(sr *os.File) *startWatch {
 	w := &startWatch{done: make(chan error, 1)}
-	w.stage.Store(stageSetup)
+	w.stage.Store(execjob.StageSetup)
 	go func() {
 		defer sr.Close()
 		sc := bufio.NewScanner(sr)
 		for sc.Scan() {
-			var st helperStatus
+			var st execjob.Status
 			if json.Unmarshal(sc.Bytes(), &st) != nil {
 				continue
 			}
@@ -62,7 +64,7 @@ func watchStart(sr *os.File) *startWatch {
 		}
 		// The pipe closes at the execve (close-on-exec), or when the
 		// helper dies: only the first follows the exec step.
-		if stage := w.stage.Load().(string); stage == stageExec {
+		if stage := w.stage.Load().(string); stage == execjob.StageExec {
 			w.done <- nil
 		} else {
 			w.done <- &startError{stage: stage, msg: "queued's exec helper ended before it started the program", died: true}
@@ -88,16 +90,16 @@ func (w *startWatch) describe(spec *Spec, err error) error {
 	}
 	a := spec.Account
 	switch {
-	case se.stage == stageChdir && a != nil:
+	case se.stage == execjob.StageChdir && a != nil:
 		// The user's own view: chdir as the user says permission denied
 		// for a path below a directory they cannot search, whether it
 		// exists or not, so root's view of which paths exist never leaks.
 		return fmt.Errorf("working directory %s: %w for user %s (uid %d)", spec.Dir, err, a.Name, a.UID)
-	case se.stage == stageChdir:
+	case se.stage == execjob.StageChdir:
 		return fmt.Errorf("working directory %s: %w", spec.Dir, err)
-	case se.stage == stageExec && a != nil:
+	case se.stage == execjob.StageExec && a != nil:
 		return fmt.Errorf("starting %s as user %s (uid %d): %w", spec.Shell[0], a.Name, a.UID, err)
-	case se.stage == stageExec:
+	case se.stage == execjob.StageExec:
 		return fmt.Errorf("starting %s: %w", spec.Shell[0], err)
 	case a != nil:
 		return fmt.Errorf("preparing to run as user %s (uid %d): %w", a.Name, a.UID, err)
@@ -110,13 +112,13 @@ func (w *startWatch) describe(spec *Spec, err error) error {
 // shell), not on queued's own setup.
 func (w *startWatch) inUserStage() bool {
 	st := w.stage.Load().(string)
-	return st == stageChdir || st == stageExec
+	return st == execjob.StageChdir || st == execjob.StageExec
 }
 
 // stuckAtStop is the run's error for a start a stop cut off in a user
 // step; ErrStartHung is in its chain.
 func (w *startWatch) stuckAtStop(spec *Spec) error {
-	if w.stage.Load().(string) == stageChdir {
+	if w.stage.Load().(string) == execjob.StageChdir {
 		return fmt.Errorf("entering the working directory %s %w before the job was stopped (a network or FUSE mount that does not answer?)", spec.Dir, ErrStartHung)
 	}
 	return fmt.Errorf("starting %s %w before the job was stopped", spec.Shell[0], ErrStartHung)
@@ -125,10 +127,10 @@ func (w *startWatch) stuckAtStop(spec *Spec) error {
 // hung is the run's error for a start still going after limit.
 func (w *startWatch) hung(spec *Spec, limit time.Duration) error {
 	switch w.stage.Load().(string) {
-	case stageChdir:
+	case execjob.StageChdir:
 		return fmt.Errorf("entering the working directory %s %w within %s (a network or FUSE mount that does not answer?); the job was killed",
 			spec.Dir, ErrStartHung, limit)
-	case stageExec:
+	case execjob.StageExec:
 		return fmt.Errorf("starting %s %w within %s; the job was killed", spec.Shell[0], ErrStartHung, limit)
 	}
 	return fmt.Errorf("preparing to run the program %w within %s; the job was killed", ErrStartHung, limit)

@@ -28,7 +28,7 @@ func TestSmokeWithRealOtelcolTT(t *testing.T) {
 		t.Fatalf("otelcol-tt binary: %v (run `make e2e`, which builds it)", err)
 	}
 	dir := t.TempDir()
-	build := exec.Command("go", "build", "-o", dir+"/", "github.com/ttkit/ttkit/queued/cmd/queued")
+	build := exec.Command("go", "build", "-o", dir+"/", "github.com/ttkit/ttkit/queued/cmd/queued", "github.com/ttkit/ttkit/queued/cmd/queued-exec")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building queued: %v\n%s", err, out)
 	}

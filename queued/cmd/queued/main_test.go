@@ -35,7 +35,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	bin = filepath.Join(dir, "queued")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-o", dir+"/", ".", "../queued-exec").CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "building queued: %v\n%s", err, out)
 		os.Exit(1)
 	}

@@ -59,7 +59,7 @@ func Build(dir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	cmd := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "./queued/cmd/queued")
+	cmd := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "./queued/cmd/queued", "./queued/cmd/queued-exec")
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("building queued: %w\n%s", err, out)
