@@ -3,6 +3,8 @@ package store
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -14,6 +16,10 @@ type Kind string
 const (
 	KindJob   Kind = "job"
 	KindReset Kind = "reset"
+	// KindHold takes its cards in their FIFO turn, like a job, and keeps
+	// them, running nothing, until released, expired, or (for a hold
+	// taken for a Slurm job) its Slurm job is gone.
+	KindHold Kind = "hold"
 )
 
 // State is where a job is in its life: queued -> running -> done.
@@ -50,6 +56,12 @@ type Job struct {
 	Seq    uint64 `json:"seq"`
 	Kind   Kind   `json:"kind"`
 	Device *int   `json:"device,omitempty"`
+	// Devices lists every card of a job that spans several, ascending
+	// (Device is the first of them); empty for a job of one card.
+	Devices []int `json:"devices,omitempty"`
+	// DeviceSpec is the card list as the submitter wrote it ("0,1",
+	// "0-3"), what the job sees in TT_QUEUE_DEVICE; empty for one card.
+	DeviceSpec string `json:"device_spec,omitempty"`
 
 	Cmd      string            `json:"cmd"`
 	Cwd      string            `json:"cwd"`
@@ -109,16 +121,57 @@ type Job struct {
 	// earlier boot is not retried after a reboot.
 	BootID string `json:"boot_id,omitempty"`
 	// ResetEpoch is its card's reset count when the job started, so a
-	// job-based reset can tell whether the card was reset since.
-	ResetEpoch uint64 `json:"reset_epoch,omitempty"`
+	// job-based reset can tell whether the card was reset since; for a job
+	// of several cards, ResetEpochs holds each card's, in Devices' order.
+	ResetEpoch  uint64   `json:"reset_epoch,omitempty"`
+	ResetEpochs []uint64 `json:"reset_epochs,omitempty"`
+
+	// CrossCards lists the cards outside its own that a process of the job
+	// was seen to hold (tt-metal opens every card it sees).
+	CrossCards []int `json:"cross_cards,omitempty"`
+
+	// A hold's reason, the time it ends by itself (zero: never) and the
+	// Slurm job it was taken for (it ends when that job is gone).
+	Reason     string    `json:"reason,omitempty"`
+	ExpiresAt  time.Time `json:"expires_at,omitzero"`
+	SlurmJobID string    `json:"slurm_job_id,omitempty"`
 }
 
-// Card returns the job's card, 0 for records written without one.
+// Card returns the job's card (the first of several), 0 for records
+// written without one.
 func (j *Job) Card() int {
 	if j.Device == nil {
 		return 0
 	}
 	return *j.Device
+}
+
+// Cards returns every card of the job, ascending: Devices, or its one
+// card.
+func (j *Job) Cards() []int {
+	if len(j.Devices) > 0 {
+		return j.Devices
+	}
+	return []int{j.Card()}
+}
+
+// Spans reports whether the job takes several cards at once.
+func (j *Job) Spans() bool { return len(j.Devices) > 1 }
+
+// DeviceText is how the job's cards read in TT_QUEUE_DEVICE and answers:
+// the spec as given for a job of several cards, else its one card.
+func (j *Job) DeviceText() string {
+	if j.DeviceSpec != "" {
+		return j.DeviceSpec
+	}
+	if len(j.Devices) > 1 {
+		parts := make([]string, len(j.Devices))
+		for i, d := range j.Devices {
+			parts[i] = strconv.Itoa(d)
+		}
+		return strings.Join(parts, ",")
+	}
+	return strconv.Itoa(j.Card())
 }
 
 // Card is the durable state of one card: whether it is dead, how many
