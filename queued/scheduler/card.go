@@ -30,6 +30,7 @@ type card struct {
 	dead       *deadInfo
 	last       resetResult   // the last finished reset
 	paused     string        // why a dispatchable job waits (a foreign holder); "" when it does not
+	waiting    string        // why the head, a job of several cards, waits for the others; "" when it does not
 	rev        uint64        // changes to the card record in memory
 	savedRev   uint64        // the revision last made durable
 	wake       chan struct{} // capacity 1: something changed, look again

@@ -113,32 +113,43 @@ func (h *holderWatch) foreignOf(res procscan.Result, card int, own ownJob) ([]Ho
 	return hs, strings.Join(problems, "; ")
 }
 
-// gateLocked reports whether the worker must look for foreign
-// holders before it dispatches: WaitForeign is set and the head of the
-// queue is a job that could start now. Resets never wait.
-func (h *holderWatch) gateLocked(c *card) bool {
+// gateLocked returns the cards the worker must look at for foreign
+// holders before it dispatches, or nil: WaitForeign is set and the head of
+// the queue is a job (or hold) that could start now; for one of several
+// cards, all of them. Resets never wait.
+func (h *holderWatch) gateLocked(c *card) []int {
 	s := h.core
 	if !s.opt.WaitForeign || s.stopping || s.persist.err != nil || c.current != nil || c.dead != nil || len(c.queue) == 0 {
-		return false
+		return nil
 	}
 	head := c.queue[0]
-	return head.durable && head.rec.Kind != store.KindReset
+	if !head.durable || head.rec.Kind == store.KindReset {
+		return nil
+	}
+	return head.rec.Cards()
 }
 
-// pause scans afresh and says why card must not start its next
-// job, or "" when no foreign process holds it. An unreadable pids file
-// does not pause the card: the scan shows the error instead, and a broken
-// driver file must not stop the queue for good.
-func (h *holderWatch) pause(card int) string {
-	hs, _ := h.foreignOf(h.get(0), card, ownJob{})
-	if len(hs) == 0 {
-		return ""
+// pause scans afresh and says why the next job on cards must not start,
+// or "" when no foreign process holds any of them. An unreadable pids
+// file does not pause a card: the scan shows the error instead, and a
+// broken driver file must not stop the queue for good.
+func (h *holderWatch) pause(cards []int) string {
+	scan := h.get(0)
+	for _, card := range cards {
+		hs, _ := h.foreignOf(scan, card, ownJob{})
+		if len(hs) == 0 {
+			continue
+		}
+		why := "foreign holder " + describeHolder(hs[0])
+		if len(cards) > 1 {
+			why += fmt.Sprintf(" on card %d", card)
+		}
+		if len(hs) > 1 {
+			why += fmt.Sprintf(" and %d more", len(hs)-1)
+		}
+		return why
 	}
-	why := "foreign holder " + describeHolder(hs[0])
-	if len(hs) > 1 {
-		why += fmt.Sprintf(" and %d more", len(hs)-1)
-	}
-	return why
+	return ""
 }
 
 func describeHolder(h Holder) string {

@@ -16,6 +16,7 @@ const (
 	stopKill               // a kill request
 	stopService            // the service is stopping
 	stopReset              // a reset of its card
+	stopRelease            // a hold released (by request, or its Slurm job is gone)
 )
 
 // job is a queued or running job in memory, or a finished one whose record
@@ -40,6 +41,8 @@ type job struct {
 	log    *runner.Log
 	stop   chan struct{} // closed (once, via stopFor) to stop the job
 	reason stopReason
+	// releaseWhy says who released a hold, or why it ended by itself.
+	releaseWhy string
 	// killed is set by a kill request even when another stop came first:
 	// a job whose kill was acknowledged ends killed, never queued again.
 	killed  bool

@@ -3,7 +3,6 @@ package scheduler
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -134,5 +133,5 @@ func jobEnv(base []string, rec *store.Job) []string {
 	for k, v := range rec.Env {
 		env = append(env, k+"="+v)
 	}
-	return append(env, runner.JobEnvVar+"="+rec.ID, DeviceEnvVar+"="+strconv.Itoa(rec.Card()))
+	return append(env, runner.JobEnvVar+"="+rec.ID, DeviceEnvVar+"="+rec.DeviceText())
 }

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/ttkit/ttkit/queued/store"
 )
@@ -28,7 +29,7 @@ type ListFilter struct {
 }
 
 func (f *ListFilter) match(rec *store.Job) bool {
-	return (f.Card == nil || rec.Card() == *f.Card) &&
+	return (f.Card == nil || slices.Contains(rec.Cards(), *f.Card)) &&
 		(f.State == "" || rec.State == f.State) &&
 		(f.ClientID == "" || rec.ClientID == f.ClientID) &&
 		(f.OwnerUID == nil || (rec.OwnerUID != nil && *rec.OwnerUID == *f.OwnerUID))
@@ -43,6 +44,7 @@ func (s jobIndex) list(f ListFilter) ([]JobInfo, error) {
 	}
 	var out []JobInfo
 	s.mu.Lock()
+	listed := map[*job]bool{} // a job of several cards is in several queues
 	for _, id := range s.order {
 		c := s.cards[id]
 		active := c.queue
@@ -50,7 +52,8 @@ func (s jobIndex) list(f ListFilter) ([]JobInfo, error) {
 			active = append([]*job{c.current}, c.queue...)
 		}
 		for _, j := range active {
-			if len(out) < f.Limit && j.durable && j.rec.State != store.StateDone && f.match(&j.rec) {
+			if len(out) < f.Limit && !listed[j] && j.durable && j.rec.State != store.StateDone && f.match(&j.rec) {
+				listed[j] = true
 				out = append(out, s.infoLocked(j))
 			}
 		}

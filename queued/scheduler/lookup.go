@@ -139,24 +139,29 @@ func (s jobIndex) watch(id string) (Watch, error) {
 // infoLocked is a job's record plus position and estimate.
 func (s *core) infoLocked(j *job) JobInfo {
 	info := JobInfo{Job: j.rec, Held: j.held}
-	c := s.cards[j.rec.Card()]
-	if c == nil {
+	cards := s.cardsOf(j)
+	if len(cards) == 0 {
 		return info
 	}
 	now := s.opt.Now()
 	switch j.rec.State {
 	case store.StateQueued:
-		info.EstimatedRun, info.EstimateKnown = c.runEstimate(j), c.est.known(j.key)
-		wait := c.currentRemaining(now)
-		for i, q := range c.queue {
-			if q == j {
-				info.Position = i + 1
-				info.EstimatedWait = wait
-				break
+		// A job of several cards starts when the last of them is free for
+		// it: its place and wait are the worst over its cards.
+		for _, c := range cards {
+			info.EstimatedRun, info.EstimateKnown = c.runEstimate(j), c.est.known(j.key)
+			wait := c.currentRemaining(now)
+			for i, q := range c.queue {
+				if q == j {
+					info.Position = max(info.Position, i+1)
+					info.EstimatedWait = max(info.EstimatedWait, wait)
+					break
+				}
+				wait += c.runEstimate(q)
 			}
-			wait += c.runEstimate(q)
 		}
 	case store.StateRunning:
+		c := cards[0]
 		info.EstimatedRun, info.EstimateKnown = c.runEstimate(j), c.est.known(j.key)
 		info.EstimatedWait = c.remaining(j, now)
 		info.Overdue = c.overdue(j, now)

@@ -36,6 +36,10 @@ type ResetRequest struct {
 	// instead. It is called with the scheduler's lock held: it must not
 	// block.
 	MayInterrupt func(running store.Job) bool
+	// Force lets the reset interrupt a hold on the card (which it waits
+	// for otherwise): an admin's decision, say for a card a Slurm job
+	// holds while it misbehaves.
+	Force bool
 	// OwnerUID and Owner record who asked for the reset on its job.
 	OwnerUID *uint32
 	Owner    string
@@ -94,21 +98,34 @@ func (s resetDesk) request(req ResetRequest) ([]ResetOutcome, error) {
 		return nil, ErrNoControls
 	}
 	var cards []*card
+	var skipped []ResetOutcome
 	switch {
 	case req.JobID != "":
 		if j := s.jobs[req.JobID]; j != nil {
 			target = j.rec // the latest, if it started meanwhile
 		}
-		c := s.cards[target.Card()]
-		if c == nil {
-			s.mu.Unlock()
-			return nil, fmt.Errorf("job %s ran on card %d, which is no longer configured: %w", req.JobID, target.Card(), ErrUnknownCard)
+		// Every card of the job, each unless it was reset since the job
+		// started there.
+		for i, id := range target.Cards() {
+			c := s.cards[id]
+			if c == nil {
+				s.mu.Unlock()
+				return nil, fmt.Errorf("job %s ran on card %d, which is no longer configured: %w", req.JobID, id, ErrUnknownCard)
+			}
+			epoch := target.ResetEpoch
+			if i < len(target.ResetEpochs) {
+				epoch = target.ResetEpochs[i]
+			}
+			if why := s.skipLocked(c, &target, epoch); why != "" {
+				skipped = append(skipped, ResetOutcome{Card: c.id, Skipped: true, Reason: why})
+				continue
+			}
+			cards = append(cards, c)
 		}
-		if why := s.skipLocked(c, &target); why != "" {
+		if len(cards) == 0 {
 			s.mu.Unlock()
-			return []ResetOutcome{{Card: c.id, Skipped: true, Reason: why}}, nil
+			return skipped, nil
 		}
-		cards = []*card{c}
 	case req.Card != nil:
 		c := s.cards[*req.Card]
 		if c == nil {
@@ -193,9 +210,13 @@ func (s resetDesk) request(req ResetRequest) ([]ResetOutcome, error) {
 	for i, c := range cards {
 		j := resets[i]
 		out[i].JobID, out[i].State = j.rec.ID, j.rec.State
-		if j.rec.State == store.StateQueued && c.current != nil && c.current.rec.Kind == store.KindJob {
+		if j.rec.State == store.StateQueued && c.current != nil && c.current.rec.Kind != store.KindReset {
 			cur := c.current.rec
-			if j.interrupt && (req.MayInterrupt == nil || req.MayInterrupt(cur)) {
+			// A hold is interrupted only by force; a job when the request
+			// may (see MayInterrupt).
+			may := cur.Kind == store.KindHold && req.Force ||
+				cur.Kind == store.KindJob && j.interrupt && (req.MayInterrupt == nil || req.MayInterrupt(cur))
+			if may {
 				c.current.stopFor(stopReset)
 				out[i].Interrupted = cur.ID
 			} else {
@@ -204,12 +225,12 @@ func (s resetDesk) request(req ResetRequest) ([]ResetOutcome, error) {
 		}
 		c.wakeup()
 	}
-	return out, nil
+	return append(out, skipped...), nil
 }
 
 // skipLocked says why a reset requested for job rec need not run on card
 // c, or "" when it should.
-func (s resetDesk) skipLocked(c *card, rec *store.Job) string {
+func (s resetDesk) skipLocked(c *card, rec *store.Job, epoch uint64) string {
 	id := rec.ID
 	switch {
 	case c.dead != nil:
@@ -221,7 +242,7 @@ func (s resetDesk) skipLocked(c *card, rec *store.Job) string {
 		return fmt.Sprintf("the host has rebooted since job %s ran on card %d", id, c.id)
 	case c.reset != nil:
 		return "" // joins the pending reset
-	case c.resetEpoch > rec.ResetEpoch:
+	case c.resetEpoch > epoch:
 		return fmt.Sprintf("card %d was reset since job %s ran (reset %s at %s, result %s)",
 			c.id, id, c.last.id, c.last.at.UTC().Format(time.RFC3339), c.last.result)
 	}

@@ -154,6 +154,14 @@ func (s resetRunner) drainLocked(c *card, now time.Time) ([]*job, []store.Job) {
 			continue
 		}
 		c.est.dequeue(q.key, q.repeats())
+		if q.spans() {
+			// It fails on every card: out of the others' queues too.
+			for _, o := range s.cardsOf(q) {
+				if o != c && o.remove(q) {
+					o.wakeup()
+				}
+			}
+		}
 		s.queued--
 		q.ending = true
 		done = append(done, q)

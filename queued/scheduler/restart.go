@@ -53,13 +53,33 @@ func (s restart) recover() error {
 	var endedRecs []store.Job
 	var leftovers []runner.Leftover
 	var resets []*job // resets to retry, in FIFO order
+	var holds []*job  // holds that held their cards, in FIFO order
 	var rewritten []store.Job
 	for _, rec := range active {
 		c := s.cards[rec.Card()]
-		if rec.State == store.StateRunning {
+		missing, dead := -1, (*card)(nil)
+		for _, id := range rec.Cards() {
+			switch cd := s.cards[id]; {
+			case cd == nil && missing < 0:
+				missing = id
+			case cd != nil && cd.dead != nil && dead == nil:
+				dead = cd
+			}
+		}
+		if rec.State == store.StateRunning && rec.Kind != store.KindHold {
 			leftovers = append(leftovers, runner.Leftover{JobID: rec.ID, PGID: rec.PGID, LeaderStart: rec.LeaderStart})
 		}
 		switch {
+		case rec.Kind == store.KindHold && !rec.ExpiresAt.IsZero() && !now.Before(rec.ExpiresAt):
+			rec = holdRecord(rec, holdEnd{expired: true}, now)
+		case rec.Kind == store.KindHold && rec.State == store.StateRunning && missing < 0 && dead == nil:
+			// A hold survives a restart: it holds its cards again before
+			// anything else runs on them.
+			j := newJob(rec, true)
+			holds = append(holds, j)
+			s.jobs[rec.ID] = j
+			s.queued++
+			continue
 		case rec.Kind == store.KindReset && c != nil && c.reset == nil && (rec.BootID == "" || rec.BootID == s.bootID):
 			// A reset interrupted by a stop or a crash on this boot runs
 			// again, before anything else on its card.
@@ -95,16 +115,16 @@ func (s restart) recover() error {
 			if err != nil {
 				rec.LogError = err.Error()
 			}
-		case c == nil:
+		case missing >= 0:
 			code := -1
 			rec.State, rec.FinishedAt, rec.ExitCode = store.StateDone, now, &code
 			rec.Outcome = store.OutcomeFailure
-			rec.Error = fmt.Sprintf("card %d is no longer configured (TT_DEVICE_IDS)", rec.Card())
-		case c.dead != nil:
-			rec = deadRecord(rec, c.id, now)
+			rec.Error = fmt.Sprintf("card %d is no longer configured (TT_DEVICE_IDS)", missing)
+		case dead != nil:
+			rec = deadRecord(rec, dead.id, now)
 		default:
 			j := newJob(rec, true)
-			c.push(j)
+			s.cardsOf(j).push(j)
 			s.jobs[rec.ID] = j
 			s.queued++
 			continue
@@ -114,9 +134,17 @@ func (s restart) recover() error {
 		ended = append(ended, j)
 		endedRecs = append(endedRecs, rec)
 	}
+	for i := len(holds) - 1; i >= 0; i-- {
+		for _, c := range s.cardsOf(holds[i]) {
+			c.pushFront(holds[i])
+		}
+	}
 	for i := len(resets) - 1; i >= 0; i-- {
 		j := resets[i]
 		s.cards[j.rec.Card()].pushFront(j)
+	}
+	if len(holds) > 0 {
+		s.log.Info("holds taken before the restart hold their cards again", "holds", len(holds))
 	}
 	if len(resets) > 0 {
 		s.log.Info("retrying resets interrupted by the last stop", "resets", len(resets))

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -137,6 +138,13 @@ type Options struct {
 	ForeignRecheck time.Duration
 	// HolderMaxAge is how old a holder scan Status may show; default 1s.
 	HolderMaxAge time.Duration
+	// SlurmJobGone, when set, tells whether a Slurm job is gone (no such
+	// job, or finished), with a word on why; holds taken for a Slurm job
+	// whose job is gone end (a node reboot or a slurmd crash skips the
+	// Epilog that would release them). It is asked every
+	// SlurmCheckInterval (default 60 s) about each active hold's job.
+	SlurmJobGone       func(ctx context.Context, slurmJobID string) (gone bool, why string, err error)
+	SlurmCheckInterval time.Duration
 	// Logger receives operational messages; default slog.Default().
 	Logger *slog.Logger
 	// MeterProvider receives the scheduler's metrics (see metrics.go);
@@ -202,6 +210,7 @@ func (o *Options) defaults() error {
 		o.DriverPath = procscan.DefaultDriverPath
 	}
 	setDur(&o.ForeignRecheck, time.Second)
+	setDur(&o.SlurmCheckInterval, time.Minute)
 	setDur(&o.HolderMaxAge, time.Second)
 	o.Controls.defaults()
 	return nil
@@ -224,6 +233,7 @@ type Scheduler struct {
 	desk resetDesk
 	rep  reporter
 	disp dispatcher
+	hold holdDesk
 
 	stopOnce sync.Once
 }
@@ -246,7 +256,7 @@ func New(opt Options) (*Scheduler, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Scheduler{core: c, sub: submitter{c}, idx: jobIndex{c}, desk: resetDesk{c}, rep: reporter{c}, disp: dispatcher{c}}
+	s := &Scheduler{core: c, sub: submitter{c}, idx: jobIndex{c}, desk: resetDesk{c}, rep: reporter{c}, disp: dispatcher{c}, hold: holdDesk{c}}
 	if err := (restart{c}).run(); err != nil {
 		c.holders.close()
 		return nil, err
@@ -262,6 +272,10 @@ func New(opt Options) (*Scheduler, error) {
 	c.loops.Add(2)
 	go c.persist.loop()
 	go c.retain.loop()
+	if opt.SlurmJobGone != nil {
+		c.loops.Add(1)
+		go s.hold.slurmLoop()
+	}
 	return s, nil
 }
 
@@ -322,6 +336,17 @@ func (s *Scheduler) List(f ListFilter) ([]JobInfo, error) { return s.idx.list(f)
 
 // Reset schedules resets; see resetDesk.request.
 func (s *Scheduler) Reset(req ResetRequest) ([]ResetOutcome, error) { return s.desk.request(req) }
+
+// Hold queues a hold of spec.Cards; see holdDesk.hold.
+func (s *Scheduler) Hold(spec HoldSpec) (JobInfo, error) { return s.hold.hold(spec) }
+
+// Release ends hold id (why says who released it); see holdDesk.release.
+func (s *Scheduler) Release(id, why string) (JobInfo, error) { return s.hold.release(id, why) }
+
+// ReleaseSlurm ends every live hold taken for Slurm job slurmID.
+func (s *Scheduler) ReleaseSlurm(slurmID, why string) ([]JobInfo, error) {
+	return s.hold.releaseSlurm(slurmID, why)
+}
 
 // Status returns a snapshot; see reporter.status.
 func (s *Scheduler) Status() Status { return s.rep.status() }

@@ -167,6 +167,8 @@ func (s reporter) workerStateLocked(c *card) string {
 		return "paused: card dead"
 	case c.paused != "":
 		return "paused: " + c.paused
+	case c.waiting != "":
+		return "waiting: " + c.waiting
 	case len(c.queue) > 0:
 		return "dispatching"
 	}

@@ -15,13 +15,18 @@ type submitter struct{ *core }
 // JobSpec is a validated submission. The API checks every field against
 // the limits; the scheduler checks only what depends on its state.
 type JobSpec struct {
-	Card     int
-	Cmd      string
-	Cwd      string
-	Env      map[string]string
-	Timeout  time.Duration // 0 selects the default
-	Repeat   int           // less than 1 means 1
-	ClientID string
+	// Card is the job's card; Cards, when it has several, lists every one
+	// (ascending; Card is ignored then) and DeviceSpec how they were
+	// written ("0,1", "0-3"), which the job sees in TT_QUEUE_DEVICE.
+	Card       int
+	Cards      []int
+	DeviceSpec string
+	Cmd        string
+	Cwd        string
+	Env        map[string]string
+	Timeout    time.Duration // 0 selects the default
+	Repeat     int           // less than 1 means 1
+	ClientID   string
 	// OwnerUID is the submitter's uid, from the kernel; nil when unknown.
 	// In system mode (Options.RunAs) the job runs as this user.
 	OwnerUID *uint32
@@ -32,18 +37,56 @@ type JobSpec struct {
 	EnvFromShell []string
 }
 
-// submit durably queues a job at the tail of its card's queue and returns
-// it with its position and estimated wait. It fails with ErrUnknownCard,
-// ErrStopping, ErrPersistence (also when this very insert fails),
-// ErrCardDead or ErrQueueFull.
+// cards is the spec's cards, ascending.
+func cardsOfSpec(card int, cards []int) []int {
+	if len(cards) > 0 {
+		return cards
+	}
+	return []int{card}
+}
+
+// withCards sets rec's card fields for cards (and the spec as written).
+func withCards(rec store.Job, cards []int, spec string) store.Job {
+	first := cards[0]
+	rec.Device = &first
+	if len(cards) > 1 {
+		rec.Devices = append([]int(nil), cards...)
+		rec.DeviceSpec = spec
+	}
+	return rec
+}
+
+// submit durably queues a job at the tail of its card's queue (of each of
+// its cards' queues) and returns it with its position and estimated wait.
+// It fails with ErrUnknownCard, ErrStopping, ErrPersistence (also when
+// this very insert fails), ErrCardDead or ErrQueueFull.
 func (s submitter) submit(spec JobSpec) (JobInfo, error) {
-	key := keyOf(spec.Cmd)
+	timeout := spec.Timeout
+	if timeout <= 0 {
+		timeout = s.opt.DefaultTimeout
+	}
+	rec := store.Job{
+		Kind: store.KindJob, Cmd: spec.Cmd, Cwd: spec.Cwd, Env: spec.Env, EnvFromShell: spec.EnvFromShell,
+		Timeout: int64((timeout + time.Second - 1) / time.Second), Repeat: max(spec.Repeat, 1),
+		ClientID: spec.ClientID, OwnerUID: spec.OwnerUID, Owner: spec.Owner,
+	}
+	return s.enqueue(withCards(rec, cardsOfSpec(spec.Card, spec.Cards), spec.DeviceSpec), keyOf(spec.Cmd))
+}
+
+// enqueue gives rec (a job or a hold, its cards set) an id and a place at
+// the tail of each of its cards' queues, and returns once it is durable.
+func (s submitter) enqueue(rec store.Job, key cmdKey) (JobInfo, error) {
 	s.mu.Lock()
-	c := s.cards[spec.Card]
+	var cards cardSet
+	for _, id := range rec.Cards() {
+		c := s.cards[id]
+		if c == nil {
+			s.mu.Unlock()
+			return JobInfo{}, fmt.Errorf("card %d: %w", id, ErrUnknownCard)
+		}
+		cards = append(cards, c)
+	}
 	switch {
-	case c == nil:
-		s.mu.Unlock()
-		return JobInfo{}, fmt.Errorf("card %d: %w", spec.Card, ErrUnknownCard)
 	case s.stopping:
 		s.mu.Unlock()
 		return JobInfo{}, ErrStopping
@@ -51,30 +94,21 @@ func (s submitter) submit(spec JobSpec) (JobInfo, error) {
 		err := s.persist.err
 		s.mu.Unlock()
 		return JobInfo{}, fmt.Errorf("%w: %w", ErrPersistence, err)
-	case c.dead != nil:
-		err := c.deadErrLocked()
+	case cards.anyDead() != nil:
+		err := cards.anyDead().deadErrLocked()
 		s.mu.Unlock()
 		return JobInfo{}, err
 	case s.queued >= s.opt.MaxQueued:
 		s.mu.Unlock()
 		return JobInfo{}, fmt.Errorf("%d jobs queued: %w", s.queued, ErrQueueFull)
 	}
-	timeout := spec.Timeout
-	if timeout <= 0 {
-		timeout = s.opt.DefaultTimeout
-	}
-	card := spec.Card
-	j := newKeyedJob(store.Job{
-		ID: store.NewID(), Seq: s.nextSeq, Kind: store.KindJob, Device: &card,
-		Cmd: spec.Cmd, Cwd: spec.Cwd, Env: spec.Env, EnvFromShell: spec.EnvFromShell,
-		Timeout: int64((timeout + time.Second - 1) / time.Second), Repeat: max(spec.Repeat, 1),
-		ClientID: spec.ClientID, OwnerUID: spec.OwnerUID, Owner: spec.Owner, State: store.StateQueued, SubmittedAt: s.opt.Now(),
-	}, key, false)
+	rec.ID, rec.Seq, rec.State, rec.SubmittedAt = store.NewID(), s.nextSeq, store.StateQueued, s.opt.Now()
+	j := newKeyedJob(rec, key, false)
 	s.nextSeq++
-	c.push(j)
+	cards.push(j)
 	s.jobs[j.rec.ID] = j
 	s.queued++
-	rec := j.rec
+	rec = j.rec
 	s.mu.Unlock()
 
 	err := s.st.Put(rec)
@@ -82,22 +116,25 @@ func (s submitter) submit(spec JobSpec) (JobInfo, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err != nil {
-		c.remove(j)
+		cards.remove(j)
 		delete(s.jobs, j.rec.ID)
 		s.queued--
 		s.persist.failLocked(err)
-		c.wakeup()
+		cards.wakeup()
 		return JobInfo{}, fmt.Errorf("%w: %w", ErrPersistence, err)
 	}
 	j.durable = true
 	s.changes.bump()
-	c.wakeup()
-	if c.dead != nil && c.remove(j) {
-		// The card died while this insert committed, after its queue was
+	cards.wakeup()
+	if dead := cards.anyDead(); dead != nil && cards.remove(j) {
+		// A card died while this insert committed, after its queue was
 		// failed: fail this job the same way.
-		return JobInfo{}, s.failDeadLocked(c, j)
+		return JobInfo{}, s.failDeadLocked(dead, j)
 	}
-	return s.fromTailLocked(c, j), nil
+	if j.spans() {
+		return s.infoLocked(j), nil
+	}
+	return s.fromTailLocked(cards[0], j), nil
 }
 
 // fromTailLocked is a just-submitted job's info, found by walking back
@@ -130,6 +167,25 @@ func (s submitter) fromTailLocked(c *card, j *job) JobInfo {
 // (ErrPersistence): it stays queued, and nothing starts meanwhile anyway.
 // ErrResetRunning for a running reset.
 func (s submitter) kill(id string) (JobInfo, error) {
+	running := func(j *job) (JobInfo, error) {
+		if j.rec.Kind == store.KindReset {
+			return s.infoLocked(j), fmt.Errorf("reset %s of card %d: %w", id, j.rec.Card(), ErrResetRunning)
+		}
+		j.stopFor(stopKill)
+		return s.infoLocked(j), nil
+	}
+	return s.end(id, stopKill, running, func(rec store.Job, now time.Time) store.Job {
+		return finishRecord(rec, runner.Result{Stopped: true}, stopKill, runner.LogState{}, now)
+	})
+}
+
+// end ends job id, for a kill or a release: a running one is handed to
+// running (called with the lock held), a queued one leaves every queue
+// and gets the record queued makes of it, durably, before the answer.
+// Exactly one of several concurrent ends of a queued job takes effect;
+// the others wait for its record and get ErrFinished, as for any finished
+// job. While writes fail, a queued job stays queued (ErrPersistence).
+func (s submitter) end(id string, reason stopReason, running func(*job) (JobInfo, error), queued func(store.Job, time.Time) store.Job) (JobInfo, error) {
 	s.mu.Lock()
 	j := s.jobs[id]
 	if j == nil || !j.durable {
@@ -141,8 +197,8 @@ func (s submitter) kill(id string) (JobInfo, error) {
 		return info, fmt.Errorf("job %s: %w", id, ErrFinished)
 	}
 	for j.ending && j.rec.State != store.StateDone {
-		// Another kill (or a dead card) is recording its end: answer with
-		// that record.
+		// Another end (or a dead card) is recording it: answer with that
+		// record.
 		ch := j.changed
 		s.mu.Unlock()
 		<-ch
@@ -153,37 +209,33 @@ func (s submitter) kill(id string) (JobInfo, error) {
 		info := s.infoLocked(j)
 		s.mu.Unlock()
 		return info, fmt.Errorf("job %s: %w", id, ErrFinished)
-	case j.rec.State == store.StateRunning && j.rec.Kind == store.KindReset:
-		info := s.infoLocked(j)
-		s.mu.Unlock()
-		return info, fmt.Errorf("reset %s of card %d: %w", id, j.rec.Card(), ErrResetRunning)
 	case j.rec.State == store.StateRunning:
-		j.stopFor(stopKill)
-		info := s.infoLocked(j)
+		info, err := running(j)
 		s.mu.Unlock()
-		return info, nil
+		return info, err
 	case s.persist.err != nil:
 		err := s.persist.err
 		s.mu.Unlock()
 		return JobInfo{}, fmt.Errorf("job %s stays queued: %w: %w", id, ErrPersistence, err)
 	}
 	c := s.cards[j.rec.Card()]
-	c.remove(j)
+	cards := s.cardsOf(j)
+	cards.remove(j)
 	if c.reset == j {
 		c.reset = nil // a reset request now schedules a new one
 	}
 	s.queued--
 	j.ending = true
-	rec := finishRecord(j.rec, runner.Result{Stopped: true}, stopKill, runner.LogState{}, s.opt.Now())
+	rec := queued(j.rec, s.opt.Now())
 	s.mu.Unlock()
 	err := s.st.Put(rec)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	j.ending = false
 	if err != nil {
-		// Not recorded, so not killed: back to its place in the queue.
+		// Not recorded, so not ended: back to its place in the queues.
 		s.persist.failLocked(err)
-		c.reinsert(j)
+		cards.reinsert(j)
 		if j.rec.Kind == store.KindReset && c.reset == nil {
 			c.reset = j
 		}
@@ -191,10 +243,10 @@ func (s submitter) kill(id string) (JobInfo, error) {
 		s.notify(j)
 		return JobInfo{}, fmt.Errorf("job %s stays queued: %w: %w", id, ErrPersistence, err)
 	}
-	j.stopFor(stopKill)
+	j.stopFor(reason)
 	s.met.jobEnded(&rec)
 	s.settleLocked(j, rec)
-	c.wakeup()
+	cards.wakeup()
 	return s.infoLocked(j), nil
 }
 

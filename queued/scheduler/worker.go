@@ -35,9 +35,9 @@ func (s dispatcher) work(c *card) {
 			}
 			done, doneRecs = nil, nil
 		}
-		if s.holders.gateLocked(c) {
+		if gated := s.holders.gateLocked(c); gated != nil {
 			s.mu.Unlock()
-			why := s.holders.pause(c.id)
+			why := s.holders.pause(gated)
 			s.mu.Lock()
 			if why != c.paused {
 				if why != "" {
@@ -117,8 +117,12 @@ func (s dispatcher) idle(c *card, paused bool) {
 // takeLocked removes the head of the card's queue and marks it running in
 // memory, if dispatch is allowed and the head's insert is durable. A reset
 // runs on a dead card (to revive it) and never waits for a foreign holder;
-// a job needs a live card and no foreign holder (with WaitForeign).
+// a job or a hold needs a live card and no foreign holder (with
+// WaitForeign), and one of several cards needs all of them: at the head of
+// every one of their queues, each free and alive. It is then taken from
+// every queue and is the current job of every card (see span.go).
 func (s dispatcher) takeLocked(c *card) *job {
+	c.waiting = ""
 	if s.stopping || s.persist.err != nil || c.current != nil || len(c.queue) == 0 {
 		return nil
 	}
@@ -126,20 +130,40 @@ func (s dispatcher) takeLocked(c *card) *job {
 	if !head.durable {
 		return nil // its submission is still committing; FIFO waits for it
 	}
-	if head.rec.Kind != store.KindReset && (c.dead != nil || c.paused != "") {
+	if head.isWork() && (c.dead != nil || c.paused != "") {
 		return nil
 	}
-	j := c.pop()
+	cards := cardSet{c}
+	if head.spans() {
+		cards = s.cardsOf(head)
+		if ok, why := cards.readyFor(head, c); !ok {
+			c.waiting = why
+			return nil
+		}
+	}
+	for _, cd := range cards {
+		cd.pop()
+		cd.current = head
+		cd.waiting = ""
+	}
+	j := head
 	s.queued--
-	c.current = j
 	if j.rec.Kind == store.KindReset {
 		c.state = Resetting
 	}
 	j.rec.State = store.StateRunning
-	j.rec.StartedAt = s.opt.Now()
+	if j.rec.Kind != store.KindHold || j.rec.StartedAt.IsZero() {
+		j.rec.StartedAt = s.opt.Now() // a hold taken again after a restart keeps its start
+	}
 	j.iterStart = j.rec.StartedAt
 	j.rec.BootID = s.bootID
 	j.rec.ResetEpoch = c.resetEpoch
+	if j.spans() {
+		j.rec.ResetEpochs = make([]uint64, len(cards))
+		for i, cd := range cards {
+			j.rec.ResetEpochs[i] = cd.resetEpoch
+		}
+	}
 	s.notify(j)
 	return j
 }
@@ -158,11 +182,16 @@ func (s dispatcher) requeueLocked(c *card, j *job) {
 	} else {
 		j.rec.BootID = ""
 	}
+	j.rec.ResetEpochs = nil
 	j.stop, j.reason, j.log = make(chan struct{}), stopNone, nil
-	c.current = nil
-	c.putBack(j)
+	cards := s.cardsOf(j)
+	for _, cd := range cards {
+		cd.current = nil
+	}
+	cards.putBack(j)
 	s.queued++
 	s.notify(j)
+	cards.wakeup()
 }
 
 // startNotRecordedLocked handles a job whose running record failed to commit: it
@@ -174,7 +203,11 @@ func (s dispatcher) startNotRecordedLocked(c *card, j *job) {
 		s.requeueLocked(c, j)
 		return
 	}
-	c.current = nil
+	cards := s.cardsOf(j)
+	for _, cd := range cards {
+		cd.current = nil
+	}
+	cards.wakeup()
 	rec := finishRecord(j.rec, runner.Result{Stopped: true, ExitCode: -1}, stopKill, runner.LogState{}, s.opt.Now())
 	s.met.jobEnded(&rec)
 	s.persist.holdLocked(j, rec)
@@ -185,8 +218,9 @@ func (s dispatcher) startNotRecordedLocked(c *card, j *job) {
 // the card's queued jobs that failed with it. A panic becomes a failed
 // job rather than a dead worker.
 func (s dispatcher) run(c *card, j *job) (done []*job, recs []store.Job) {
-	reset := j.rec.Kind == store.KindReset
+	reset, hold := j.rec.Kind == store.KindReset, j.rec.Kind == store.KindHold
 	var res runner.Result
+	var held holdEnd
 	var out recovery
 	var ls runner.LogState
 	defer func() {
@@ -198,7 +232,20 @@ func (s dispatcher) run(c *card, j *job) (done []*job, recs []store.Job) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		now := s.opt.Now()
-		c.current = nil
+		cards := cardSet{c}
+		if j.spans() {
+			cards = s.cardsOf(j)
+		}
+		for _, cd := range cards {
+			cd.current = nil
+		}
+		cards.wakeup()
+		if hold {
+			rec := holdRecord(j.rec, held, now)
+			s.met.jobEnded(&rec)
+			done, recs = []*job{j}, []store.Job{rec}
+			return
+		}
 		s.budget.ended(j.rec.ID)
 		if reset {
 			done, recs = s.resets.finishLocked(c, j, out, ls, now)
@@ -213,10 +260,16 @@ func (s dispatcher) run(c *card, j *job) (done []*job, recs []store.Job) {
 			return
 		}
 		rec := finishRecord(j.rec, res, j.endReason(), ls, now)
-		c.learn(j.key, &rec)
+		for _, cd := range cards {
+			cd.learn(j.key, &rec)
+		}
 		s.met.jobEnded(&rec)
 		done, recs = []*job{j}, []store.Job{rec}
 	}()
+	if hold {
+		held = s.hold(j)
+		return
+	}
 	log := runner.NewLog(s.outputPath(j.rec.ID), s.opt.MaxLogBytes)
 	if reset {
 		// A reset retried after a restart keeps the output of its

@@ -46,6 +46,8 @@ const (
 	// reset of its card; it is never run again.
 	OutcomeInterrupted Outcome = "interrupted"
 	OutcomeCardDead    Outcome = "card_dead" // failed because its card is dead
+	OutcomeReleased    Outcome = "released"  // a hold released, by request or because its Slurm job is gone
+	OutcomeExpired     Outcome = "expired"   // a hold that reached its expiry
 )
 
 // Job is one stored job record. Fields are only ever added, so older

@@ -159,8 +159,9 @@ func TestSystem_WorkingDirectoryThatHangs(t *testing.T) {
 	if j := s.waitResult(killed); j.Outcome != "killed" {
 		t.Errorf("a killed job stuck entering its directory: %s %q", j.Outcome, j.Error)
 	}
-	// A reset stops a job still entering its directory: it never ran, so
-	// it is queued again behind the reset, and its own timeout ends it.
+	// A reset stops a job still entering its directory: it fails, saying
+	// its start was stuck, rather than being queued again to get stuck once
+	// more behind the reset.
 	waitRunning(reset)
 	rs, err := s.client.Reset(ctx(t), api.ResetRequest{DeviceID: "0"})
 	if err != nil {
@@ -169,8 +170,8 @@ func TestSystem_WorkingDirectoryThatHangs(t *testing.T) {
 	if j := s.waitResult(rs.Resets[0].ResetJobID); j.Outcome != "success" {
 		t.Errorf("the reset of the card of a job stuck entering its directory: %s %q", j.Outcome, j.Error)
 	}
-	if j := s.waitResult(reset); j.Outcome != "timeout" {
-		t.Errorf("the job the reset stopped before it started: %s %q, want queued again and timed out", j.Outcome, j.Error)
+	if j := s.waitResult(reset); j.Outcome != "failure" || !strings.Contains(j.Error, "stopped by a reset of card 0") {
+		t.Errorf("the job the reset stopped before it started: %s %q, want failed, saying its start was stuck", j.Outcome, j.Error)
 	}
 	if j := s.waitResult(after); j.Outcome != "success" {
 		t.Errorf("the next job on the card: %s %q", j.Outcome, j.Error)
