@@ -15,8 +15,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/ttkit/ttkit/queued/config"
-	"github.com/ttkit/ttkit/queued/runner"
 	"github.com/ttkit/ttkit/queued/scheduler"
 	"github.com/ttkit/ttkit/queued/store"
 )
@@ -202,21 +200,6 @@ func intField(fields map[string]json.RawMessage, name string) (int64, bool, erro
 	return n, true, nil
 }
 
-// isEnvName reports whether k is a shell variable name: letters, digits
-// and _, not starting with a digit.
-func isEnvName(k string) bool {
-	for i := 0; i < len(k); i++ {
-		c := k[i]
-		if c != '_' && (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') && (i == 0 || c < '0' || c > '9') {
-			return false
-		}
-	}
-	return k != ""
-}
-
-// reservedEnv are set by the queue itself.
-var reservedEnv = []string{runner.JobEnvVar, scheduler.DeviceEnvVar}
-
 // decodeQueue validates a POST /queue body into a job spec.
 func (s *Server) decodeQueue(r *http.Request) (scheduler.JobSpec, error) {
 	var spec scheduler.JobSpec
@@ -285,26 +268,24 @@ func (s *Server) decodeQueue(r *http.Request) (scheduler.JobSpec, error) {
 			}
 			return spec, fieldErr("env", "want an object of NAME: value strings, got %s", jsonType(raw))
 		}
-		names := make([]string, 0, len(env))
-		total := 0
-		for k, v := range env {
-			names = append(names, k)
-			total += len(k) + len(v) + 2
-		}
-		if total > api.MaxEnvBytes {
+		if total := api.EnvBytes(env); total > api.MaxEnvBytes {
 			return spec, fieldErr("env", "%d bytes in all (NAME=VALUE and a NUL each), the limit is %d", total, api.MaxEnvBytes)
+		}
+		names := make([]string, 0, len(env))
+		for k := range env {
+			names = append(names, k)
 		}
 		sort.Strings(names)
 		for _, k := range names {
 			switch v := env[k]; {
-			case !isEnvName(k):
+			case !api.ValidEnvName(k):
 				return spec, fieldErr("env", "%q is not a variable name (letters, digits, _; not starting with a digit)", k)
-			case contains(reservedEnv, k):
+			case api.ReservedEnv(k):
 				return spec, fieldErr("env", "%s is set by the queue", k)
 			case strings.ContainsRune(v, 0):
 				return spec, fieldErr("env", "%s: value contains a NUL byte", k)
-			case len(k)+1+len(v) > api.MaxCmdBytes:
-				return spec, fieldErr("env", "%s: longer than %d bytes", k, api.MaxCmdBytes)
+			case len(k)+1+len(v) > api.MaxEnvVarBytes:
+				return spec, fieldErr("env", "%s: longer than %d bytes", k, api.MaxEnvVarBytes)
 			}
 		}
 		if len(env) > 0 {
@@ -333,8 +314,8 @@ func (s *Server) decodeQueue(r *http.Request) (scheduler.JobSpec, error) {
 		return spec, err
 	case repeat < 0:
 		return spec, fieldErr("repeat", "%d is negative", repeat)
-	case repeat > config.MaxRepeat:
-		return spec, fieldErr("repeat", "%d is above the maximum %d", repeat, config.MaxRepeat)
+	case repeat > api.MaxRepeat:
+		return spec, fieldErr("repeat", "%d is above the maximum %d", repeat, api.MaxRepeat)
 	}
 	spec.Repeat = int(max(repeat, 1))
 
