@@ -405,8 +405,9 @@ type Status struct {
 	Warnings    []string     `json:"warnings,omitempty"`
 	// Mode is "user" (one account's daemon, today's default) or "system"
 	// (one root daemon for every user of the host, each job run as its
-	// submitter).
-	Mode string `json:"mode,omitempty"`
+	// submitter); empty from a daemon older than modes, which is user
+	// mode (see ParseMode).
+	Mode Mode `json:"mode,omitempty"`
 	// Caller is who the daemon took the request to come from: the uid
 	// the kernel reported on the socket, or the daemon's own user for a
 	// token holder over TCP. Admin says whether it may act on every

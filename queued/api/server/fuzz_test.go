@@ -97,7 +97,7 @@ func FuzzDecodeQueueRequest(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		spec, err := d.srv.decodeQueue(fuzzRequest(body))
+		spec, err := d.srv.submissions.decodeQueue(fuzzRequest(body))
 		if err != nil {
 			checkDecodeError(t, err, body, queueFields)
 			return
@@ -107,7 +107,7 @@ func FuzzDecodeQueueRequest(f *testing.F) {
 		}
 		checkSpec(t, spec, d.srv.cfg.MaxTimeout.Seconds())
 
-		again, err := d.srv.decodeQueue(fuzzRequest(encodeSpec(t, spec)))
+		again, err := d.srv.submissions.decodeQueue(fuzzRequest(encodeSpec(t, spec)))
 		if err != nil {
 			t.Fatalf("the re-encoded spec %+v is refused: %v", spec, err)
 		}
@@ -173,7 +173,7 @@ func FuzzDecodeResetRequest(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		req, err := d.srv.decodeReset(fuzzRequest(body))
+		req, err := d.srv.resets.decodeReset(fuzzRequest(body))
 		if err != nil {
 			if errors.Is(err, scheduler.ErrNotFound) || errors.Is(err, scheduler.ErrAmbiguous) {
 				return
