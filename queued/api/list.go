@@ -7,11 +7,16 @@ import (
 	"strconv"
 )
 
-// MaxListLimit is the most jobs GET /jobs answers with at once.
-const MaxListLimit = 1000
+// MaxListLimit is the most jobs GET /jobs answers with at once, and
+// DefaultListLimit how many it answers with when the request names no
+// limit.
+const (
+	MaxListLimit     = 1000
+	DefaultListLimit = 50
+)
 
 // ListQuery selects jobs for GET /jobs. Zero fields select everything;
-// Limit 0 means 50.
+// Limit 0 means DefaultListLimit.
 type ListQuery struct {
 	DeviceID string // a card number
 	State    string // queued, running or done

@@ -13,28 +13,6 @@ import (
 // DefaultURL is where the daemon listens unless told otherwise.
 const DefaultURL = "http://127.0.0.1:5741"
 
-// Limits on requests that the server enforces and the client may check early.
-const (
-	// MaxCmdBytes is the longest cmd: one argument to bash, which the
-	// kernel caps at 128 KiB including its terminating NUL.
-	MaxCmdBytes = 128<<10 - 1
-	// MaxClientIDBytes bounds client_id.
-	MaxClientIDBytes = 256
-	// DefaultLogChunk and MaxLogChunk bound one GET /logs answer.
-	DefaultLogChunk = 64 << 10
-	MaxLogChunk     = 1 << 20
-	// MaxWait bounds the wait= of one long-poll; clients ask again.
-	MaxWait = 60 * time.Second
-	// MinIDPrefix is the shortest job id prefix the server resolves.
-	MinIDPrefix = 6
-	// MaxEnvBytes bounds a job's env in all (each NAME=VALUE plus its
-	// terminating NUL, as exec passes them): with the service's own
-	// environment and cmd it must fit the kernel's limit on a new
-	// program's arguments and environment (a quarter of the stack limit,
-	// 2 MiB by default), and in the request body limit (1 MiB by default).
-	MaxEnvBytes = 512 << 10
-)
-
 // QueueRequest is the body of POST /queue.
 type QueueRequest struct {
 	// Cmd is one shell program, run by bash -c (sh -c without bash).
@@ -427,8 +405,9 @@ type Status struct {
 	Warnings    []string     `json:"warnings,omitempty"`
 	// Mode is "user" (one account's daemon, today's default) or "system"
 	// (one root daemon for every user of the host, each job run as its
-	// submitter).
-	Mode string `json:"mode,omitempty"`
+	// submitter); empty from a daemon older than modes, which is user
+	// mode (see ParseMode).
+	Mode Mode `json:"mode,omitempty"`
 	// Caller is who the daemon took the request to come from: the uid
 	// the kernel reported on the socket, or the daemon's own user for a
 	// token holder over TCP. Admin says whether it may act on every

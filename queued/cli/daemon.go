@@ -136,7 +136,7 @@ func daemonLine(st api.Status, at string) string {
 		s += " " + st.Version
 	}
 	if st.Mode != "" && st.Mode != "user" {
-		s += " (" + st.Mode + " mode)"
+		s += " (" + st.Mode.String() + " mode)"
 	}
 	s += " at " + at
 	if c := st.Caller; c != nil && st.Mode == "system" {

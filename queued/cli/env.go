@@ -36,7 +36,7 @@ func fromShell(environ []string, all bool) map[string]string {
 	env := map[string]string{}
 	for _, kv := range environ {
 		name, value, ok := strings.Cut(kv, "=")
-		if !ok || !validEnvName(name) || name == visibleDevices || hasAnyPrefix(name, neverSentPrefixes) {
+		if !ok || !api.ValidEnvName(name) || name == visibleDevices || hasAnyPrefix(name, neverSentPrefixes) {
 			continue
 		}
 		if all || contains(toolchainEnv, name) || hasAnyPrefix(name, toolchainPrefixes) {
@@ -103,14 +103,13 @@ func (s *Submission) jobEnv(a *App, given map[string]string) (map[string]string,
 // checkEnvSize refuses an environment the daemon would refuse, naming the
 // largest variables.
 func checkEnvSize(env map[string]string) error {
-	total := 0
-	names := make([]string, 0, len(env))
-	for k, v := range env {
-		total += len(k) + len(v) + 2
-		names = append(names, k)
-	}
+	total := api.EnvBytes(env)
 	if total <= api.MaxEnvBytes {
 		return nil
+	}
+	names := make([]string, 0, len(env))
+	for k := range env {
+		names = append(names, k)
 	}
 	sort.Slice(names, func(i, j int) bool {
 		if len(env[names[i]]) != len(env[names[j]]) {

@@ -26,9 +26,6 @@ type Submission struct {
 	warned bool
 }
 
-// reservedEnv are set by queued on every job.
-var reservedEnv = map[string]bool{"TT_QUEUE_JOB_ID": true, "TT_QUEUE_DEVICE": true}
-
 // request checks the options locally, so mistakes get a usage error
 // before anything is queued, and builds the request for cmd.
 func (s *Submission) request(a *App, cmd string) (api.QueueRequest, error) {
@@ -86,7 +83,9 @@ func program(words []string) string {
 }
 
 // parseEnv reads NAME=VALUE pairs. A name must be a shell variable name
-// and not one queued sets itself; a name given twice is a mistake.
+// and not one queued sets itself, the rules the daemon applies to a
+// request's env (api.ValidEnvName, api.ReservedEnv); a name given twice
+// is a mistake.
 func parseEnv(pairs []string) (map[string]string, error) {
 	if len(pairs) == 0 {
 		return nil, nil
@@ -97,9 +96,9 @@ func parseEnv(pairs []string) (map[string]string, error) {
 		switch {
 		case !ok:
 			return nil, usageErr("--env %q: want NAME=VALUE", p)
-		case !validEnvName(name):
+		case !api.ValidEnvName(name):
 			return nil, usageErr("--env %q: %q is not a variable name (letters, digits and _, not starting with a digit)", p, name)
-		case reservedEnv[name]:
+		case api.ReservedEnv(name):
 			return nil, usageErr("--env %q: queued sets %s itself", p, name)
 		}
 		if _, dup := env[name]; dup {
@@ -108,21 +107,6 @@ func parseEnv(pairs []string) (map[string]string, error) {
 		env[name] = value
 	}
 	return env, nil
-}
-
-func validEnvName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i, r := range s {
-		switch {
-		case r == '_', r >= 'A' && r <= 'Z', r >= 'a' && r <= 'z':
-		case r >= '0' && r <= '9' && i > 0:
-		default:
-			return false
-		}
-	}
-	return true
 }
 
 // submit queues req and reports the answer on stderr.

@@ -20,10 +20,6 @@ import (
 // DefaultPort is the loopback TCP port the seed assigns to the service.
 const DefaultPort = 5741
 
-// MaxRepeat bounds a job's repeat count; the seed leaves it open and an
-// unbounded count would let one request hold a card forever.
-const MaxRepeat = 10000
-
 // DefaultDevDir is where the kernel driver creates one node per card.
 const DefaultDevDir = "/dev/tenstorrent"
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 
 	"github.com/ttkit/ttkit/queued/account"
 	"github.com/ttkit/ttkit/queued/api"
@@ -19,6 +20,28 @@ var ErrForbidden = errors.New("forbidden")
 // ErrConflict refuses a request the job's state or record does not allow
 // (answered 409).
 var ErrConflict = errors.New("conflict")
+
+// errNoRecordedOwner refuses to resubmit, on a shared daemon, a job with
+// no recorded owner: the copy would run as whoever asked, with the old
+// job's environment, and no one can say whose that was.
+var errNoRecordedOwner = errors.New("it has no recorded owner, so there is no one to run the copy as; submit the command again yourself")
+
+// accessRules are the daemon's rules of who may do what, decided once at
+// start from its mode. They are the one place in the server that knows
+// the mode: every answer that differs between a user-mode daemon (one
+// user's, where everyone who gets in is that user or root) and a shared
+// one (system mode, every user of the host, each job its submitter's)
+// asks them.
+type accessRules struct {
+	mode api.Mode
+	// adminGID is the group whose members are admins on a shared daemon,
+	// besides root; adminGroup is its name, for messages.
+	adminGID   *uint32
+	adminGroup string
+}
+
+// shared reports whether the daemon serves every user of the host.
+func (ar *accessRules) shared() bool { return ar.mode.System() }
 
 // caller is who made a request: the uid the kernel reported for the
 // socket connection (SO_PEERCRED, read once per connection by
@@ -47,15 +70,15 @@ func userName(uid uint32) string { return account.Name(uid) }
 // daemon's own user, and, on a shared daemon, members of the admin group
 // (read from the user database on each check, so a change takes effect at
 // once).
-func (s *Server) admin(c caller) bool {
+func (ar *accessRules) admin(c caller) bool {
 	if c.uid == 0 || int(c.uid) == os.Getuid() {
 		return true
 	}
-	if !s.cfg.Shared || s.cfg.AdminGID == nil {
+	if !ar.shared() || ar.adminGID == nil {
 		return false
 	}
 	a, err := account.LookupUID(c.uid)
-	return err == nil && a.Member(*s.cfg.AdminGID)
+	return err == nil && a.Member(*ar.adminGID)
 }
 
 // owns reports whether c submitted the job.
@@ -68,20 +91,26 @@ func owns(c caller, rec *store.Job) bool {
 // request, and only for a job that is not theirs: a list of many other
 // users' jobs costs one lookup, not one per job.
 type access struct {
-	s       *Server
+	rules   *accessRules
 	c       caller
 	checked bool // isAdmin has been looked up
 	isAdmin bool
 }
 
-// accessOf is r's access.
-func (s *Server) accessOf(r *http.Request) *access { return &access{s: s, c: callerOf(r)} }
+// of is r's access.
+func (ar *accessRules) of(r *http.Request) *access { return &access{rules: ar, c: callerOf(r)} }
 
 func (a *access) admin() bool {
 	if !a.checked {
-		a.isAdmin, a.checked = a.s.admin(a.c), true
+		a.isAdmin, a.checked = a.rules.admin(a.c), true
 	}
 	return a.isAdmin
+}
+
+// owned reports whether the job is the caller's own: on a user-mode
+// daemon every job is its user's, on a shared one those it submitted.
+func (a *access) owned(rec *store.Job) bool {
+	return !a.rules.shared() || owns(a.c, rec)
 }
 
 // allowed reports whether the caller may read the job's record and output
@@ -90,7 +119,7 @@ func (a *access) admin() bool {
 // its owner's and the admins'; the record and output of a reset are
 // everyone's (they are about the card), stopping one is not.
 func (a *access) allowed(rec *store.Job, see bool) bool {
-	return !a.s.cfg.Shared || owns(a.c, rec) || (see && rec.Kind == store.KindReset) || a.admin()
+	return a.owned(rec) || (see && rec.Kind == store.KindReset) || a.admin()
 }
 
 // mayTouch is nil when allowed, else the refusal, naming the owner.
@@ -103,18 +132,13 @@ func (a *access) mayTouch(rec *store.Job, see bool) error {
 		owner = fmt.Sprintf("%s (uid %d)", rec.Owner, *rec.OwnerUID)
 	}
 	return fmt.Errorf("job %s belongs to %s, not to %s (uid %d): only its owner and admins (%s) may see its record or output or stop it: %w",
-		rec.ID, owner, userName(a.c.uid), a.c.uid, a.s.adminsText(), ErrForbidden)
-}
-
-// mayTouch is accessOf(r).mayTouch, for a request about one job.
-func (s *Server) mayTouch(r *http.Request, rec *store.Job, see bool) error {
-	return s.accessOf(r).mayTouch(rec, see)
+		rec.ID, owner, userName(a.c.uid), a.c.uid, a.rules.adminsText(), ErrForbidden)
 }
 
 // adminsText says who the admins are, for refusals.
-func (s *Server) adminsText() string {
-	if s.cfg.AdminGroup != "" {
-		return "root and members of group " + s.cfg.AdminGroup
+func (ar *accessRules) adminsText() string {
+	if ar.adminGroup != "" {
+		return "root and members of group " + ar.adminGroup
 	}
 	return "root; set TT_DEVICE_ADMIN_GROUP to name more"
 }
@@ -134,39 +158,86 @@ func redact(a *access, j *api.Job, rec *store.Job) {
 }
 
 // callerView is the caller as GET /status shows it.
-func (s *Server) callerView(r *http.Request) *api.Caller {
+func (ar *accessRules) callerView(r *http.Request) *api.Caller {
 	c := callerOf(r)
-	return &api.Caller{UID: c.uid, User: userName(c.uid), Admin: s.admin(c)}
-}
-
-// mode names the daemon's mode for GET /status.
-func (s *Server) mode() string {
-	if s.cfg.Shared {
-		return "system"
-	}
-	return "user"
+	return &api.Caller{UID: c.uid, User: userName(c.uid), Admin: ar.admin(c)}
 }
 
 // resetPolicy, on a shared daemon, records who asks for a reset and keeps
 // a non-admin's reset from interrupting another user's running job.
-func (s *Server) resetPolicy(r *http.Request, req *scheduler.ResetRequest) {
-	if !s.cfg.Shared {
+func (ar *accessRules) resetPolicy(r *http.Request, req *scheduler.ResetRequest) {
+	if !ar.shared() {
 		return
 	}
 	c := callerOf(r)
 	uid := c.uid
 	req.OwnerUID, req.Owner = &uid, userName(uid)
-	if !s.admin(c) {
+	if !ar.admin(c) {
 		req.MayInterrupt = func(running store.Job) bool { return owns(c, &running) }
 	}
 }
 
 // ownerOf is the submitter of a new job on a shared daemon; on a user
 // daemon every job is its user's, and the client id tells them apart.
-func (s *Server) ownerOf(r *http.Request) (*uint32, string) {
-	if !s.cfg.Shared {
+func (ar *accessRules) ownerOf(r *http.Request) (*uint32, string) {
+	if !ar.shared() {
 		return nil, ""
 	}
 	uid := callerOf(r).uid
 	return &uid, userName(uid)
+}
+
+// copyOwner is whose a copy of rec (POST /resubmit) is: on a shared
+// daemon rec's owner, whoever asks, and a refusal (409) when rec has
+// none; on a user daemon, as every job, its user's.
+func (ar *accessRules) copyOwner(rec *store.Job) (*uint32, string, error) {
+	if !ar.shared() {
+		return nil, "", nil
+	}
+	if rec.OwnerUID == nil {
+		return nil, "", fmt.Errorf("resubmitting job %s: %w: %w", rec.ID, errNoRecordedOwner, ErrConflict)
+	}
+	uid := *rec.OwnerUID
+	return &uid, rec.Owner, nil
+}
+
+// mine narrows f to the caller's own jobs (GET /jobs?mine=1): on a shared
+// daemon those the kernel says it submitted, whatever client id they
+// carry; on a user daemon, where every job is its user's, f's client id
+// tells them apart.
+func (ar *accessRules) mine(r *http.Request, f *scheduler.ListFilter) {
+	if ar.shared() {
+		uid := callerOf(r).uid
+		f.OwnerUID, f.ClientID = &uid, ""
+	}
+}
+
+// probesCwd reports whether queued looks at a submission's working
+// directory itself. A shared daemon is root: what it could stat says
+// nothing of what the job's user may enter, and its answer would tell any
+// user which of root's paths exist. The job checks it when it starts, as
+// its user (runner: "working directory ... permission denied for user").
+func (ar *accessRules) probesCwd() bool { return !ar.shared() }
+
+// defaultCwd is the working directory of a submission that names none: on
+// a shared daemon the caller's home directory from the user database
+// (never the root daemon's own directory), else the daemon's working
+// directory, where the Python tool's server runs such a job.
+func (ar *accessRules) defaultCwd(r *http.Request) (string, error) {
+	if ar.shared() {
+		uid := callerOf(r).uid
+		a, err := account.LookupUID(uid)
+		if err != nil {
+			return "", fieldErr("cwd", "omitted, and the home directory of uid %d is unknown (%v): give cwd", uid, err)
+		}
+		if !filepath.IsAbs(a.Home) {
+			return "", fieldErr("cwd", "omitted, and %s's home directory %q is not an absolute path: give cwd", a.Name, a.Home)
+		}
+		return a.Home, nil
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", fieldErr("cwd", "omitted, and queued's own working directory is unknown (%v): give cwd", err)
+	}
+	return wd, nil
 }

@@ -86,7 +86,7 @@ func TestAPI_LongPollWakesOnOutputAndEnd(t *testing.T) {
 		ch, err := d.client.Logs(d.ctx(), r.JobID, api.LogsQuery{Offset: 8, Wait: api.MaxWait})
 		got <- res{ch, err, time.Since(t0)}
 	}()
-	poll(t, "the long-poll to wait", func() bool { return d.srv.polling.Load() == 1 })
+	poll(t, "the long-poll to wait", func() bool { return d.srv.slots.polling.Load() == 1 })
 	release()
 	g := <-got
 	if g.err != nil || string(g.ch.Data) != "released\n" || g.dur > 30*time.Second {
@@ -303,9 +303,9 @@ func TestAPI_HandlerLimit(t *testing.T) {
 			}
 		}()
 	}
-	poll(t, "20 long-polls", func() bool { return d.srv.polling.Load() == 20 })
-	if d.srv.busy.Load() != 0 {
-		t.Fatalf("long-polls hold %d handlers", d.srv.busy.Load())
+	poll(t, "20 long-polls", func() bool { return d.srv.slots.polling.Load() == 20 })
+	if d.srv.slots.busy.Load() != 0 {
+		t.Fatalf("long-polls hold %d handlers", d.srv.slots.busy.Load())
 	}
 	// A submission goes straight through.
 	d.result(d.queue("1", "true").JobID)
@@ -322,13 +322,13 @@ func TestAPI_HandlerLimit(t *testing.T) {
 		fmt.Fprintf(c, "POST /queue HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
 			addr, d.token, len(body), body[:5])
 	}
-	poll(t, "16 busy handlers", func() bool { return d.srv.busy.Load() == 16 })
+	poll(t, "16 busy handlers", func() bool { return d.srv.slots.busy.Load() == 16 })
 	statusDone := make(chan error)
 	go func() {
 		_, err := d.client.Status(d.ctx())
 		statusDone <- err
 	}()
-	poll(t, "a request waiting for a handler", func() bool { return d.srv.waiting.Load() == 1 })
+	poll(t, "a request waiting for a handler", func() bool { return d.srv.slots.waiting.Load() == 1 })
 	select {
 	case err := <-statusDone:
 		t.Fatalf("17th request answered while 16 handlers were busy: %v", err)

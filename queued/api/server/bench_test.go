@@ -71,7 +71,7 @@ func BenchmarkDecodeQueue(b *testing.B) {
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := d.srv.decodeQueue(fuzzRequest(body)); err != nil {
+		if _, err := d.srv.submissions.decodeQueue(fuzzRequest(body)); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -189,7 +189,7 @@ func TestConnsAllBusyAnswer503(t *testing.T) {
 		defer c.Close()
 		pollers = append(pollers, c)
 		polls.Go(func() { c.Result(d.ctx(), id, 30*time.Second) })
-		poll(t, "a long-poll", func() bool { return d.srv.polling.Load() == int64(i+1) })
+		poll(t, "a long-poll", func() bool { return d.srv.slots.polling.Load() == int64(i+1) })
 	}
 	c := api.NewClient(d.url, d.token)
 	defer c.Close()

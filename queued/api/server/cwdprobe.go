@@ -20,13 +20,19 @@ const maxStuckProbes = 8
 // errProbeHangs is a working directory whose file system does not answer.
 var errProbeHangs = errors.New("did not answer")
 
+// cwdProber looks at the working directories of submissions, within
+// cwdProbeTimeout each, and counts the looks still blocked past it.
+type cwdProber struct {
+	stuck atomic.Int64 // looks past their timeout, still blocked
+}
+
 // probeDir stats dir for a user-mode submission, within cwdProbeTimeout.
 // A look that does not finish in time is left to finish on its own (a
-// stat cannot be cancelled) and counted in s.stuckProbes until it does;
-// while maxStuckProbes are, further looks are refused at once rather than
-// add to them.
-func (s *Server) probeDir(dir string) (os.FileInfo, error) {
-	if n := s.stuckProbes.Load(); n >= maxStuckProbes {
+// stat cannot be cancelled) and counted in p.stuck until it does; while
+// maxStuckProbes are, further looks are refused at once rather than add
+// to them.
+func (p *cwdProber) probeDir(dir string) (os.FileInfo, error) {
+	if n := p.stuck.Load(); n >= maxStuckProbes {
 		return nil, fmt.Errorf("%d earlier looks at working directories are still waiting for their file systems: %w", n, errProbeHangs)
 	}
 	type answer struct {
@@ -39,7 +45,7 @@ func (s *Server) probeDir(dir string) (os.FileInfo, error) {
 		fi, err := os.Stat(dir)
 		done <- answer{fi, err}
 		if late.Swap(false) {
-			s.stuckProbes.Add(-1)
+			p.stuck.Add(-1)
 		}
 	}()
 	t := time.NewTimer(cwdProbeTimeout)
@@ -48,12 +54,12 @@ func (s *Server) probeDir(dir string) (os.FileInfo, error) {
 	case a := <-done:
 		return a.fi, a.err
 	case <-t.C:
-		s.stuckProbes.Add(1)
+		p.stuck.Add(1)
 		late.Store(true)
 		select {
 		case a := <-done: // it answered just now
 			if late.Swap(false) {
-				s.stuckProbes.Add(-1)
+				p.stuck.Add(-1)
 			}
 			return a.fi, a.err
 		default:

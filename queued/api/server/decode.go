@@ -5,18 +5,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/ttkit/ttkit/queued/api"
 	"io"
 	"net/http"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
-	"github.com/ttkit/ttkit/queued/config"
-	"github.com/ttkit/ttkit/queued/runner"
+	"github.com/ttkit/ttkit/queued/api"
 	"github.com/ttkit/ttkit/queued/scheduler"
 	"github.com/ttkit/ttkit/queued/store"
 )
@@ -52,17 +51,62 @@ func fieldErr(field, format string, args ...any) error {
 // errBodyTooLarge marks a body over the limit (413).
 var errBodyTooLarge = errors.New("request body too large")
 
+// The fields each request body may have: the JSON names of the fields of
+// its type in package api, which the client encodes, in the order the
+// type declares them (the order an unknown field's refusal lists them
+// in). They are read from the types, so the client and the server cannot
+// disagree on a field's name and a field added to a type is known here
+// at once; TestWire_ServerDecodesEveryFieldTheClientSends checks that the
+// decoders below read every one of them.
+var (
+	queueRequestFields    = wireFields[api.QueueRequest]()
+	killRequestFields     = wireFields[api.KillRequest]()
+	resubmitRequestFields = wireFields[api.ResubmitRequest]()
+	resetRequestFields    = wireFields[api.ResetRequest]()
+)
+
+// wireFields lists the JSON names of the fields of T, a request type of
+// package api, as encoding/json names them. The request types are flat:
+// an embedded struct there is a mistake, which stops the daemon at once.
+func wireFields[T any]() []string {
+	t := reflect.TypeFor[T]()
+	names := make([]string, 0, t.NumField())
+	for f := range t.Fields() {
+		if f.Anonymous {
+			panic(fmt.Sprintf("server: api.%s embeds %s: a request type's fields are its own", t.Name(), f.Name))
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch {
+		case !f.IsExported(), name == "-":
+			continue
+		case name == "":
+			name = f.Name
+		}
+		names = append(names, name)
+	}
+	return names
+}
+
 // readObject reads a JSON object body into its raw fields. Decoding field
 // by field (rather than into a struct) lets every error name its field.
-func readObject(r *http.Request, known ...string) (map[string]json.RawMessage, error) {
+func readObject(r *http.Request, known []string) (map[string]json.RawMessage, error) {
 	return readBodyObject(r, false, known)
 }
 
 // readOptionalObject is readObject for a body that may be empty, which
 // counts as {}: the Python tt-device-queue's POST /kill and POST /reset
 // take no body at all.
-func readOptionalObject(r *http.Request, known ...string) (map[string]json.RawMessage, error) {
+func readOptionalObject(r *http.Request, known []string) (map[string]json.RawMessage, error) {
 	return readBodyObject(r, true, known)
+}
+
+// readBody is readOptionalObject with a deadline, so a client that stops
+// sending frees its handler.
+func readBody(w http.ResponseWriter, r *http.Request, known []string) (map[string]json.RawMessage, error) {
+	rc := http.NewResponseController(w)
+	rc.SetReadDeadline(time.Now().Add(bodyReadTimeout))
+	defer rc.SetReadDeadline(time.Time{})
+	return readOptionalObject(r, known)
 }
 
 func readBodyObject(r *http.Request, emptyOK bool, known []string) (map[string]json.RawMessage, error) {
@@ -141,15 +185,6 @@ func knownName(known []string, k []byte) (string, bool) {
 	return "", false
 }
 
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
-}
-
 // jsonType names the JSON type of a raw value for error messages.
 func jsonType(raw json.RawMessage) string {
 	raw = bytes.TrimSpace(raw)
@@ -202,25 +237,10 @@ func intField(fields map[string]json.RawMessage, name string) (int64, bool, erro
 	return n, true, nil
 }
 
-// isEnvName reports whether k is a shell variable name: letters, digits
-// and _, not starting with a digit.
-func isEnvName(k string) bool {
-	for i := 0; i < len(k); i++ {
-		c := k[i]
-		if c != '_' && (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') && (i == 0 || c < '0' || c > '9') {
-			return false
-		}
-	}
-	return k != ""
-}
-
-// reservedEnv are set by the queue itself.
-var reservedEnv = []string{runner.JobEnvVar, scheduler.DeviceEnvVar}
-
 // decodeQueue validates a POST /queue body into a job spec.
-func (s *Server) decodeQueue(r *http.Request) (scheduler.JobSpec, error) {
+func (h *submissions) decodeQueue(r *http.Request) (scheduler.JobSpec, error) {
 	var spec scheduler.JobSpec
-	fields, err := readObject(r, "cmd", "cwd", "device_id", "env", "env_from_shell", "timeout", "repeat", "client_id", "mode")
+	fields, err := readObject(r, queueRequestFields)
 	if err != nil {
 		return spec, err
 	}
@@ -247,7 +267,7 @@ func (s *Server) decodeQueue(r *http.Request) (scheduler.JobSpec, error) {
 	cwd, ok, err := stringField(fields, "cwd")
 	if err == nil && (!ok || cwd == "") {
 		// Optional, as in the Python tt-device-queue's API.
-		cwd, err = s.defaultCwd(r)
+		cwd, err = h.rules.defaultCwd(r)
 	}
 	switch {
 	case err != nil:
@@ -257,12 +277,11 @@ func (s *Server) decodeQueue(r *http.Request) (scheduler.JobSpec, error) {
 	case !filepath.IsAbs(cwd):
 		return spec, fieldErr("cwd", "%q is not an absolute path", cwd)
 	}
-	// A shared daemon is root: what it could stat says nothing of what
-	// the job's user may enter, and its answer would tell any user which
-	// of root's paths exist. The job checks it when it starts, as its
-	// user (runner: "working directory ... permission denied for user").
-	if !s.cfg.Shared {
-		if fi, err := s.probeDir(cwd); errors.Is(err, errProbeHangs) {
+	// Looked at here only where the rules let queued look (not on a
+	// shared daemon, which is root); otherwise the job checks it when it
+	// starts, as its user.
+	if h.rules.probesCwd() {
+		if fi, err := h.cwd.probeDir(cwd); errors.Is(err, errProbeHangs) {
 			return spec, fieldErr("cwd", "%q: %v", cwd, err)
 		} else if err != nil {
 			return spec, fieldErr("cwd", "%q: %v", cwd, errors.Unwrap(err))
@@ -272,7 +291,7 @@ func (s *Server) decodeQueue(r *http.Request) (scheduler.JobSpec, error) {
 	}
 	spec.Cwd = filepath.Clean(cwd)
 
-	spec.Card, err = s.decodeDevice(fields)
+	spec.Card, err = decodeDevice(fields, h.sched.Cards())
 	if err != nil {
 		return spec, err
 	}
@@ -285,26 +304,24 @@ func (s *Server) decodeQueue(r *http.Request) (scheduler.JobSpec, error) {
 			}
 			return spec, fieldErr("env", "want an object of NAME: value strings, got %s", jsonType(raw))
 		}
-		names := make([]string, 0, len(env))
-		total := 0
-		for k, v := range env {
-			names = append(names, k)
-			total += len(k) + len(v) + 2
-		}
-		if total > api.MaxEnvBytes {
+		if total := api.EnvBytes(env); total > api.MaxEnvBytes {
 			return spec, fieldErr("env", "%d bytes in all (NAME=VALUE and a NUL each), the limit is %d", total, api.MaxEnvBytes)
+		}
+		names := make([]string, 0, len(env))
+		for k := range env {
+			names = append(names, k)
 		}
 		sort.Strings(names)
 		for _, k := range names {
 			switch v := env[k]; {
-			case !isEnvName(k):
+			case !api.ValidEnvName(k):
 				return spec, fieldErr("env", "%q is not a variable name (letters, digits, _; not starting with a digit)", k)
-			case contains(reservedEnv, k):
+			case api.ReservedEnv(k):
 				return spec, fieldErr("env", "%s is set by the queue", k)
 			case strings.ContainsRune(v, 0):
 				return spec, fieldErr("env", "%s: value contains a NUL byte", k)
-			case len(k)+1+len(v) > api.MaxCmdBytes:
-				return spec, fieldErr("env", "%s: longer than %d bytes", k, api.MaxCmdBytes)
+			case len(k)+1+len(v) > api.MaxEnvVarBytes:
+				return spec, fieldErr("env", "%s: longer than %d bytes", k, api.MaxEnvVarBytes)
 			}
 		}
 		if len(env) > 0 {
@@ -316,7 +333,7 @@ func (s *Server) decodeQueue(r *http.Request) (scheduler.JobSpec, error) {
 	}
 
 	timeout, _, err := intField(fields, "timeout")
-	maxTimeout := int64(s.cfg.MaxTimeout / time.Second)
+	maxTimeout := int64(h.maxTimeout / time.Second)
 	switch {
 	case err != nil:
 		return spec, err
@@ -333,8 +350,8 @@ func (s *Server) decodeQueue(r *http.Request) (scheduler.JobSpec, error) {
 		return spec, err
 	case repeat < 0:
 		return spec, fieldErr("repeat", "%d is negative", repeat)
-	case repeat > config.MaxRepeat:
-		return spec, fieldErr("repeat", "%d is above the maximum %d", repeat, config.MaxRepeat)
+	case repeat > api.MaxRepeat:
+		return spec, fieldErr("repeat", "%d is above the maximum %d", repeat, api.MaxRepeat)
 	}
 	spec.Repeat = int(max(repeat, 1))
 
@@ -352,21 +369,21 @@ func (s *Server) decodeQueue(r *http.Request) (scheduler.JobSpec, error) {
 }
 
 // decodeDevice reads device_id: a string of digits or a JSON integer,
-// "0" when absent, and it must name a configured card.
-func (s *Server) decodeDevice(fields map[string]json.RawMessage) (int, error) {
+// "0" when absent, and it must name one of cards.
+func decodeDevice(fields map[string]json.RawMessage, cards []int) (int, error) {
 	raw, ok := fields["device_id"]
 	if !ok || isNull(raw) {
 		raw = json.RawMessage(`"0"`)
 	}
-	return s.parseDevice(raw)
+	return parseDevice(raw, cards)
 }
 
 // decodeReset validates a POST /reset body: device_id (as for /queue),
 // job_id (an id or unique prefix), or neither for every card, and the
 // optional no_interrupt.
-func (s *Server) decodeReset(r *http.Request) (scheduler.ResetRequest, error) {
+func (h *resets) decodeReset(r *http.Request) (scheduler.ResetRequest, error) {
 	var req scheduler.ResetRequest
-	fields, err := readOptionalObject(r, "device_id", "job_id", "no_interrupt", "client_id")
+	fields, err := readOptionalObject(r, resetRequestFields)
 	if err != nil {
 		return req, err
 	}
@@ -385,13 +402,13 @@ func (s *Server) decodeReset(r *http.Request) (scheduler.ResetRequest, error) {
 	case hasJob && hasDevice:
 		return req, fieldErr("job_id", "give device_id or job_id, not both (neither resets every card)")
 	case hasDevice:
-		card, err := s.parseDevice(raw)
+		card, err := parseDevice(raw, h.sched.Cards())
 		if err != nil {
 			return req, err
 		}
 		req.Card = &card
 	case hasJob:
-		id, err := s.resolve("job_id", jobID)
+		id, err := h.resolve("job_id", jobID)
 		if err != nil {
 			return req, err
 		}
@@ -406,8 +423,8 @@ func (s *Server) decodeReset(r *http.Request) (scheduler.ResetRequest, error) {
 }
 
 // parseDevice reads a card number given as a string of digits or a JSON
-// integer; it must name a configured card.
-func (s *Server) parseDevice(raw json.RawMessage) (int, error) {
+// integer; it must name one of cards, the configured ones.
+func parseDevice(raw json.RawMessage, cards []int) (int, error) {
 	var text string
 	switch jsonType(raw) {
 	case "a string":
@@ -426,7 +443,6 @@ func (s *Server) parseDevice(raw json.RawMessage) (int, error) {
 	if err != nil || n < 0 || strconv.Itoa(n) != text {
 		return 0, fieldErr("device_id", "%q is not a card number", text)
 	}
-	cards := s.sched.Cards()
 	for _, c := range cards {
 		if c == n {
 			return n, nil
@@ -437,6 +453,38 @@ func (s *Server) parseDevice(raw json.RawMessage) (int, error) {
 		names[i] = strconv.Itoa(c)
 	}
 	return 0, fieldErr("device_id", "no card %d; the cards are %s (TT_DEVICE_IDS)", n, strings.Join(names, ", "))
+}
+
+// queryInt reads a non-negative integer query parameter.
+func queryInt(r *http.Request, name string, def, max int64) (int64, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return 0, fieldErr(name, "%q is not a non-negative whole number", cut(v, 40))
+	}
+	if n > max {
+		return 0, fieldErr(name, "%d is above the maximum %d", n, max)
+	}
+	return n, nil
+}
+
+// queryWait reads wait= in seconds (fractions allowed), at most api.MaxWait.
+func queryWait(r *http.Request) (time.Duration, error) {
+	v := r.URL.Query().Get("wait")
+	if v == "" {
+		return 0, nil
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || f < 0 || f != f {
+		return 0, fieldErr("wait", "%q is not a non-negative number of seconds", cut(v, 40))
+	}
+	if f > api.MaxWait.Seconds() {
+		return 0, fieldErr("wait", "%s seconds is above the maximum %d; ask again instead", v, int(api.MaxWait.Seconds()))
+	}
+	return time.Duration(f * float64(time.Second)), nil
 }
 
 // decodeID checks a job id or prefix from a path or body: 6 to 32 hex

@@ -15,7 +15,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/ttkit/ttkit/queued/api"
-	"github.com/ttkit/ttkit/queued/config"
 	"github.com/ttkit/ttkit/queued/scheduler"
 	"github.com/ttkit/ttkit/queued/store"
 )
@@ -98,7 +97,7 @@ func FuzzDecodeQueueRequest(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		spec, err := d.srv.decodeQueue(fuzzRequest(body))
+		spec, err := d.srv.submissions.decodeQueue(fuzzRequest(body))
 		if err != nil {
 			checkDecodeError(t, err, body, queueFields)
 			return
@@ -108,7 +107,7 @@ func FuzzDecodeQueueRequest(f *testing.F) {
 		}
 		checkSpec(t, spec, d.srv.cfg.MaxTimeout.Seconds())
 
-		again, err := d.srv.decodeQueue(fuzzRequest(encodeSpec(t, spec)))
+		again, err := d.srv.submissions.decodeQueue(fuzzRequest(encodeSpec(t, spec)))
 		if err != nil {
 			t.Fatalf("the re-encoded spec %+v is refused: %v", spec, err)
 		}
@@ -118,7 +117,7 @@ func FuzzDecodeQueueRequest(f *testing.F) {
 	})
 }
 
-// envNamePattern is the rule isEnvName implements, kept here as an
+// envNamePattern is the rule api.ValidEnvName implements, kept here as an
 // independent check of it.
 var envNamePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
@@ -134,7 +133,7 @@ func checkSpec(t *testing.T, spec scheduler.JobSpec, maxTimeout float64) {
 		t.Fatalf("accepted card %d", spec.Card)
 	case spec.Timeout < 0 || spec.Timeout.Seconds() > maxTimeout:
 		t.Fatalf("accepted timeout %v", spec.Timeout)
-	case spec.Repeat < 1 || spec.Repeat > config.MaxRepeat:
+	case spec.Repeat < 1 || spec.Repeat > api.MaxRepeat:
 		t.Fatalf("accepted repeat %d", spec.Repeat)
 	case len(spec.ClientID) > api.MaxClientIDBytes || strings.IndexFunc(spec.ClientID, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0:
 		t.Fatalf("accepted client_id %q", spec.ClientID)
@@ -142,7 +141,7 @@ func checkSpec(t *testing.T, spec scheduler.JobSpec, maxTimeout float64) {
 		t.Fatalf("accepted an empty env as non-nil")
 	}
 	for k, v := range spec.Env {
-		if !envNamePattern.MatchString(k) || contains(reservedEnv, k) || strings.ContainsRune(v, 0) {
+		if !envNamePattern.MatchString(k) || api.ReservedEnv(k) || strings.ContainsRune(v, 0) {
 			t.Fatalf("accepted env %q=%q", k, v)
 		}
 	}
@@ -174,7 +173,7 @@ func FuzzDecodeResetRequest(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		req, err := d.srv.decodeReset(fuzzRequest(body))
+		req, err := d.srv.resets.decodeReset(fuzzRequest(body))
 		if err != nil {
 			if errors.Is(err, scheduler.ErrNotFound) || errors.Is(err, scheduler.ErrAmbiguous) {
 				return

@@ -6,7 +6,35 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/ttkit/ttkit/queued/api"
 )
+
+// statusPage serves what the status page reads, and the CLI's status too:
+// GET /status, the page's own files, and GET /changes, the long-poll that
+// tells the page when to read GET /status again.
+type statusPage struct {
+	*base
+	views *pythonViews
+	// slots and conns are the handler and connection limits GET /status
+	// shows at work.
+	slots   *slots
+	conns   *conns
+	version string
+}
+
+// handleStatus is GET /status.
+func (p *statusPage) handleStatus(w http.ResponseWriter, r *http.Request) {
+	sched := p.sched.Status()
+	st := statusView(sched)
+	st.PythonStatus = p.views.pythonStatus(sched, time.Now())
+	st.Version = p.version
+	st.Mode, st.Caller = p.rules.mode, p.rules.callerView(r)
+	st.HTTP = api.HTTPStatus{Workers: cap(p.slots.ch), Busy: int(p.slots.busy.Load()), Waiting: int(p.slots.waiting.Load()),
+		LongPolls: int(p.slots.polling.Load()), Conns: p.conns.count(), MaxConns: p.conns.max,
+		Evicted: p.conns.evicted.Load(), Refused: p.conns.refused.Load()}
+	writeJSON(w, http.StatusOK, st)
+}
 
 // The live status page: static HTML, CSS and JavaScript embedded in the
 // binary, so it works offline and needs no build step. The files carry
@@ -35,7 +63,7 @@ var pageAssets = map[string][2]string{
 // reports whether it did. It runs after the Host and Origin checks but
 // before the token check: a browser must load the page before the page
 // can send the token, and the files hold nothing but code.
-func (s *Server) servePage(w http.ResponseWriter, r *http.Request) bool {
+func (p *statusPage) servePage(w http.ResponseWriter, r *http.Request) bool {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		return false
 	}
@@ -45,7 +73,7 @@ func (s *Server) servePage(w http.ResponseWriter, r *http.Request) bool {
 	}
 	body, err := webFiles.ReadFile(asset[0])
 	if err != nil {
-		s.fail(w, r, fmt.Errorf("reading the embedded %s: %w", asset[0], err))
+		p.fail(w, r, fmt.Errorf("reading the embedded %s: %w", asset[0], err))
 		return true
 	}
 	h := w.Header()
@@ -75,33 +103,33 @@ type changesResponse struct {
 // (at most api.MaxWait) runs out; meanwhile it holds no handler slot. The
 // page then reads GET /status. Holders outside the queue are scanned,
 // not notified, so the page asks again after a wait without a change.
-func (s *Server) handleChanges(w http.ResponseWriter, r *http.Request) {
+func (p *statusPage) handleChanges(w http.ResponseWriter, r *http.Request) {
 	var since uint64
 	hasSince := r.URL.Query().Has("since")
 	if hasSince {
 		v := r.URL.Query().Get("since")
 		n, err := strconv.ParseUint(v, 10, 64)
 		if err != nil {
-			s.fail(w, r, fieldErr("since", "%q is not a change generation (a non-negative whole number from an earlier answer)", cut(v, 40)))
+			p.fail(w, r, fieldErr("since", "%q is not a change generation (a non-negative whole number from an earlier answer)", cut(v, 40)))
 			return
 		}
 		since = n
 	}
 	wait, err := queryWait(r)
 	if err != nil {
-		s.fail(w, r, err)
+		p.fail(w, r, err)
 		return
 	}
 	deadline := time.Now().Add(wait)
 	for {
-		gen, changed := s.sched.Changes()
+		gen, changed := p.sched.Changes()
 		if !hasSince || gen != since {
 			writeJSON(w, http.StatusOK, changesResponse{Gen: gen})
 			return
 		}
-		again, err := s.waitChange(r, deadline, changed, nil)
+		again, err := p.slots.wait(r, deadline, changed, nil)
 		if err != nil {
-			s.fail(w, r, err)
+			p.fail(w, r, err)
 			return
 		}
 		if !again {

@@ -138,7 +138,7 @@ func TestChanges_LongPollAnswersAtTheNextChange(t *testing.T) {
 		c, g := d.changes(fmt.Sprintf("?since=%d&wait=30", gen))
 		got <- answer{c, g, time.Now()}
 	}()
-	poll(t, "the long-poll to wait", func() bool { return d.srv.polling.Load() == 1 })
+	poll(t, "the long-poll to wait", func() bool { return d.srv.slots.polling.Load() == 1 })
 	queued := time.Now()
 	d.queue("1", "true")
 	a := <-got

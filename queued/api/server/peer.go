@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -116,48 +115,4 @@ func ListenUnix(path string, mode os.FileMode, gid int) (*net.UnixListener, erro
 		return fail(fmt.Errorf("placing the socket at %s: %w", path, err))
 	}
 	return ln, nil
-}
-
-// authorize decides whether a request may go on: over a Unix socket by the
-// caller's credentials (the token is not needed there), over TCP by the
-// bearer token.
-func (s *Server) authorize(w http.ResponseWriter, r *http.Request) bool {
-	peer, onSocket, err := PeerOf(r.Context())
-	if onSocket {
-		if err == nil {
-			err = s.cfg.AllowPeer(peer)
-		}
-		if err != nil {
-			writeError(w, http.StatusForbidden, "refused on the socket: "+err.Error())
-			return false
-		}
-		return true
-	}
-	if !tokenMatches(r.Header.Get("Authorization"), s.cfg.Token) {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="queued"`)
-		writeError(w, http.StatusUnauthorized, "missing or wrong bearer token; the token is in the file \"token\" in queued's state directory")
-		return false
-	}
-	return true
-}
-
-// handleProof answers GET /proof?nonce=N with the token's HMAC over the
-// nonce and the listen address (see api.VerifyServer). It needs no token
-// and tells nothing about it.
-func (s *Server) handleProof(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet {
-		w.Header().Set("Allow", http.MethodGet)
-		writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("%s %s: use GET", r.Method, api.ProofPath))
-		return
-	}
-	nonce := r.URL.Query().Get("nonce")
-	if len(nonce) < 16 || len(nonce) > 128 {
-		writeError(w, http.StatusBadRequest, "nonce: want 16 to 128 characters")
-		return
-	}
-	if s.cfg.ListenAddr == "" {
-		writeError(w, http.StatusNotFound, "this queued proves nothing: it was started without a TCP address")
-		return
-	}
-	writeJSON(w, http.StatusOK, api.ProofResponse{Addr: s.cfg.ListenAddr, Proof: api.Proof(s.cfg.Token, nonce, s.cfg.ListenAddr)})
 }

@@ -1,13 +1,10 @@
 package server
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"mime"
 	"net/http"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,7 +12,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/ttkit/ttkit/queued/account"
 	"github.com/ttkit/ttkit/queued/api"
 	"github.com/ttkit/ttkit/queued/scheduler"
 	"github.com/ttkit/ttkit/queued/store"
@@ -34,17 +30,25 @@ const pyTime = "2006-01-02 15:04:05"
 // pyCmdLen is how much of a command the Python tool's summaries show.
 const pyCmdLen = 120
 
+// pythonViews write the API's answers with the Python tool's keys beside
+// ttkit's: a job's record, the default card's /status and the JSON form
+// of GET /logs.
+type pythonViews struct {
+	sched  *scheduler.Scheduler
+	recent recentCache // the Python tool's /status "recent"
+}
+
 // view is a job's record as the API answers it: ttkit's keys and the
 // Python tool's.
-func (s *Server) view(info scheduler.JobInfo) api.Job {
+func (v *pythonViews) view(info scheduler.JobInfo) api.Job {
 	j := jobView(info)
-	j.PythonJob = s.pythonJob(info, time.Now())
+	j.PythonJob = v.pythonJob(info, time.Now())
 	return j
 }
 
 // pythonJob is the Python tool's view of a job record.
-func (s *Server) pythonJob(info scheduler.JobInfo, now time.Time) api.PythonJob {
-	p := api.PythonJob{JobID: info.ID, Status: string(info.State), Mode: modeOf(info.Kind), OutputFile: s.sched.OutputPath(info.ID),
+func (v *pythonViews) pythonJob(info scheduler.JobInfo, now time.Time) api.PythonJob {
+	p := api.PythonJob{JobID: info.ID, Status: string(info.State), Mode: modeOf(info.Kind), OutputFile: v.sched.OutputPath(info.ID),
 		TimedOut: info.Outcome == store.OutcomeTimeout, LogSize: info.LogBytes, RepeatCurrent: info.Iterations,
 		RepeatCompleted: completed(&info.Job)}
 	if p.TimedOut {
@@ -142,7 +146,7 @@ func defaultCard(cards []scheduler.CardStatus) *scheduler.CardStatus {
 // pythonStatus is the Python tool's GET /status for the default card: its
 // running job, its queue, its last finished jobs, its state and its
 // worker's health.
-func (s *Server) pythonStatus(st scheduler.Status, now time.Time) api.PythonStatus {
+func (v *pythonViews) pythonStatus(st scheduler.Status, now time.Time) api.PythonStatus {
 	out := api.PythonStatus{Pending: []api.PyPending{}, Recent: []api.PyRecent{}}
 	c := defaultCard(st.Cards)
 	if c == nil {
@@ -158,7 +162,7 @@ func (s *Server) pythonStatus(st scheduler.Status, now time.Time) api.PythonStat
 			WaitingSec: round(now.Sub(q.SubmittedAt).Seconds(), 1), EstimatedWaitSec: round(q.EstimatedWait.Seconds(), 0),
 			EstimatedRunSec: round(q.EstimatedRun.Seconds(), 0), Repeat: q.Repeat, Mode: modeOf(q.Kind)})
 	}
-	out.Recent = s.recentOf(c.ID, now)
+	out.Recent = v.recentOf(c.ID, now)
 	dev := &api.PyDevice{DeviceID: strconv.Itoa(c.ID), State: string(c.State), ResetEpoch: c.ResetEpoch, ResetPending: c.Reset != nil,
 		DeadSince: pyTimePtr(c.DeadSince), DeadReason: strPtr(c.DeadReason)}
 	if c.LastReset != nil {
@@ -202,23 +206,23 @@ type recentCache struct {
 
 // recentOf is card's last (at most 10) finished jobs, oldest first, as the
 // Python tool's /status lists them.
-func (s *Server) recentOf(card int, now time.Time) []api.PyRecent {
-	c := &s.recent
+func (v *pythonViews) recentOf(card int, now time.Time) []api.PyRecent {
+	c := &v.recent
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	// The generation first: a change during the read below makes the
 	// next request read again.
-	gen, _ := s.sched.Changes()
+	gen, _ := v.sched.Changes()
 	if c.ok && c.gen == gen && c.card == card {
 		return c.recent
 	}
-	infos, err := s.sched.List(scheduler.ListFilter{Card: &card, State: store.StateDone, Limit: 10, Scan: recentScan})
+	infos, err := v.sched.List(scheduler.ListFilter{Card: &card, State: store.StateDone, Limit: 10, Scan: recentScan})
 	if err != nil {
 		return []api.PyRecent{}
 	}
 	recent := make([]api.PyRecent, 0, len(infos))
 	for _, r := range slices.Backward(infos) {
-		p := s.pythonJob(r, now)
+		p := v.pythonJob(r, now)
 		recent = append(recent, api.PyRecent{ID: r.ID, Cmd: pyCut(r.Cmd, pyCmdLen), ExitCode: r.ExitCode, Elapsed: p.Elapsed,
 			Finished: r.FinishedAt.Local().Format(pyTime), OutputFile: p.OutputFile, Repeat: r.Repeat, Mode: p.Mode, Client: r.ClientID,
 			RepeatCompleted: p.RepeatCompleted, PerIterEstimateSec: p.PerIterEstimateSec, TimedOut: p.TimedOut, LogTruncated: r.LogTruncated})
@@ -243,33 +247,10 @@ func wantsRaw(r *http.Request) bool {
 }
 
 // writeLogsJSON answers GET /logs in the Python tool's shape.
-func (s *Server) writeLogsJSON(w http.ResponseWriter, info scheduler.JobInfo, offset, next, size int64, done bool, data []byte) {
-	writeJSON(w, http.StatusOK, api.LogsAnswer{JobID: info.ID, Status: string(info.State), OutputFile: s.sched.OutputPath(info.ID),
+func (v *pythonViews) writeLogsJSON(w http.ResponseWriter, info scheduler.JobInfo, offset, next, size int64, done bool, data []byte) {
+	writeJSON(w, http.StatusOK, api.LogsAnswer{JobID: info.ID, Status: string(info.State), OutputFile: v.sched.OutputPath(info.ID),
 		Offset: offset, NextOffset: next, Content: string(data), Truncated: next < size, Complete: done,
 		LogSize: size, LogTruncated: info.LogTruncated || info.LogCutBytes > 0, DroppedLogBytes: info.DroppedLogBytes + info.LogCutBytes})
-}
-
-// defaultCwd is the working directory of a submission that names none: on
-// a shared daemon the caller's home directory from the user database
-// (never the root daemon's own directory), else the daemon's working
-// directory, where the Python tool's server runs such a job.
-func (s *Server) defaultCwd(r *http.Request) (string, error) {
-	if s.cfg.Shared {
-		uid := callerOf(r).uid
-		a, err := account.LookupUID(uid)
-		if err != nil {
-			return "", fieldErr("cwd", "omitted, and the home directory of uid %d is unknown (%v): give cwd", uid, err)
-		}
-		if !filepath.IsAbs(a.Home) {
-			return "", fieldErr("cwd", "omitted, and %s's home directory %q is not an absolute path: give cwd", a.Name, a.Home)
-		}
-		return a.Home, nil
-	}
-	wd, err := os.Getwd()
-	if err != nil {
-		return "", fieldErr("cwd", "omitted, and queued's own working directory is unknown (%v): give cwd", err)
-	}
-	return wd, nil
 }
 
 // killed is the Python tool's account of a kill: SIGINT for a running job
@@ -281,57 +262,6 @@ func killed(info scheduler.JobInfo) *api.Killed {
 		k.Signal = &sig
 	}
 	return k
-}
-
-// errSeveralRunning refuses a kill without a job id that fits several
-// running jobs (409).
-var errSeveralRunning = errors.New("several running jobs")
-
-// runningOf picks the caller's running job for POST /kill without a job
-// id: the running jobs (on card when not nil) that are the caller's (on a
-// shared daemon those it submitted; on a user daemon every job is its
-// user's), narrowed by clientID when that leaves exactly one. It returns
-// the choice, or none and the running jobs that are not the caller's, or
-// errSeveralRunning naming the candidates.
-func (s *Server) runningOf(r *http.Request, card *int, clientID string) (*scheduler.JobInfo, []scheduler.JobInfo, error) {
-	all, err := s.sched.List(scheduler.ListFilter{Card: card, State: store.StateRunning, Limit: api.MaxListLimit})
-	if err != nil {
-		return nil, nil, err
-	}
-	c := callerOf(r)
-	var mine, others []scheduler.JobInfo
-	for _, j := range all {
-		switch {
-		case j.Kind == store.KindReset:
-		case !s.cfg.Shared || owns(c, &j.Job):
-			mine = append(mine, j)
-		default:
-			others = append(others, j)
-		}
-	}
-	if len(mine) > 1 && clientID != "" {
-		var same []scheduler.JobInfo
-		for _, j := range mine {
-			if j.ClientID == clientID {
-				same = append(same, j)
-			}
-		}
-		if len(same) == 1 {
-			mine = same
-		}
-	}
-	switch len(mine) {
-	case 0:
-		return nil, others, nil
-	case 1:
-		return &mine[0], nil, nil
-	}
-	names := make([]string, len(mine))
-	for i, j := range mine {
-		names[i] = fmt.Sprintf("%s on card %d (%s)", j.ID, j.Card(), strconv.Quote(cut(j.Cmd, 60)))
-	}
-	return nil, nil, fmt.Errorf("%w: %d running jobs are yours: %s; name one with job_id, or narrow it with device_id or client_id",
-		errSeveralRunning, len(mine), strings.Join(names, ", "))
 }
 
 // resetAction is the Python tool's word for what a reset request did on

@@ -62,7 +62,7 @@ func TestResubmit(t *testing.T) {
 	})
 	t.Run("shared: the copy is the owner's, and a job without one is refused", func(t *testing.T) {
 		t.Parallel()
-		d := start(t, options{api: func(c *Config) { c.Shared = true }})
+		d := start(t, options{api: func(c *Config) { c.Mode = api.SystemMode }})
 		card, uid := 0, uint32(4242)
 		owned := store.Job{ID: "abcdef" + strings.Repeat("3", 26), Seq: 900, Kind: store.KindJob, Device: &card, Cmd: "true", Cwd: d.work,
 			Timeout: 60, Repeat: 1, State: store.StateDone, FinishedAt: time.Now(), OwnerUID: &uid, Owner: "alice"}

@@ -398,7 +398,7 @@ func run(c cli, log *slog.Logger) error {
 	mode := "user"
 	if cfg.Socket != "" {
 		mode = "system"
-		scfg.Shared, scfg.AllowPeer, scfg.AdminGID, scfg.AdminGroup = true, everyone, sys.adminGID, cfg.AdminGroup
+		scfg.Mode, scfg.AllowPeer, scfg.AdminGID, scfg.AdminGroup = api.SystemMode, everyone, sys.adminGID, cfg.AdminGroup
 	}
 	srv, err := server.NewServer(scfg)
 	if err != nil {

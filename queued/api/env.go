@@ -1,0 +1,39 @@
+package api
+
+// The variables queued sets in every job itself: the job's id and its
+// card. A request may not set them (the server refuses them in env, the
+// CLI in --env), so a job can trust them.
+const (
+	JobIDEnvVar  = "TT_QUEUE_JOB_ID"
+	DeviceEnvVar = "TT_QUEUE_DEVICE"
+)
+
+// ReservedEnv reports whether name is one of the variables queued sets in
+// every job itself (JobIDEnvVar, DeviceEnvVar).
+func ReservedEnv(name string) bool {
+	return name == JobIDEnvVar || name == DeviceEnvVar
+}
+
+// ValidEnvName reports whether name may name a variable of a job's
+// environment: a shell variable name (ASCII letters, digits and _, not
+// starting with a digit), which any shell the job starts can read.
+func ValidEnvName(name string) bool {
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if c != '_' && (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') && (i == 0 || c < '0' || c > '9') {
+			return false
+		}
+	}
+	return name != ""
+}
+
+// EnvBytes is what env takes of a new program's environment: each
+// NAME=VALUE and its terminating NUL. A request's env may take at most
+// MaxEnvBytes.
+func EnvBytes(env map[string]string) int {
+	n := 0
+	for k, v := range env {
+		n += len(k) + len(v) + 2
+	}
+	return n
+}

@@ -1,0 +1,35 @@
+package api
+
+import "time"
+
+// Limits on requests, defined here once: the server refuses a request
+// past one with a 400 naming the field and the limit, and the CLI checks
+// what it can before it sends anything.
+const (
+	// MaxCmdBytes is the longest cmd: one argument to bash, which the
+	// kernel caps at 128 KiB including its terminating NUL.
+	MaxCmdBytes = 128<<10 - 1
+	// MaxEnvVarBytes is the longest NAME=VALUE of env: one string of a
+	// new program's environment, which the kernel caps as it caps cmd.
+	MaxEnvVarBytes = MaxCmdBytes
+	// MaxEnvBytes bounds a job's env in all (each NAME=VALUE plus its
+	// terminating NUL, as exec passes them; see EnvBytes): with the
+	// service's own environment and cmd it must fit the kernel's limit
+	// on a new program's arguments and environment (a quarter of the
+	// stack limit, 2 MiB by default), and in the request body limit (1
+	// MiB by default).
+	MaxEnvBytes = 512 << 10
+	// MaxRepeat bounds a job's repeat count; the specification leaves it
+	// open, and an unbounded count would let one request hold a card
+	// forever.
+	MaxRepeat = 10000
+	// MaxClientIDBytes bounds client_id.
+	MaxClientIDBytes = 256
+	// DefaultLogChunk and MaxLogChunk bound one GET /logs answer.
+	DefaultLogChunk = 64 << 10
+	MaxLogChunk     = 1 << 20
+	// MaxWait bounds the wait= of one long-poll; clients ask again.
+	MaxWait = 60 * time.Second
+	// MinIDPrefix is the shortest job id prefix the server resolves.
+	MinIDPrefix = 6
+)

@@ -1,0 +1,146 @@
+package server
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// module is the import path of the module these packages belong to.
+const module = "github.com/ttkit/ttkit"
+
+// maxMethods is the most methods a type of the wire packages may have: a
+// type past it does two jobs and is two types.
+const maxMethods = 25
+
+// TestShape_NoTypeHasTooManyMethods counts the methods each type of package
+// api and of this package declares (test files left out): none has more
+// than maxMethods.
+func TestShape_NoTypeHasTooManyMethods(t *testing.T) {
+	t.Parallel()
+	for _, dir := range []string{"..", "."} {
+		counts := map[string]int{}
+		for _, f := range parseDir(t, dir) {
+			for _, d := range f.Decls {
+				if fd, ok := d.(*ast.FuncDecl); ok && fd.Recv != nil && len(fd.Recv.List) == 1 {
+					counts[receiverName(fd.Recv.List[0].Type)]++
+				}
+			}
+		}
+		for name, n := range counts {
+			if n > maxMethods {
+				t.Errorf("type %s in %s has %d methods, more than %d: split it into parts with one job each", name, dir, n, maxMethods)
+			}
+		}
+	}
+}
+
+// receiverName is the type a method's receiver names: T of T, *T, T[P]
+// or *T[P].
+func receiverName(e ast.Expr) string {
+	for {
+		switch x := e.(type) {
+		case *ast.StarExpr:
+			e = x.X
+		case *ast.IndexExpr:
+			e = x.X
+		case *ast.IndexListExpr:
+			e = x.X
+		case *ast.Ident:
+			return x.Name
+		default:
+			return "?"
+		}
+	}
+}
+
+// TestShape_NoBackArrow: the wire (package api) and its server depend on
+// nothing that depends on them. queued/config reads settings and imports
+// api, so neither may import it, directly or through another package of
+// this module.
+func TestShape_NoBackArrow(t *testing.T) {
+	t.Parallel()
+	root := moduleRoot(t)
+	forbidden := module + "/queued/config"
+	for _, pkg := range []string{module + "/queued/api", module + "/queued/api/server"} {
+		if path, ok := dependsOn(t, root, pkg, forbidden, map[string]bool{}); ok {
+			t.Errorf("%s depends on %s: %s", pkg, forbidden, strings.Join(path, " -> "))
+		}
+	}
+}
+
+// dependsOn reports whether pkg imports target, directly or through the
+// module's own packages (their non-test files), and the chain of imports
+// that leads there.
+func dependsOn(t *testing.T, root, pkg, target string, seen map[string]bool) ([]string, bool) {
+	if pkg == target {
+		return []string{pkg}, true
+	}
+	if seen[pkg] {
+		return nil, false
+	}
+	seen[pkg] = true
+	var imports []string
+	for _, f := range parseDir(t, filepath.Join(root, strings.TrimPrefix(pkg, module))) {
+		for _, spec := range f.Imports {
+			p, _ := strconv.Unquote(spec.Path.Value)
+			if strings.HasPrefix(p, module+"/") && !slices.Contains(imports, p) {
+				imports = append(imports, p)
+			}
+		}
+	}
+	for _, p := range imports {
+		if path, ok := dependsOn(t, root, p, target, seen); ok {
+			return append([]string{pkg}, path...), true
+		}
+	}
+	return nil, false
+}
+
+// parseDir parses the non-test Go files of one directory.
+func parseDir(t *testing.T, dir string) []*ast.File {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatalf("reading package directory %s: %v", dir, err)
+	}
+	var files []*ast.File
+	fset := token.NewFileSet()
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() || !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, filepath.Join(dir, name), nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatalf("parsing %s: %v", name, err)
+		}
+		files = append(files, f)
+	}
+	return files
+}
+
+// moduleRoot is the directory of go.mod above this package.
+func moduleRoot(t *testing.T) string {
+	t.Helper()
+	dir, err := filepath.Abs(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("no go.mod above the test's directory")
+		}
+		dir = parent
+	}
+}
