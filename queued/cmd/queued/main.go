@@ -326,9 +326,9 @@ func run(cfg config.Config, envErr error, log *slog.Logger) error {
 	defer sched.Stop()
 	scfg := server.Config{Scheduler: sched, Token: token, ListenAddr: listenTCP, Version: version.String(), MaxTimeout: cfg.MaxTimeout,
 		MaxRequestBytes: cfg.MaxRequestBytes, Workers: cfg.HTTPWorkers, ExtraHosts: extraHosts, Logger: log,
-		MaxConns: cfg.HTTPMaxConns, WriteTimeout: cfg.HTTPWriteTimeout}
+		MaxConns: cfg.HTTPMaxConns, WriteTimeout: cfg.HTTPWriteTimeout, Shared: cfg.Mode.System()}
 	if cfg.Mode.System() {
-		scfg.Shared, scfg.AllowPeer, scfg.AdminGID, scfg.AdminGroup = true, everyone, sys.adminGID, cfg.AdminGroup
+		scfg.AllowPeer, scfg.AdminGID, scfg.AdminGroup = everyone, sys.adminGID, cfg.AdminGroup
 	}
 	srv, err := server.NewServer(scfg)
 	if err != nil {
