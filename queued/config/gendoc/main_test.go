@@ -52,3 +52,44 @@ func TestSize(t *testing.T) {
 		}
 	}
 }
+
+// docs/system-mode.md explains the settings system mode adds in a table
+// of its own, by hand: each row must be a declared setting, and every
+// setting only system mode reads, and the one that turns it on, must have
+// a row.
+func TestSystemModeSettingsAreDeclared(t *testing.T) {
+	const path = "../../../docs/system-mode.md"
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(b), "\n### 2. Settings\n")
+	if !ok {
+		t.Fatalf("%s has no section 2. Settings", path)
+	}
+	section, _, _ = strings.Cut(section, "\n### ")
+	rows := map[string]bool{}
+	for _, line := range strings.Split(section, "\n") {
+		if v, ok := strings.CutPrefix(line, "| `"); ok {
+			name, _, _ := strings.Cut(v, "`")
+			rows[name] = true
+		}
+	}
+	declared := map[string]config.Setting{}
+	for _, s := range config.Settings {
+		declared[s.Env] = s
+	}
+	for name := range rows {
+		if _, ok := declared[name]; !ok {
+			t.Errorf("%s's settings table has %s, which queued/config does not declare", path, name)
+		}
+	}
+	for _, s := range config.Settings {
+		if (s.SystemOnly || s.Env == "TT_DEVICE_SOCKET") && !rows[s.Env] {
+			t.Errorf("%s's settings table has no row for %s", path, s.Env)
+		}
+	}
+	if len(rows) == 0 {
+		t.Fatalf("no settings rows in %s's section 2. Settings", path)
+	}
+}
