@@ -72,7 +72,8 @@ var Settings = declared()
 var helpVars = strings.NewReplacer("${system_socket}", api.SystemSocket, "${system_state_dir}", DefaultSystemStateDir)
 
 // declared reads Config's struct tags. A declaration it cannot read is a
-// programming error and panics at start (TestDefaults runs it).
+// programming error and panics at start (every test of this package
+// starts it).
 func declared() []Setting {
 	t := reflect.TypeFor[Config]()
 	var out []Setting
