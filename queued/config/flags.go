@@ -9,9 +9,9 @@ import (
 )
 
 // Flags returns the kong options that read queued's flags into a Config
-// embedded in its command line (`config.Config `embed:""“), which holds
-// c: the mappers for seconds and card lists, and a resolver that gives
-// each flag not on the command line c's value, so a flag overrides its
+// embedded (tagged embed:"") in its command-line struct, which holds c:
+// the mappers for seconds and card lists, and a resolver that gives each
+// flag not on the command line c's value, so a flag overrides its
 // variable and the variable (or the default) stands otherwise. c is
 // FromEnv's result; the settings without a flag (kong:"-") keep c's
 // values untouched. Validate the result: kong checks a flag's syntax,
