@@ -19,11 +19,13 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 
 	"github.com/alecthomas/kong"
 
+	"github.com/ttkit/ttkit/queued/config"
 	"github.com/ttkit/ttkit/queued/version"
 )
 
@@ -102,7 +104,11 @@ func run(ctx context.Context, args []string, s Streams) (code int) {
 			"(such as another user's job on a shared queued) or cannot be reached; "+
 			"2 for usage errors; 124 when --wait-timeout ran out; 130 when interrupted. "+
 			"Neither of the last two stops the job."),
-		kong.Vars{"version": Name + " " + version.String()},
+		kong.Vars{
+			"version": Name + " " + version.String(),
+			// queued's settings the CLI reads too, with their declared defaults.
+			"result_bytes": strconv.FormatInt(config.Default().ResultBytes, 10),
+		},
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
 		kong.Writers(s.Out, s.Err),
 		kong.Exit(func(code int) { panic(kongExit(code)) }),

@@ -135,11 +135,12 @@ func daemonLine(st api.Status, at string) string {
 	if st.Version != "" {
 		s += " " + st.Version
 	}
-	if st.Mode != "" && st.Mode != "user" {
-		s += " (" + st.Mode.String() + " mode)"
+	mode := modeOf(st)
+	if mode != api.UserMode {
+		s += " (" + mode.String() + " mode)"
 	}
 	s += " at " + at
-	if c := st.Caller; c != nil && st.Mode == "system" {
+	if c := st.Caller; c != nil && mode.System() {
 		s += "; you are " + ownerText(c.User, &c.UID)
 		if c.Admin {
 			s += ", an admin"
@@ -175,4 +176,15 @@ func ownerCell(owner string, uid *uint32, clientID string) string {
 		return clientID
 	}
 	return "-"
+}
+
+// modeOf is the mode the daemon's status reports; an empty one (a daemon
+// from before modes were reported) is user mode, and one this CLI does
+// not know is kept as given, to be shown, and is not system mode.
+func modeOf(st api.Status) api.Mode {
+	m, err := api.ParseMode(string(st.Mode))
+	if err != nil {
+		return api.Mode(st.Mode)
+	}
+	return m
 }

@@ -26,14 +26,9 @@ func (d *DoctorCmd) Run(a *App) error {
 	}
 	lookup := queuedEnv(os.LookupEnv)
 	h := doctor.Default(d.Root)
-	settings := doctor.Check{Name: "settings", Status: doctor.OK, Detail: "queued's settings (queued.env, then this environment) are valid"}
-	cfg, err := config.FromEnv(lookup)
-	if err != nil {
-		settings = doctor.Check{Name: "settings", Status: doctor.Fail, Detail: err.Error(), Fix: "correct it in ~/.config/tt-device-queue/queued.env (queued --help lists every setting)"}
-		cfg = config.Default()
-	}
+	cfg, settings := doctor.CheckSettings(lookup, "queued.env, then this environment")
 	if v, ok := lookup("TT_DEVICE_DRIVER_PATH"); ok && strings.TrimSpace(v) != "" {
-		h.DriverPath = cfg.DriverPath
+		h.DriverPath = cfg.DriverPath // else the one under --root
 	}
 	if cfg.Devices != nil {
 		h.Cards, h.CardsFrom = cfg.Devices, "TT_DEVICE_IDS"

@@ -46,7 +46,7 @@ func (c *ImportCmd) Run(a *App) error {
 	if err != nil {
 		return usageErr("%w", err)
 	}
-	system := cfg.Socket != ""
+	system := cfg.Mode.System()
 	if system && os.Geteuid() != 0 {
 		return usageErr("import into the system-mode queued's store (%s) must run as root", cfg.StateDir)
 	}

@@ -87,7 +87,7 @@ func describeReset(e api.ResetEntry) string {
 func resetQuestion(st api.Status, noInterrupt bool) string {
 	cards := make([]string, len(st.Cards))
 	var interrupted, waited []string
-	shared := st.Mode == "system"
+	shared := modeOf(st).System()
 	for i, cs := range st.Cards {
 		cards[i] = cs.DeviceID
 		j := cs.Current

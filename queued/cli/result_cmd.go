@@ -19,7 +19,7 @@ type ResultCmd struct {
 	ID          string   `arg:"" placeholder:"JOB_ID" help:"Job id, or a unique prefix of at least 6 characters."`
 	NoWait      bool     `help:"Answer at once; exit 124 if the job has not ended."`
 	WaitTimeout Duration `placeholder:"DURATION" help:"Stop waiting after this long (seconds, or such as 10m) and exit 124; the job goes on. 0 (the default) waits without limit."`
-	MaxBytes    int64    `name:"max-bytes" aliases:"output-limit" env:"TT_DEVICE_RESULT_BYTES" default:"1048576" placeholder:"BYTES" help:"Print at most this many bytes of output, the last ones (--output-limit, the Python tt-device-queue's name, is the same)."`
+	MaxBytes    int64    `name:"max-bytes" aliases:"output-limit" env:"TT_DEVICE_RESULT_BYTES" default:"${result_bytes}" placeholder:"BYTES" help:"Print at most this many bytes of output, the last ones (--output-limit, the Python tt-device-queue's name, is the same)."`
 }
 
 // resultJSON is what result --json prints: the job's record with its keys

@@ -95,7 +95,7 @@ func writeStatus(w io.Writer, st api.Status, at string, now time.Time, colour bo
 		}
 		rows = append(rows, row)
 		notes = append(notes, cardNotes(c, now)...)
-		if st.Mode == "system" {
+		if modeOf(st).System() {
 			notes = append(notes, queueOwners(c)...)
 		}
 	}

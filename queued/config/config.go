@@ -1,14 +1,19 @@
-// Package config holds queued's settings: their defaults, the environment
-// variables that set them (the seed's table plus a few of our own), and the
-// discovery of cards and of the state directory that the daemon and the CLI
-// share, so both find the same token, address and store without being told.
+// Package config holds queued's settings, each declared once (see Config):
+// its default, bounds, help, the environment variable that sets it (the
+// seed's table plus a few of our own) and the daemon's flag. It also
+// discovers the cards and the state directory that the daemon and the CLI
+// share, so both find the same token, address and store without being
+// told.
 package config
+
+//go:generate go run ./gendoc ../../docs/operations.md
 
 import (
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,113 +22,101 @@ import (
 	"github.com/ttkit/ttkit/queued/api"
 )
 
-// DefaultPort is the loopback TCP port the seed assigns to the service.
-const DefaultPort = 5741
-
-// DefaultDevDir is where the kernel driver creates one node per card.
-const DefaultDevDir = "/dev/tenstorrent"
-
-// Config is the daemon's complete configuration after defaults, environment
-// and flags have been applied. Durations are whole seconds on the wire.
+// Config is queued's complete configuration: every setting, after the
+// defaults, the environment and (in the daemon) the flags are applied.
+//
+// Each setting is one field, declared once, in its struct tag: its
+// environment variable (env), its daemon flag (name; a field tagged
+// kong:"-" has none), its default, its bounds (min, max), what its value
+// must be (check: abspath, account, socket), the default as people read
+// it when the tag cannot say it (doc), and its help. FromEnv, Default,
+// Validate, queued's flags and --help, tt-device-queue doctor and the
+// settings table of docs/operations.md all read these tags (see
+// Settings), so a setting added here shows up in every one of them.
+// Durations are whole seconds (type:"seconds"); sizes are bytes.
 type Config struct {
-	// Devices lists the card numbers that get a queue, ascending. Nil until
-	// TT_DEVICE_IDS sets it or Discover fills it from DefaultDevDir.
-	Devices []int
-	// StateDir holds the bbolt file, the token, the address file and one
-	// output file per job.
-	StateDir string
-	// Port is the loopback port the daemon listens on and the client dials.
-	Port int
-	// DefaultTimeout applies to a job submitted with timeout 0 or none.
-	DefaultTimeout time.Duration
-	// MaxTimeout is the largest timeout a submission may ask for.
-	MaxTimeout time.Duration
-	// MaxQueued bounds the number of queued (not yet running) jobs over all cards.
-	MaxQueued int
-	// MaxLogBytes caps each job's output file; the rest is drained and dropped.
-	MaxLogBytes int64
-	// ResultBytes is how much output the CLI's result command prints.
-	ResultBytes int64
-	// MaxRequestBytes bounds an HTTP request body.
-	MaxRequestBytes int64
-	// HTTPWorkers bounds the handlers doing work at once.
-	HTTPWorkers int
-	// HTTPMaxConns bounds the open HTTP connections, so idle or slow
-	// clients cannot use up the daemon's file descriptors.
-	HTTPMaxConns int
-	// HTTPWriteTimeout bounds writing one answer, from its first byte, so
-	// a client that stops reading lets go of its connection.
-	HTTPWriteTimeout time.Duration
-	// MaxOutputBytes bounds the output files of all kept jobs together;
-	// the oldest finished jobs' output is deleted first.
-	MaxOutputBytes int64
-	// RetentionDays is how long finished jobs are kept.
-	RetentionDays int
-	// MaxCompleted is how many finished jobs are kept at most.
-	MaxCompleted int
-	// KillGrace is the time between SIGINT and SIGKILL when a job is
-	// stopped; 0 sends SIGKILL right after SIGINT.
-	KillGrace time.Duration
-	// JobTasksMax caps each job at that many processes and threads
-	// (pids.max of its cgroup, where jobs get cgroups of their own); 0
-	// leaves them unlimited.
-	JobTasksMax int
-	// ChildOOMScoreAdj is every job's oom_score_adj, set before the job
-	// runs (so its user cannot lower it): the kernel's OOM killer takes a
-	// job before queued. Nil leaves jobs queued's own.
-	ChildOOMScoreAdj *int
-	// StopTimeout is how long the service manager waits after SIGTERM
-	// before it kills queued (systemd's TimeoutStopSec); queued warns at
-	// start when the kill grace leaves too little of it to record how the
-	// jobs ended.
-	StopTimeout time.Duration
-
-	// ResetCmd, HealthCheckCmd and DeepResetCmd are the control commands a
-	// reset runs, as shell programs with {device} substituted (a reset
-	// command without it gets the card number appended). An empty
-	// HealthCheckCmd means DefaultHealthCheckCmd with the installed
-	// health_check.py (see HealthCheckScript); an empty DeepResetCmd means
-	// no deep reset.
-	ResetCmd, HealthCheckCmd, DeepResetCmd string
-	// ResetTimeout, HealthCheckTimeout and DeepResetTimeout bound each run
-	// of their command.
-	ResetTimeout, HealthCheckTimeout, DeepResetTimeout time.Duration
-	// DriverPath is the KMD directory whose <card>/pids files name the
-	// processes holding each card.
-	DriverPath string
-	// WaitForeign makes a card start no job while a process outside the
-	// queue holds it.
-	WaitForeign bool
-
-	// Socket (TT_DEVICE_SOCKET) turns system mode on: queued, as root,
-	// serves every user of the host on this Unix socket, takes each
-	// caller's identity from the kernel and runs each job as its
-	// submitter. Empty is user mode, the default.
-	Socket string
-	// SocketGroup (TT_DEVICE_SOCKET_GROUP) is the group allowed to
-	// connect to Socket (mode 0660); empty lets every user (0666).
-	SocketGroup string
-	// AdminGroup (TT_DEVICE_ADMIN_GROUP) names the group whose members may,
-	// like root, see and stop every user's jobs and interrupt them with a
-	// reset.
-	AdminGroup string
-	// ResetUser (TT_DEVICE_RESET_USER) is the user resets and health
-	// checks run as in system mode; empty is root.
-	ResetUser string
+	// Mode is user or system mode, decided once by FromEnv: system when
+	// TT_DEVICE_SOCKET is set. Everything that differs between the modes
+	// asks it.
+	Mode api.Mode `kong:"-"`
 	// PortSet says TT_DEVICE_PORT was given: system mode listens on TCP
 	// only then (or with --listen).
-	PortSet bool
+	PortSet bool `kong:"-"`
+
+	// The seed's settings, in its table's order.
+
+	Devices          []int         `name:"device-ids" env:"TT_DEVICE_IDS" type:"cards" placeholder:"0,1" doc:"numeric nodes under /dev/tenstorrent (--dev-dir)" help:"Comma-separated card numbers that get a queue."`
+	DefaultTimeout   time.Duration `name:"default-timeout" env:"TT_DEVICE_DEFAULT_TIMEOUT" type:"seconds" default:"3600" min:"1" placeholder:"SEC" help:"Seconds a job may run, every repeat together, when it asks for no timeout."`
+	MaxTimeout       time.Duration `name:"max-timeout" env:"TT_DEVICE_MAX_TIMEOUT" type:"seconds" default:"86400" min:"1" placeholder:"SEC" help:"Largest timeout in seconds a job may ask for."`
+	MaxQueued        int           `name:"max-queued-jobs" env:"TT_DEVICE_MAX_QUEUED_JOBS" default:"1000" min:"1" placeholder:"N" help:"Queued jobs allowed over all cards; more are refused with 429."`
+	MaxLogBytes      int64         `name:"max-log-bytes" env:"TT_DEVICE_MAX_LOG_BYTES" default:"16777216" min:"1" placeholder:"BYTES" help:"Bytes of output kept per job: past it the first and the last half are kept (the tail in memory while the job runs) and the middle is cut and counted."`
+	ResultBytes      int64         `kong:"-" env:"TT_DEVICE_RESULT_BYTES" default:"1048576" min:"1" help:"Bytes of output the CLI's result command prints (tt-device-queue result --max-bytes)."`
+	MaxRequestBytes  int64         `name:"max-request-bytes" env:"TT_DEVICE_MAX_REQUEST_BYTES" default:"1048576" min:"1" placeholder:"BYTES" help:"Largest HTTP request body; larger ones get 413."`
+	HTTPWorkers      int           `name:"http-workers" env:"TT_DEVICE_HTTP_WORKERS" default:"16" min:"1" placeholder:"N" help:"HTTP handlers working at once; long-poll waits and writing answers do not count."`
+	HTTPMaxConns     int           `kong:"-" env:"TT_DEVICE_HTTP_MAX_CONNS" default:"256" min:"1" help:"Open HTTP connections at most, so idle or slow clients cannot use up queued's file descriptors; at the bound a new one closes the one idle or slow to send its request the longest, or gets 503 when all are busy."`
+	HTTPWriteTimeout time.Duration `kong:"-" env:"TT_DEVICE_HTTP_WRITE_TIMEOUT" type:"seconds" default:"30" min:"1" help:"Seconds an HTTP answer may take to be written from its first byte; a client that stops reading is disconnected."`
+	MaxOutputBytes   int64         `kong:"-" env:"TT_DEVICE_MAX_OUTPUT_BYTES" default:"4294967296" min:"1" help:"Bytes of output kept over all jobs, at least TT_DEVICE_MAX_LOG_BYTES; beyond it the oldest finished jobs' output is deleted (their records stay)."`
+	RetentionDays    int           `name:"retention-days" env:"TT_DEVICE_RETENTION_DAYS" default:"30" min:"1" placeholder:"DAYS" help:"Days finished jobs and their output are kept."`
+	MaxCompleted     int           `name:"max-completed-jobs" env:"TT_DEVICE_MAX_COMPLETED_JOBS" default:"10000" min:"1" placeholder:"N" help:"Finished jobs kept at most; older ones are deleted first."`
+
+	// Where queued keeps its state and listens.
+
+	StateDir         string `name:"state-dir" env:"TT_DEVICE_LOG_DIR" type:"path" check:"abspath" placeholder:"DIR" doc:"${XDG_STATE_HOME:-~/.local/state}/tt-device-queue/logs-v2; /var/lib/tt-device-queue in system mode" help:"State directory: store, token, address, socket and one output file per job."`
+	Port             int    `kong:"-" env:"TT_DEVICE_PORT" default:"5741" min:"0" max:"65535" help:"Loopback port the daemon listens on (unless --listen names another address) and the CLI connects to; in system mode TCP is off unless this or --listen is given."`
+	Listen           string `name:"listen" placeholder:"HOST:PORT" doc:"127.0.0.1 and TT_DEVICE_PORT" help:"Address to listen on (default 127.0.0.1 and TT_DEVICE_PORT)."`
+	AllowNonLoopback bool   `name:"allow-non-loopback" doc:"off" help:"Allow --listen on an address other than loopback; every request still needs the token."`
+
+	// Stopping jobs.
+
+	KillGrace   time.Duration `name:"kill-grace" env:"TT_DEVICE_KILL_GRACE" type:"seconds" default:"10" min:"0" placeholder:"SEC" help:"Seconds between SIGINT and SIGKILL when a job is killed, a reset interrupts it or the service stops; 0 sends SIGKILL at once."`
+	StopTimeout time.Duration `kong:"-" env:"TT_DEVICE_STOP_TIMEOUT" type:"seconds" default:"45" min:"1" help:"Seconds the service manager waits after SIGTERM before it kills queued (the unit's TimeoutStopSec); queued warns at start when the kill grace leaves too little of it to record how the jobs ended."`
+
+	// Resets: the control commands a reset runs, as shell programs with
+	// {device} substituted (a reset command without it gets the card
+	// number appended). An empty HealthCheckCmd means
+	// DefaultHealthCheckCmd with the installed health_check.py (see
+	// HealthCheckScript); an empty DeepResetCmd means no deep reset.
+
+	ResetCmd           string        `name:"reset-cmd" env:"TT_DEVICE_RESET_CMD" default:"~/tenstorrent/.venv/bin/tt-smi -r /dev/tenstorrent/{device} --no_reinit" placeholder:"CMD" help:"Shell command that resets one card; {device} is the card number, appended when absent."`
+	HealthCheckCmd     string        `name:"health-check-cmd" env:"TT_DEVICE_HEALTH_CHECK_CMD" placeholder:"CMD" doc:"~/tenstorrent/.venv/bin/python3 <prefix>/share/tt-device-queue/health_check.py {device}" help:"Shell command that must exit 0 when one card works after a reset; {device} is the card number."`
+	DeepResetCmd       string        `name:"deep-reset-cmd" env:"TT_DEVICE_DEEP_RESET_CMD" placeholder:"CMD" help:"Shell command tried once when reset or health check fails, followed by the health check; {device} as for the reset."`
+	ResetTimeout       time.Duration `name:"reset-timeout" env:"TT_DEVICE_RESET_TIMEOUT" type:"seconds" default:"300" min:"1" placeholder:"SEC" help:"Seconds the reset command may run."`
+	HealthCheckTimeout time.Duration `name:"health-check-timeout" env:"TT_DEVICE_HEALTH_CHECK_TIMEOUT" type:"seconds" default:"120" min:"1" placeholder:"SEC" help:"Seconds each run of the health check may take."`
+	DeepResetTimeout   time.Duration `name:"deep-reset-timeout" env:"TT_DEVICE_DEEP_RESET_TIMEOUT" type:"seconds" default:"300" min:"1" placeholder:"SEC" help:"Seconds the deep reset command may run."`
+
+	// The cards and their holders.
+
+	DriverPath  string `name:"driver-path" env:"TT_DEVICE_DRIVER_PATH" check:"abspath" default:"/proc/driver/tenstorrent" placeholder:"DIR" help:"KMD directory whose <card>/pids files list the processes holding each card."`
+	WaitForeign bool   `name:"wait-foreign" env:"TT_DEVICE_WAIT_FOREIGN" default:"0" help:"1 (the flag alone): a card starts no job while a process outside the queue holds it."`
+	DevDir      string `name:"dev-dir" default:"/dev/tenstorrent" placeholder:"DIR" help:"Where to look for numeric card nodes when no card numbers are given."`
+
+	// Containing jobs.
+
+	ChildOOMScoreAdj *int `kong:"-" env:"TT_DEVICE_CHILD_OOM_SCORE_ADJ" default:"500" min:"-1000" max:"1000" help:"Each job's oom_score_adj (-1000 to 1000, or none to keep queued's), set before it runs so its user cannot lower it: the kernel's OOM killer takes a job before queued, as with the Python tool."`
+	JobTasksMax      int  `kong:"-" env:"TT_DEVICE_JOB_TASKS_MAX" min:"1" help:"Processes and threads one job may have (pids.max of its cgroup; needs Delegate=yes, warned at start otherwise): on a shared host, one job's fork bomb then cannot take what queued and the other jobs need."`
+
+	// System mode: one root queued for every user of the host.
+
+	Socket      string `kong:"-" env:"TT_DEVICE_SOCKET" check:"socket" doc:"none (user mode)" help:"System mode: as root, serve every user of the host on this Unix socket (the shipped unit: ${system_socket}, where the CLI looks), each job run as its submitter, each caller known by the kernel; TCP is off unless TT_DEVICE_PORT or --listen is given, and the state directory defaults to ${system_state_dir}."`
+	SocketGroup string `kong:"-" env:"TT_DEVICE_SOCKET_GROUP" check:"account" mode:"system" doc:"none: every user may connect (0666)" help:"System mode: only this group's members may connect to the socket (mode 0660)."`
+	AdminGroup  string `kong:"-" env:"TT_DEVICE_ADMIN_GROUP" check:"account" mode:"system" doc:"none: root only" help:"System mode: members of this group, like root, may see and kill every user's jobs, and their resets interrupt any job."`
+	ResetUser   string `kong:"-" env:"TT_DEVICE_RESET_USER" check:"account" mode:"system" doc:"root" help:"System mode: the user resets and health checks run as, in its home directory."`
 }
 
-// DefaultChildOOMScoreAdj is the Python tool's oom_score_adj for jobs.
-const DefaultChildOOMScoreAdj = 500
-
-// DefaultResetCmd resets one card by its device node. --no_reinit keeps
-// tt-smi from reinitializing (and so touching) every card afterwards.
-const DefaultResetCmd = "~/tenstorrent/.venv/bin/tt-smi -r /dev/tenstorrent/{device} --no_reinit"
-
-// DefaultDriverPath is where the KMD lists each card's holders.
-const DefaultDriverPath = "/proc/driver/tenstorrent"
+// The defaults other packages and messages name, each read from its
+// setting's declaration in Config.
+var (
+	// DefaultPort is the loopback TCP port the seed assigns to the service.
+	DefaultPort = Default().Port
+	// DefaultDevDir is where the kernel driver creates one node per card.
+	DefaultDevDir = Default().DevDir
+	// DefaultResetCmd resets one card by its device node. --no_reinit
+	// keeps tt-smi from reinitializing (and so touching) every card
+	// afterwards.
+	DefaultResetCmd = Default().ResetCmd
+	// DefaultDriverPath is where the KMD lists each card's holders.
+	DefaultDriverPath = Default().DriverPath
+)
 
 // HealthCheckScriptName is the health check shipped with queued.
 const HealthCheckScriptName = "health_check.py"
@@ -161,88 +154,12 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// Setting documents one environment variable: the settings table of docs/operations.md
-// and `queued --help` are both generated from this list, so they cannot
-// drift from what FromEnv reads.
-type Setting struct {
-	// Env is the variable's name.
-	Env string
-	// Default is the human-readable default.
-	Default string
-	// Help says what the variable sets, in one sentence.
-	Help string
-}
-
-// Settings lists every variable FromEnv reads, in the seed's table order
-// followed by the ones queued adds.
-var Settings = []Setting{
-	{"TT_DEVICE_IDS", "numeric nodes under /dev/tenstorrent", "Comma-separated card numbers that get a queue."},
-	{"TT_DEVICE_DEFAULT_TIMEOUT", "3600", "Seconds a job may run, every repeat together, when it asks for no timeout."},
-	{"TT_DEVICE_MAX_TIMEOUT", "86400", "Largest timeout in seconds a job may ask for."},
-	{"TT_DEVICE_MAX_QUEUED_JOBS", "1000", "Queued jobs allowed over all cards; more are refused with 429."},
-	{"TT_DEVICE_MAX_LOG_BYTES", "16777216", "Bytes of output kept per job: past it the first and the last half are kept (the tail in memory while the job runs) and the middle is cut and counted."},
-	{"TT_DEVICE_RESULT_BYTES", "1048576", "Bytes of output the CLI's result command prints."},
-	{"TT_DEVICE_MAX_REQUEST_BYTES", "1048576", "Largest HTTP request body; larger ones get 413."},
-	{"TT_DEVICE_HTTP_WORKERS", "16", "HTTP handlers working at once; long-poll waits and writing answers do not count."},
-	{"TT_DEVICE_HTTP_MAX_CONNS", "256", "Open HTTP connections at most; at the bound a new one closes the one idle or slow to send its request the longest, or gets 503 when all are busy."},
-	{"TT_DEVICE_HTTP_WRITE_TIMEOUT", "30", "Seconds an HTTP answer may take to be written from its first byte; a client that stops reading is disconnected."},
-	{"TT_DEVICE_MAX_OUTPUT_BYTES", "4294967296", "Bytes of output kept over all jobs; beyond it the oldest finished jobs' output is deleted (their records stay)."},
-	{"TT_DEVICE_RETENTION_DAYS", "30", "Days finished jobs and their output are kept."},
-	{"TT_DEVICE_MAX_COMPLETED_JOBS", "10000", "Finished jobs kept at most; older ones are deleted first."},
-	{"TT_DEVICE_LOG_DIR", "${XDG_STATE_HOME:-~/.local/state}/tt-device-queue/logs-v2", "State directory: store, token, job output."},
-	{"TT_DEVICE_PORT", "5741", "Loopback port the daemon listens on and the CLI connects to."},
-	{"TT_DEVICE_KILL_GRACE", "10", "Seconds between SIGINT and SIGKILL when a job is killed, a reset interrupts it or the service stops; 0 sends SIGKILL at once."},
-	{"TT_DEVICE_STOP_TIMEOUT", "45", "Seconds the service manager waits after SIGTERM (the unit's TimeoutStopSec); queued warns when the kill grace does not fit in it."},
-	{"TT_DEVICE_RESET_CMD", DefaultResetCmd, "Shell command that resets one card; {device} is the card number, appended when absent."},
-	{"TT_DEVICE_HEALTH_CHECK_CMD", "~/tenstorrent/.venv/bin/python3 <prefix>/share/tt-device-queue/" + HealthCheckScriptName + " {device}", "Shell command that must exit 0 when one card works after a reset; {device} is the card number."},
-	{"TT_DEVICE_DEEP_RESET_CMD", "none", "Shell command tried once when reset or health check fails, followed by the health check; {device} as for the reset."},
-	{"TT_DEVICE_RESET_TIMEOUT", "300", "Seconds the reset command may run."},
-	{"TT_DEVICE_HEALTH_CHECK_TIMEOUT", "120", "Seconds each run of the health check may take."},
-	{"TT_DEVICE_DEEP_RESET_TIMEOUT", "300", "Seconds the deep reset command may run."},
-	{"TT_DEVICE_DRIVER_PATH", DefaultDriverPath, "KMD directory whose <card>/pids files list the processes holding each card."},
-	{"TT_DEVICE_WAIT_FOREIGN", "0", "1: a card starts no job while a process outside the queue holds it."},
-	{"TT_DEVICE_CHILD_OOM_SCORE_ADJ", strconv.Itoa(DefaultChildOOMScoreAdj), "Each job's oom_score_adj (-1000 to 1000, or none to keep queued's), set before it runs: the kernel's OOM killer takes a job before queued, as with the Python tool."},
-	{"TT_DEVICE_JOB_TASKS_MAX", "none", "Processes and threads one job may have (pids.max of its cgroup; needs Delegate=yes): on a shared host, one job's fork bomb then cannot take what queued and the other jobs need."},
-	{"TT_DEVICE_SOCKET", "none (user mode)", "System mode: as root, serve every user of the host on this Unix socket (the shipped unit: " + api.SystemSocket + ", where the CLI looks), each job run as its submitter; TCP is off unless TT_DEVICE_PORT or --listen is given, and the state directory defaults to " + DefaultSystemStateDir + "."},
-	{"TT_DEVICE_SOCKET_GROUP", "none: every user may connect", "System mode: only this group's members may connect to the socket (mode 0660)."},
-	{"TT_DEVICE_ADMIN_GROUP", "none: root only", "System mode: members of this group, like root, may see and kill every user's jobs, and their resets interrupt any job."},
-	{"TT_DEVICE_RESET_USER", "root", "System mode: the user resets and health checks run as, in its home directory."},
-}
-
-// Default returns the configuration with every default applied and no
-// devices (they come from the environment or from Discover).
-func Default() Config {
-	return Config{
-		Port:             DefaultPort,
-		DefaultTimeout:   3600 * time.Second,
-		MaxTimeout:       86400 * time.Second,
-		MaxQueued:        1000,
-		MaxLogBytes:      16 << 20,
-		ResultBytes:      1 << 20,
-		MaxRequestBytes:  1 << 20,
-		HTTPWorkers:      16,
-		HTTPMaxConns:     256,
-		MaxOutputBytes:   4 << 30,
-		HTTPWriteTimeout: 30 * time.Second,
-		RetentionDays:    30,
-		MaxCompleted:     10000,
-		KillGrace:        10 * time.Second,
-		StopTimeout:      45 * time.Second,
-		ChildOOMScoreAdj: ptr(DefaultChildOOMScoreAdj),
-
-		ResetCmd:           DefaultResetCmd,
-		ResetTimeout:       300 * time.Second,
-		HealthCheckTimeout: 120 * time.Second,
-		DeepResetTimeout:   300 * time.Second,
-		DriverPath:         DefaultDriverPath,
-	}
-}
-
-func ptr[T any](v T) *T { return &v }
-
-// EnvError is a variable whose value cannot be used. Its message names the
-// variable and quotes the value, so the operator can fix it at once.
+// EnvError is a setting whose value cannot be used. Its message names
+// the variable (or, for a value given on queued's command line, the flag)
+// and quotes the value, so the operator can fix it at once.
 type EnvError struct {
+	// Var is the environment variable, or the flag ("--max-queued-jobs"),
+	// that gave Value.
 	Var, Value, Reason string
 }
 
@@ -257,133 +174,74 @@ var ErrNoDevices = errors.New("no Tenstorrent cards found; set TT_DEVICE_IDS (fo
 // Lookup reads one environment variable; os.LookupEnv fits.
 type Lookup func(name string) (string, bool)
 
-// FromEnv applies the environment to the defaults. Unset or empty variables
-// keep their defaults; the first unusable value is returned as an *EnvError.
-// The state directory is resolved (see StateDir) but not created.
+// Default returns the configuration with every setting at its declared
+// default, in user mode and with no devices (they come from the
+// environment or from Discover) and no state directory (FromEnv resolves
+// it).
+func Default() Config {
+	c := Config{Mode: api.UserMode}
+	v := reflect.ValueOf(&c).Elem()
+	for _, s := range Settings {
+		if s.def == "" {
+			continue
+		}
+		x, err := s.parse(s.def)
+		if err != nil {
+			panic(fmt.Sprintf("config: the default of %s: %v", s.name(), err)) // a declaration's mistake; TestDefaults catches it
+		}
+		v.Field(s.field).Set(x)
+	}
+	return c
+}
+
+// FromEnv applies the environment to the defaults and decides the mode:
+// system mode when TT_DEVICE_SOCKET is set. Unset or blank variables keep
+// their defaults; the first unusable value is returned as an *EnvError,
+// as is a system-mode setting given in user mode. The state directory is
+// resolved (see StateDir) but not created.
 func FromEnv(lookup Lookup) (Config, error) {
 	c := Default()
-	get := func(name string) (string, bool) {
-		v, ok := lookup(name)
-		v = strings.TrimSpace(v)
-		return v, ok && v != ""
-	}
-	if v, ok := get("TT_DEVICE_IDS"); ok {
-		ids, err := ParseDevices(v)
-		if err != nil {
-			return c, &EnvError{"TT_DEVICE_IDS", v, err.Error()}
-		}
-		c.Devices = ids
-	}
-	ints := []struct {
-		name string
-		dst  *int
-		min  int
-	}{
-		{"TT_DEVICE_MAX_QUEUED_JOBS", &c.MaxQueued, 1},
-		{"TT_DEVICE_HTTP_WORKERS", &c.HTTPWorkers, 1},
-		{"TT_DEVICE_HTTP_MAX_CONNS", &c.HTTPMaxConns, 1},
-		{"TT_DEVICE_RETENTION_DAYS", &c.RetentionDays, 1},
-		{"TT_DEVICE_MAX_COMPLETED_JOBS", &c.MaxCompleted, 1},
-		{"TT_DEVICE_PORT", &c.Port, 0},
-		{"TT_DEVICE_JOB_TASKS_MAX", &c.JobTasksMax, 1},
-	}
-	for _, f := range ints {
-		if v, ok := get(f.name); ok {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < f.min {
-				return c, &EnvError{f.name, v, fmt.Sprintf("want a whole number of at least %d", f.min)}
+	v := reflect.ValueOf(&c).Elem()
+	given := map[string]bool{} // by field name
+	read := func(systemOnly bool) error {
+		for _, s := range Settings {
+			if s.Env == "" || s.SystemOnly != systemOnly {
+				continue
 			}
-			*f.dst = n
-		}
-	}
-	bytes := []struct {
-		name string
-		dst  *int64
-	}{
-		{"TT_DEVICE_MAX_LOG_BYTES", &c.MaxLogBytes},
-		{"TT_DEVICE_RESULT_BYTES", &c.ResultBytes},
-		{"TT_DEVICE_MAX_REQUEST_BYTES", &c.MaxRequestBytes},
-		{"TT_DEVICE_MAX_OUTPUT_BYTES", &c.MaxOutputBytes},
-	}
-	for _, f := range bytes {
-		if v, ok := get(f.name); ok {
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil || n < 1 {
-				return c, &EnvError{f.name, v, "want a whole number of bytes, at least 1"}
+			raw, ok := lookup(s.Env)
+			raw = strings.TrimSpace(raw)
+			if !ok || raw == "" {
+				continue
 			}
-			*f.dst = n
-		}
-	}
-	secs := []struct {
-		name string
-		dst  *time.Duration
-		min  int64
-	}{
-		{"TT_DEVICE_DEFAULT_TIMEOUT", &c.DefaultTimeout, 1},
-		{"TT_DEVICE_MAX_TIMEOUT", &c.MaxTimeout, 1},
-		{"TT_DEVICE_KILL_GRACE", &c.KillGrace, 0},
-		{"TT_DEVICE_STOP_TIMEOUT", &c.StopTimeout, 1},
-		{"TT_DEVICE_HTTP_WRITE_TIMEOUT", &c.HTTPWriteTimeout, 1},
-		{"TT_DEVICE_RESET_TIMEOUT", &c.ResetTimeout, 1},
-		{"TT_DEVICE_HEALTH_CHECK_TIMEOUT", &c.HealthCheckTimeout, 1},
-		{"TT_DEVICE_DEEP_RESET_TIMEOUT", &c.DeepResetTimeout, 1},
-	}
-	for _, f := range secs {
-		if v, ok := get(f.name); ok {
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil || n < f.min || n > 10*365*86400 {
-				return c, &EnvError{f.name, v, fmt.Sprintf("want a whole number of seconds, at least %d", f.min)}
+			if s.SystemOnly && !c.Mode.System() {
+				return &EnvError{s.Env, raw, "only system mode uses it: set TT_DEVICE_SOCKET too"}
 			}
-			*f.dst = time.Duration(n) * time.Second
-		}
-	}
-	for _, f := range []struct {
-		name string
-		dst  *string
-	}{
-		{"TT_DEVICE_RESET_CMD", &c.ResetCmd},
-		{"TT_DEVICE_HEALTH_CHECK_CMD", &c.HealthCheckCmd},
-		{"TT_DEVICE_DEEP_RESET_CMD", &c.DeepResetCmd},
-	} {
-		if v, ok := get(f.name); ok {
-			if strings.ContainsRune(v, 0) {
-				return c, &EnvError{f.name, v, "contains a NUL byte"}
+			x, err := s.parse(raw)
+			if err != nil {
+				return &EnvError{s.Env, raw, err.Error()}
 			}
-			*f.dst = v
+			v.Field(s.field).Set(x)
+			given[s.fieldName] = true
 		}
+		return nil
 	}
-	if v, ok := get("TT_DEVICE_DRIVER_PATH"); ok {
-		if !filepath.IsAbs(v) {
-			return c, &EnvError{"TT_DEVICE_DRIVER_PATH", v, "want an absolute path"}
-		}
-		c.DriverPath = filepath.Clean(v)
-	}
-	if v, ok := get("TT_DEVICE_CHILD_OOM_SCORE_ADJ"); ok {
-		if v == "none" {
-			c.ChildOOMScoreAdj = nil
-		} else if n, err := strconv.Atoi(v); err != nil || n < -1000 || n > 1000 {
-			return c, &EnvError{"TT_DEVICE_CHILD_OOM_SCORE_ADJ", v, "want a whole number from -1000 to 1000, or none"}
-		} else {
-			c.ChildOOMScoreAdj = &n
-		}
-	}
-	if v, ok := get("TT_DEVICE_WAIT_FOREIGN"); ok {
-		switch v {
-		case "1", "true", "yes":
-			c.WaitForeign = true
-		case "0", "false", "no":
-			c.WaitForeign = false
-		default:
-			return c, &EnvError{"TT_DEVICE_WAIT_FOREIGN", v, "want 1 or 0"}
-		}
-	}
-	if err := c.systemFromEnv(get); err != nil {
+	// The mode is decided here, once, before the settings only system
+	// mode may be given.
+	if err := read(false); err != nil {
 		return c, err
 	}
-	_, c.PortSet = get("TT_DEVICE_PORT")
-	if _, set := get("TT_DEVICE_LOG_DIR"); c.Socket != "" && !set {
+	if c.Socket != "" {
+		c.Mode = api.SystemMode
+	}
+	if err := read(true); err != nil {
+		return c, err
+	}
+	c.PortSet = given["Port"]
+	switch {
+	case given["StateDir"]:
+	case c.Mode.System():
 		c.StateDir = DefaultSystemStateDir // root's, not a user's home
-	} else {
+	default:
 		dir, err := StateDir(lookup)
 		if err != nil {
 			return c, err
@@ -396,22 +254,28 @@ func FromEnv(lookup Lookup) (Config, error) {
 	return c, nil
 }
 
-// Validate checks the relations between settings that no single variable
-// can break on its own.
+// Validate checks every setting against its declaration (for a value
+// that came from a flag, as FromEnv checks the environment's), then the
+// relations between settings that no single one can break on its own.
+// An error names the setting and its value.
 func (c Config) Validate() error {
+	v := reflect.ValueOf(c)
+	for _, s := range Settings {
+		x := v.Field(s.field)
+		if s.unset(x) {
+			continue
+		}
+		if err := s.check(x); err != nil {
+			return &EnvError{s.name(), s.format(x), err.Error()}
+		}
+	}
 	if c.DefaultTimeout > c.MaxTimeout {
-		return fmt.Errorf("default timeout %ds (TT_DEVICE_DEFAULT_TIMEOUT) is above the maximum %ds (TT_DEVICE_MAX_TIMEOUT)",
-			int64(c.DefaultTimeout/time.Second), int64(c.MaxTimeout/time.Second))
+		return fmt.Errorf("default timeout %ds (%s) is above the maximum %ds (%s)",
+			int64(c.DefaultTimeout/time.Second), names("DefaultTimeout"), int64(c.MaxTimeout/time.Second), names("MaxTimeout"))
 	}
 	if c.MaxOutputBytes < c.MaxLogBytes {
-		return fmt.Errorf("kept output %d bytes (TT_DEVICE_MAX_OUTPUT_BYTES) is below one job's output %d bytes (TT_DEVICE_MAX_LOG_BYTES): "+
-			"every finished job's output would be deleted at once", c.MaxOutputBytes, c.MaxLogBytes)
-	}
-	if c.Port < 0 || c.Port > 65535 {
-		return &EnvError{"TT_DEVICE_PORT", strconv.Itoa(c.Port), "want a TCP port, 0-65535"}
-	}
-	if c.StateDir != "" && !filepath.IsAbs(c.StateDir) {
-		return &EnvError{"TT_DEVICE_LOG_DIR", c.StateDir, "want an absolute path"}
+		return fmt.Errorf("kept output %d bytes (%s) is below one job's output %d bytes (%s): "+
+			"every finished job's output would be deleted at once", c.MaxOutputBytes, names("MaxOutputBytes"), c.MaxLogBytes, names("MaxLogBytes"))
 	}
 	return nil
 }

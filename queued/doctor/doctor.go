@@ -107,57 +107,89 @@ func Default(root string) Host {
 
 // Run runs every check in order. A check that needs an earlier one's
 // answer (the KMD's version needs the KMD) reports Skip when that failed.
+// Which checks apply is the mode's to say: a check a mode does not apply
+// to (see checks) is skipped with the reason.
 func Run(ctx context.Context, h Host) []Check {
-	var checks []Check
-	kmd := checkKMD(h)
-	checks = append(checks, kmd, checkKMDVersion(h, kmd.Status == OK))
-	var status *api.Status
-	var statusErr error
+	r := &run{h: h}
 	if h.Queued != nil {
 		qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		s, err := h.Queued(qctx)
 		cancel()
 		if err == nil {
-			status = &s
+			r.status = &s
 			// What the running queued serves beats what the settings say.
-			h.Cards, h.CardsFrom = statusCards(s), "queued"
+			r.h.Cards, r.h.CardsFrom = statusCards(s), "queued"
 		}
-		statusErr = err
+		r.statusErr = err
 	}
-	if status != nil && status.Mode == "system" {
-		// A system-mode queued is root's: its state, resets and unit are
-		// not this user's to check from here.
-		return append(checks,
-			checkNodes(h, kmd.Status == OK),
-			systemSkip("reset-command", "resets run as root (or TT_DEVICE_RESET_USER); run doctor as that user to check the command"),
-			systemSkip("health-check", "health checks run as root (or TT_DEVICE_RESET_USER); run doctor as that user to check it"),
-			checkHidepid(h),
-			checkPIDNamespace(h),
-			checkQueued(h, status, statusErr),
-			systemSkip("token", "no token is used on the system socket: the kernel tells queued who you are"),
-			systemSkip("store", "queued's store is root's (systemctl status queued-system; journalctl -u queued-system)"),
-			systemSkip("disk", "queued's state is root's; tt-device-queue status warns when its store cannot be written"),
-			systemSkip("user-unit", "queued runs as the system unit queued-system.service, not as your user unit"),
-		)
+	mode := api.UserMode
+	if r.status != nil {
+		mode = modeOf(*r.status)
 	}
-	checks = append(checks,
-		checkNodes(h, kmd.Status == OK),
-		checkReset(ctx, h),
-		checkHealth(ctx, h),
-		checkHidepid(h),
-		checkPIDNamespace(h),
-		checkQueued(h, status, statusErr),
-		checkToken(h),
-		checkStore(h),
-		checkDisk(h),
-		checkUnit(h),
-	)
-	return checks
+	out := make([]Check, 0, len(checks))
+	for _, c := range checks {
+		if why, ok := c.skip[mode]; ok {
+			out = append(out, Check{Name: c.name, Status: Skip, Detail: mode.String() + " mode: " + why})
+			continue
+		}
+		out = append(out, c.run(ctx, r))
+	}
+	return out
 }
 
-// systemSkip is a check that does not apply to a system-mode queued.
-func systemSkip(name, why string) Check {
-	return Check{Name: name, Status: Skip, Detail: "system mode: " + why}
+// run is what the checks of one Run share: the host, the queued that
+// answered (if one did) and whether the KMD is loaded.
+type run struct {
+	h         Host
+	status    *api.Status
+	statusErr error
+	kmdLoaded bool
+}
+
+// check is one of Run's checks, in the order they run and print.
+type check struct {
+	name string
+	run  func(ctx context.Context, r *run) Check
+	// skip holds, for each mode the check does not apply to, why not;
+	// a mode that is not in it runs the check.
+	skip map[api.Mode]string
+}
+
+// checks are Run's checks. A system-mode queued is root's: its state,
+// resets and unit are not this user's to check from here.
+var checks = []check{
+	{name: "kmd", run: func(_ context.Context, r *run) Check {
+		c := checkKMD(r.h)
+		r.kmdLoaded = c.Status == OK
+		return c
+	}},
+	{name: "kmd-version", run: func(_ context.Context, r *run) Check { return checkKMDVersion(r.h, r.kmdLoaded) }},
+	{name: "device-nodes", run: func(_ context.Context, r *run) Check { return checkNodes(r.h, r.kmdLoaded) }},
+	{name: "reset-command", run: func(ctx context.Context, r *run) Check { return checkReset(ctx, r.h) },
+		skip: map[api.Mode]string{api.SystemMode: "resets run as root (or TT_DEVICE_RESET_USER); run doctor as that user to check the command"}},
+	{name: "health-check", run: func(ctx context.Context, r *run) Check { return checkHealth(ctx, r.h) },
+		skip: map[api.Mode]string{api.SystemMode: "health checks run as root (or TT_DEVICE_RESET_USER); run doctor as that user to check it"}},
+	{name: "proc-hidepid", run: func(_ context.Context, r *run) Check { return checkHidepid(r.h) }},
+	{name: "pid-namespace", run: func(_ context.Context, r *run) Check { return checkPIDNamespace(r.h) }},
+	{name: "queued", run: func(_ context.Context, r *run) Check { return checkQueued(r.h, r.status, r.statusErr) }},
+	{name: "token", run: func(_ context.Context, r *run) Check { return checkToken(r.h) },
+		skip: map[api.Mode]string{api.SystemMode: "no token is used on the system socket: the kernel tells queued who you are"}},
+	{name: "store", run: func(_ context.Context, r *run) Check { return checkStore(r.h) },
+		skip: map[api.Mode]string{api.SystemMode: "queued's store is root's (systemctl status queued-system; journalctl -u queued-system)"}},
+	{name: "disk", run: func(_ context.Context, r *run) Check { return checkDisk(r.h) },
+		skip: map[api.Mode]string{api.SystemMode: "queued's state is root's; tt-device-queue status warns when its store cannot be written"}},
+	{name: "user-unit", run: func(_ context.Context, r *run) Check { return checkUnit(r.h) },
+		skip: map[api.Mode]string{api.SystemMode: "queued runs as the system unit queued-system.service, not as your user unit"}},
+}
+
+// modeOf is the mode a queued's status reports; a mode this doctor does
+// not know is taken for user mode, whose checks all run.
+func modeOf(s api.Status) api.Mode {
+	m, err := api.ParseMode(string(s.Mode))
+	if err != nil {
+		return api.UserMode
+	}
+	return m
 }
 
 // Failed reports whether any check failed.

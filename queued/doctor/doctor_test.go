@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/ttkit/ttkit/queued/api"
+	"github.com/ttkit/ttkit/queued/config"
 	"github.com/ttkit/ttkit/queued/doctor"
 	"github.com/ttkit/ttkit/queued/doctor/doctortest"
 )
@@ -211,5 +212,44 @@ func TestSystemModeSkipsTheUserDaemonsChecks(t *testing.T) {
 	}
 	if c := byName(t, checks, "queued"); c.Status != doctor.OK || !strings.Contains(c.Detail, "system mode") {
 		t.Errorf("queued: %s %q", c.Status, c.Detail)
+	}
+}
+
+// One list of checks for every mode, in one order: a mode only says which
+// of them skip.
+func TestEveryModeListsTheSameChecks(t *testing.T) {
+	_, h := healthy(t)
+	user := doctor.Run(context.Background(), h)
+	h.Queued = func(context.Context) (api.Status, error) {
+		return api.Status{Version: "test", Mode: api.SystemMode, Persistence: api.Persistence{OK: true}}, nil
+	}
+	system := doctor.Run(context.Background(), h)
+	if len(user) != len(system) {
+		t.Fatalf("%d checks in user mode, %d in system mode", len(user), len(system))
+	}
+	for i := range user {
+		if user[i].Name != system[i].Name {
+			t.Errorf("check %d: %s in user mode, %s in system mode", i, user[i].Name, system[i].Name)
+		}
+	}
+}
+
+// The settings check reads queued's settings as queued would: from the
+// declaration, naming a bad one with its value, and listing those given.
+func TestCheckSettings(t *testing.T) {
+	lookup := func(m map[string]string) config.Lookup {
+		return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+	}
+	cfg, c := doctor.CheckSettings(lookup(map[string]string{"HOME": "/h"}), "the test")
+	if c.Name != "settings" || c.Status != doctor.OK || c.Detail != "queued's settings (the test) are valid; each is its default" || cfg.MaxQueued != 1000 {
+		t.Errorf("defaults: %+v, %d", c, cfg.MaxQueued)
+	}
+	cfg, c = doctor.CheckSettings(lookup(map[string]string{"HOME": "/h", "TT_DEVICE_MAX_QUEUED_JOBS": "5", "TT_DEVICE_IDS": "0,1"}), "the test")
+	if c.Status != doctor.OK || !strings.HasSuffix(c.Detail, "given: TT_DEVICE_IDS=0,1, TT_DEVICE_MAX_QUEUED_JOBS=5") || cfg.MaxQueued != 5 {
+		t.Errorf("given: %+v, %d", c, cfg.MaxQueued)
+	}
+	cfg, c = doctor.CheckSettings(lookup(map[string]string{"HOME": "/h", "TT_DEVICE_MAX_QUEUED_JOBS": "0"}), "the test")
+	if c.Status != doctor.Fail || c.Detail != `TT_DEVICE_MAX_QUEUED_JOBS="0": want a whole number of at least 1` || c.Fix == "" || cfg.MaxQueued != 1000 {
+		t.Errorf("bad: %+v, %d", c, cfg.MaxQueued)
 	}
 }

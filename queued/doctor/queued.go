@@ -28,7 +28,7 @@ func checkQueued(h Host, s *api.Status, err error) Check {
 		c.Status, c.Detail, c.Fix = Fail, "queued answers but cannot write its store: "+s.Persistence.Error, "free disk space in "+h.StateDir
 	default:
 		mode := ""
-		if s.Mode == "system" {
+		if modeOf(*s).System() {
 			mode = " (system mode: one queue for every user of the host)"
 		}
 		c.Status, c.Detail = OK, fmt.Sprintf("queued %s answers at %s%s, serving %d cards", s.Version, h.QueuedAt, mode, len(s.Cards))

@@ -33,6 +33,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ttkit/ttkit/queued/config"
 	"github.com/ttkit/ttkit/queued/store"
 )
 
@@ -48,10 +49,12 @@ var ErrAlreadyImported = errors.New("already imported")
 // Options tune an import.
 type Options struct {
 	// DefaultTimeout replaces a row's missing or zero timeout, as queued's
-	// TT_DEVICE_DEFAULT_TIMEOUT does for a submission; 0 means an hour.
+	// TT_DEVICE_DEFAULT_TIMEOUT does for a submission; 0 means that
+	// setting's default.
 	DefaultTimeout time.Duration
 	// MaxLogBytes bounds each copied output file, as
-	// TT_DEVICE_MAX_LOG_BYTES bounds a job's own; 0 means 16 MiB.
+	// TT_DEVICE_MAX_LOG_BYTES bounds a job's own; 0 means that setting's
+	// default.
 	MaxLogBytes int64
 	// System imports into a system-mode queued's store: every record
 	// becomes the database owner's (OwnerUID, Owner), as a submission is
@@ -74,10 +77,10 @@ type Options struct {
 
 func (o *Options) defaults(dir string) {
 	if o.DefaultTimeout <= 0 {
-		o.DefaultTimeout = time.Hour
+		o.DefaultTimeout = config.Default().DefaultTimeout
 	}
 	if o.MaxLogBytes <= 0 {
-		o.MaxLogBytes = 16 << 20
+		o.MaxLogBytes = config.Default().MaxLogBytes
 	}
 	if o.OutputDir == "" {
 		o.OutputDir = filepath.Join(dir, OutputDir)

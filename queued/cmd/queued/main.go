@@ -34,33 +34,12 @@ import (
 	"github.com/ttkit/ttkit/queued/version"
 )
 
-// cli holds the flags. Pointer fields are nil unless given, so a flag
-// overrides its environment variable only when it is set.
+// cli is queued's command line: every setting's flag comes from
+// config.Config's declaration (config.Flags reads them over what FromEnv
+// found), so a flag overrides its variable.
 type cli struct {
-	Version          kong.VersionFlag `help:"Print the version and exit."`
-	Listen           string           `help:"Address to listen on (default 127.0.0.1 and TT_DEVICE_PORT)." placeholder:"HOST:PORT"`
-	AllowNonLoopback bool             `help:"Allow --listen on an address other than loopback; every request still needs the token."`
-	StateDir         *string          `help:"State directory: store, token, job output (TT_DEVICE_LOG_DIR)." placeholder:"DIR"`
-	DeviceIDs        *string          `name:"device-ids" help:"Comma-separated card numbers to queue for (TT_DEVICE_IDS)." placeholder:"0,1"`
-	DevDir           string           `default:"/dev/tenstorrent" help:"Where to look for numeric card nodes when no ids are given." placeholder:"DIR"`
-	DefaultTimeout   *int64           `help:"Seconds a job may run, every repeat together, when it gives no timeout (TT_DEVICE_DEFAULT_TIMEOUT)." placeholder:"SEC"`
-	MaxTimeout       *int64           `help:"Largest timeout a job may ask for, in seconds (TT_DEVICE_MAX_TIMEOUT)." placeholder:"SEC"`
-	MaxQueuedJobs    *int             `help:"Queued jobs allowed over all cards (TT_DEVICE_MAX_QUEUED_JOBS)." placeholder:"N"`
-	MaxLogBytes      *int64           `help:"Bytes of output kept per job (TT_DEVICE_MAX_LOG_BYTES)." placeholder:"BYTES"`
-	MaxRequestBytes  *int64           `help:"Largest HTTP request body (TT_DEVICE_MAX_REQUEST_BYTES)." placeholder:"BYTES"`
-	HTTPWorkers      *int             `name:"http-workers" help:"HTTP handlers working at once (TT_DEVICE_HTTP_WORKERS)." placeholder:"N"`
-	RetentionDays    *int             `help:"Days finished jobs are kept (TT_DEVICE_RETENTION_DAYS)." placeholder:"DAYS"`
-	MaxCompletedJobs *int             `help:"Finished jobs kept at most (TT_DEVICE_MAX_COMPLETED_JOBS)." placeholder:"N"`
-	KillGrace        *int64           `help:"Seconds between SIGINT and SIGKILL when a job is stopped (TT_DEVICE_KILL_GRACE)." placeholder:"SEC"`
-
-	ResetCmd           *string `help:"Shell command that resets one card; {device} is its number (TT_DEVICE_RESET_CMD)." placeholder:"CMD"`
-	HealthCheckCmd     *string `help:"Shell command that must pass after a reset (TT_DEVICE_HEALTH_CHECK_CMD)." placeholder:"CMD"`
-	DeepResetCmd       *string `help:"Shell command tried when recovery fails (TT_DEVICE_DEEP_RESET_CMD)." placeholder:"CMD"`
-	ResetTimeout       *int64  `help:"Seconds the reset command may run (TT_DEVICE_RESET_TIMEOUT)." placeholder:"SEC"`
-	HealthCheckTimeout *int64  `help:"Seconds each health check may run (TT_DEVICE_HEALTH_CHECK_TIMEOUT)." placeholder:"SEC"`
-	DeepResetTimeout   *int64  `help:"Seconds the deep reset command may run (TT_DEVICE_DEEP_RESET_TIMEOUT)." placeholder:"SEC"`
-	DriverPath         *string `help:"KMD directory listing each card's holders (TT_DEVICE_DRIVER_PATH)." placeholder:"DIR"`
-	WaitForeign        *bool   `help:"Start no job on a card a process outside the queue holds (TT_DEVICE_WAIT_FOREIGN)."`
+	Version       kong.VersionFlag `help:"Print the version and exit."`
+	config.Config `embed:""`
 }
 
 func main() {
@@ -70,16 +49,20 @@ func main() {
 	// Nothing queued inherited beyond 0-2 (a wrapper's `9</etc/shadow`, a
 	// CI runner's descriptors) reaches a job, whatever starts it.
 	unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
-	var c cli
-	kong.Parse(&c,
+	// The environment first, the flags over it. A bad variable is
+	// reported after the flags are parsed, so --help and --version work
+	// whatever the environment holds.
+	cfg, envErr := config.FromEnv(os.LookupEnv)
+	c := cli{Config: cfg}
+	kong.Parse(&c, append(config.Flags(cfg),
 		kong.Name("queued"),
 		kong.Description("The tt-device-queue daemon: one FIFO job queue per Tenstorrent card, served over HTTP on loopback.\n\n"+envHelp()+metricsHelp),
 		kong.UsageOnError(),
 		kong.Vars{"version": "queued " + version.String()},
-	)
+	)...)
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	tuneGC()
-	if err := run(c, log); err != nil {
+	if err := run(c.Config, envErr, log); err != nil {
 		fmt.Fprintln(os.Stderr, "queued:", err)
 		os.Exit(1)
 	}
@@ -90,7 +73,14 @@ func envHelp() string {
 	var b strings.Builder
 	b.WriteString("Environment variables (a flag, when given, overrides its variable):\n\n")
 	for _, s := range config.Settings {
-		fmt.Fprintf(&b, "  %s\n      %s Default: %s.\n", s.Env, s.Help, s.Default)
+		if s.Env == "" {
+			continue
+		}
+		name := s.Env
+		if s.Flag != "" {
+			name += " (" + s.Flag + ")"
+		}
+		fmt.Fprintf(&b, "  %s\n      %s Default: %s.\n", name, s.Help, s.Default)
 	}
 	return b.String()
 }
@@ -109,75 +99,17 @@ Metrics (OpenTelemetry, over OTLP/HTTP; off unless an endpoint is set):
       Override service.name (queued) and add resource attributes.
 `
 
-// configure merges environment and flags.
-func configure(c cli) (config.Config, error) {
-	cfg, err := config.FromEnv(os.LookupEnv)
-	if err != nil {
-		return cfg, err
-	}
-	if c.StateDir != nil {
-		dir, err := filepath.Abs(*c.StateDir)
-		if err != nil {
-			return cfg, fmt.Errorf("--state-dir: %w", err)
-		}
-		cfg.StateDir = dir
-	}
-	if c.DeviceIDs != nil {
-		ids, err := config.ParseDevices(*c.DeviceIDs)
-		if err != nil {
-			return cfg, fmt.Errorf("--device-ids: %w", err)
-		}
-		cfg.Devices = ids
-	}
-	secs := func(v *int64, dst *time.Duration) {
-		if v != nil {
-			*dst = time.Duration(*v) * time.Second
-		}
-	}
-	secs(c.DefaultTimeout, &cfg.DefaultTimeout)
-	secs(c.MaxTimeout, &cfg.MaxTimeout)
-	secs(c.KillGrace, &cfg.KillGrace)
-	secs(c.ResetTimeout, &cfg.ResetTimeout)
-	secs(c.HealthCheckTimeout, &cfg.HealthCheckTimeout)
-	secs(c.DeepResetTimeout, &cfg.DeepResetTimeout)
-	for _, f := range []struct {
-		v   *string
-		dst *string
-	}{{c.ResetCmd, &cfg.ResetCmd}, {c.HealthCheckCmd, &cfg.HealthCheckCmd}, {c.DeepResetCmd, &cfg.DeepResetCmd}, {c.DriverPath, &cfg.DriverPath}} {
-		if f.v != nil {
-			*f.dst = *f.v
-		}
-	}
-	if c.WaitForeign != nil {
-		cfg.WaitForeign = *c.WaitForeign
-	}
-	for _, f := range []struct {
-		v   *int
-		dst *int
-	}{{c.MaxQueuedJobs, &cfg.MaxQueued}, {c.HTTPWorkers, &cfg.HTTPWorkers}, {c.RetentionDays, &cfg.RetentionDays}, {c.MaxCompletedJobs, &cfg.MaxCompleted}} {
-		if f.v != nil {
-			*f.dst = *f.v
-		}
-	}
-	if c.MaxLogBytes != nil {
-		cfg.MaxLogBytes = *c.MaxLogBytes
-	}
-	if c.MaxRequestBytes != nil {
-		cfg.MaxRequestBytes = *c.MaxRequestBytes
-	}
-	if cfg.DefaultTimeout < time.Second || cfg.MaxQueued < 1 || cfg.HTTPWorkers < 1 || cfg.RetentionDays < 1 ||
-		cfg.MaxCompleted < 1 || cfg.MaxLogBytes < 1 || cfg.MaxRequestBytes < 1 || cfg.KillGrace < 0 ||
-		cfg.ResetTimeout < time.Second || cfg.HealthCheckTimeout < time.Second || cfg.DeepResetTimeout < time.Second {
-		return cfg, errors.New("every limit must be positive")
-	}
-	if !filepath.IsAbs(cfg.DriverPath) {
-		return cfg, fmt.Errorf("--driver-path %q: want an absolute path", cfg.DriverPath)
+// configure checks the configuration the environment and the flags made,
+// and finds the cards when none were named.
+func configure(cfg config.Config, envErr error) (config.Config, error) {
+	if envErr != nil {
+		return cfg, envErr
 	}
 	if err := cfg.Validate(); err != nil {
 		return cfg, err
 	}
 	if cfg.Devices == nil {
-		ids, err := config.Discover(c.DevDir)
+		ids, err := config.Discover(cfg.DevDir)
 		if err != nil {
 			return cfg, err
 		}
@@ -215,8 +147,8 @@ func controls(cfg config.Config, log *slog.Logger) scheduler.Controls {
 // listenAddr picks the listen address and refuses a non-loopback one
 // unless allowed; it returns the hosts the API must accept besides the
 // loopback names.
-func listenAddr(c cli, cfg config.Config) (string, []string, error) {
-	addr := c.Listen
+func listenAddr(cfg config.Config) (string, []string, error) {
+	addr := cfg.Listen
 	if addr == "" {
 		addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(cfg.Port))
 	}
@@ -231,7 +163,7 @@ func listenAddr(c cli, cfg config.Config) (string, []string, error) {
 	if ip != nil && ip.IsLoopback() {
 		return addr, nil, nil
 	}
-	if !c.AllowNonLoopback {
+	if !cfg.AllowNonLoopback {
 		return "", nil, fmt.Errorf("--listen %q is not a loopback address; add --allow-non-loopback to serve it anyway", addr)
 	}
 	return addr, []string{host}, nil
@@ -281,29 +213,29 @@ func killGrace(d time.Duration) time.Duration {
 // fail (settings, telemetry, store, token, listeners, address file) is done
 // before the scheduler recovers the queues and starts its workers, so a
 // start that fails changes no job.
-func run(c cli, log *slog.Logger) error {
+func run(cfg config.Config, envErr error, log *slog.Logger) error {
 	// From the first moment: a SIGTERM during the start (say, right after
 	// the address file appears) must stop queued gracefully, not kill it.
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	defer signal.Stop(sigs)
-	cfg, err := configure(c)
+	cfg, err := configure(cfg, envErr)
 	if err != nil {
 		return err
 	}
-	addr, extraHosts, err := listenAddr(c, cfg)
+	addr, extraHosts, err := listenAddr(cfg)
 	if err != nil {
 		return err
 	}
 	var sys system
-	if cfg.Socket != "" {
+	if cfg.Mode.System() {
 		if sys, err = resolveSystem(cfg); err != nil {
 			return err
 		}
 		if err := ownedDir(cfg.StateDir, "state directory", true); err != nil {
 			return err
 		}
-		if c.Listen == "" && !cfg.PortSet {
+		if cfg.Listen == "" && !cfg.PortSet {
 			addr = "" // system mode: TCP only when asked for
 		}
 	}
@@ -334,7 +266,7 @@ func run(c cli, log *slog.Logger) error {
 		log.Info("metrics are not exported; set OTEL_EXPORTER_OTLP_ENDPOINT (otelcol-tt: http://127.0.0.1:4318) to send them")
 	}
 	if _, _, err := legacyimport.ImportOnStart(cfg.StateDir, legacyimport.Options{DefaultTimeout: cfg.DefaultTimeout, MaxLogBytes: cfg.MaxLogBytes,
-		System: cfg.Socket != "", Port: cfg.Port, Logger: log}); err != nil {
+		System: cfg.Mode.System(), Port: cfg.Port, Logger: log}); err != nil {
 		return err
 	}
 	st, err := store.Open(cfg.StateDir, store.Options{})
@@ -358,7 +290,7 @@ func run(c cli, log *slog.Logger) error {
 	}
 	var uln *net.UnixListener
 	sock := cfg.Socket
-	if sock != "" {
+	if cfg.Mode.System() {
 		// System mode: the socket every user of the host connects to, with
 		// the mode and group that decide who may.
 		uln, err = listenSystem(cfg, sys)
@@ -386,7 +318,7 @@ func run(c cli, log *slog.Logger) error {
 		KillGrace: killGrace(cfg.KillGrace), RetentionDays: cfg.RetentionDays, MaxCompleted: cfg.MaxCompleted, Logger: log,
 		Controls: controls(cfg, log), DriverPath: cfg.DriverPath, WaitForeign: cfg.WaitForeign,
 		MeterProvider: metrics, MaxOutputBytes: cfg.MaxOutputBytes,
-		RunAs: cfg.Socket != "", ResetAccount: sys.reset, JobTasksMax: cfg.JobTasksMax, JobOOMScoreAdj: cfg.ChildOOMScoreAdj,
+		RunAs: cfg.Mode.System(), ResetAccount: sys.reset, JobTasksMax: cfg.JobTasksMax, JobOOMScoreAdj: cfg.ChildOOMScoreAdj,
 	})
 	if err != nil {
 		return err
@@ -394,11 +326,9 @@ func run(c cli, log *slog.Logger) error {
 	defer sched.Stop()
 	scfg := server.Config{Scheduler: sched, Token: token, ListenAddr: listenTCP, Version: version.String(), MaxTimeout: cfg.MaxTimeout,
 		MaxRequestBytes: cfg.MaxRequestBytes, Workers: cfg.HTTPWorkers, ExtraHosts: extraHosts, Logger: log,
-		MaxConns: cfg.HTTPMaxConns, WriteTimeout: cfg.HTTPWriteTimeout}
-	mode := "user"
-	if cfg.Socket != "" {
-		mode = "system"
-		scfg.Mode, scfg.AllowPeer, scfg.AdminGID, scfg.AdminGroup = api.SystemMode, everyone, sys.adminGID, cfg.AdminGroup
+		MaxConns: cfg.HTTPMaxConns, WriteTimeout: cfg.HTTPWriteTimeout, Mode: cfg.Mode}
+	if cfg.Mode.System() {
+		scfg.AllowPeer, scfg.AdminGID, scfg.AdminGroup = everyone, sys.adminGID, cfg.AdminGroup
 	}
 	srv, err := server.NewServer(scfg)
 	if err != nil {
@@ -410,9 +340,9 @@ func run(c cli, log *slog.Logger) error {
 		go func() { served <- hs.Serve(ln) }()
 	}
 	go func() { served <- hs.Serve(uln) }()
-	log.Info("queued listening", "version", version.String(), "mode", mode, "url", url, "socket", sock, "cards", cfg.Devices, "state_dir", cfg.StateDir, "pid", os.Getpid(),
+	log.Info("queued listening", "version", version.String(), "mode", cfg.Mode, "url", url, "socket", sock, "cards", cfg.Devices, "state_dir", cfg.StateDir, "pid", os.Getpid(),
 		"wait_foreign", cfg.WaitForeign)
-	if cfg.Socket != "" {
+	if cfg.Mode.System() {
 		log.Info("system mode: each job runs as the user who submitted it", "socket_mode", fmt.Sprintf("%04o", sys.socketMode),
 			"socket_group", cfg.SocketGroup, "admin_group", cfg.AdminGroup, "reset_user", cfg.ResetUser, "tcp", url != "")
 	}
