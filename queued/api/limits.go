@@ -6,6 +6,13 @@ import "time"
 // past one with a 400 naming the field and the limit, and the CLI checks
 // what it can before it sends anything.
 const (
+	// DefaultMaxRequestBytes is the default bound of a request body
+	// (TT_DEVICE_MAX_REQUEST_BYTES), the seed's 1 MiB.
+	DefaultMaxRequestBytes = 1 << 20
+	// DefaultMaxTimeoutSeconds is the default largest timeout a job may
+	// ask for (TT_DEVICE_MAX_TIMEOUT), the seed's 86400 seconds.
+	DefaultMaxTimeoutSeconds = 86400
+
 	// MaxCmdBytes is the longest cmd: one argument to bash, which the
 	// kernel caps at 128 KiB including its terminating NUL.
 	MaxCmdBytes = 128<<10 - 1

@@ -46,18 +46,18 @@ type Config struct {
 	// The seed's settings, in its table's order.
 
 	Devices          []int         `name:"device-ids" env:"TT_DEVICE_IDS" type:"cards" placeholder:"0,1" doc:"numeric nodes under /dev/tenstorrent (--dev-dir)" help:"Comma-separated card numbers that get a queue."`
-	DefaultTimeout   time.Duration `name:"default-timeout" env:"TT_DEVICE_DEFAULT_TIMEOUT" type:"seconds" default:"3600" min:"1" placeholder:"SEC" help:"Seconds a job may run, every repeat together, when it asks for no timeout."`
-	MaxTimeout       time.Duration `name:"max-timeout" env:"TT_DEVICE_MAX_TIMEOUT" type:"seconds" default:"86400" min:"1" placeholder:"SEC" help:"Largest timeout in seconds a job may ask for."`
-	MaxQueued        int           `name:"max-queued-jobs" env:"TT_DEVICE_MAX_QUEUED_JOBS" default:"1000" min:"1" placeholder:"N" help:"Queued jobs allowed over all cards; more are refused with 429."`
-	MaxLogBytes      int64         `name:"max-log-bytes" env:"TT_DEVICE_MAX_LOG_BYTES" default:"16777216" min:"1" placeholder:"BYTES" help:"Bytes of output kept per job: past it the first and the last half are kept (the tail in memory while the job runs) and the middle is cut and counted."`
+	DefaultTimeout   time.Duration `name:"default-timeout" env:"TT_DEVICE_DEFAULT_TIMEOUT" type:"seconds" default:"${DefaultTimeoutSeconds}" min:"1" placeholder:"SEC" help:"Seconds a job may run, every repeat together, when it asks for no timeout."`
+	MaxTimeout       time.Duration `name:"max-timeout" env:"TT_DEVICE_MAX_TIMEOUT" type:"seconds" default:"${DefaultMaxTimeoutSeconds}" min:"1" placeholder:"SEC" help:"Largest timeout in seconds a job may ask for."`
+	MaxQueued        int           `name:"max-queued-jobs" env:"TT_DEVICE_MAX_QUEUED_JOBS" default:"${MaxQueuedJobs}" min:"1" placeholder:"N" help:"Queued jobs allowed over all cards; more are refused with 429."`
+	MaxLogBytes      int64         `name:"max-log-bytes" env:"TT_DEVICE_MAX_LOG_BYTES" default:"${MaxLogBytes}" min:"1" placeholder:"BYTES" help:"Bytes of output kept per job: past it the first and the last half are kept (the tail in memory while the job runs) and the middle is cut and counted."`
 	ResultBytes      int64         `kong:"-" env:"TT_DEVICE_RESULT_BYTES" default:"1048576" min:"1" help:"Bytes of output the CLI's result command prints (tt-device-queue result --max-bytes)."`
-	MaxRequestBytes  int64         `name:"max-request-bytes" env:"TT_DEVICE_MAX_REQUEST_BYTES" default:"1048576" min:"1" placeholder:"BYTES" help:"Largest HTTP request body; larger ones get 413."`
+	MaxRequestBytes  int64         `name:"max-request-bytes" env:"TT_DEVICE_MAX_REQUEST_BYTES" default:"${DefaultMaxRequestBytes}" min:"1" placeholder:"BYTES" help:"Largest HTTP request body; larger ones get 413."`
 	HTTPWorkers      int           `name:"http-workers" env:"TT_DEVICE_HTTP_WORKERS" default:"16" min:"1" placeholder:"N" help:"HTTP handlers working at once; long-poll waits and writing answers do not count."`
 	HTTPMaxConns     int           `kong:"-" env:"TT_DEVICE_HTTP_MAX_CONNS" default:"256" min:"1" help:"Open HTTP connections at most, so idle or slow clients cannot use up queued's file descriptors; at the bound a new one closes the one idle or slow to send its request the longest, or gets 503 when all are busy."`
 	HTTPWriteTimeout time.Duration `kong:"-" env:"TT_DEVICE_HTTP_WRITE_TIMEOUT" type:"seconds" default:"30" min:"1" help:"Seconds an HTTP answer may take to be written from its first byte; a client that stops reading is disconnected."`
-	MaxOutputBytes   int64         `kong:"-" env:"TT_DEVICE_MAX_OUTPUT_BYTES" default:"4294967296" min:"1" help:"Bytes of output kept over all jobs, at least TT_DEVICE_MAX_LOG_BYTES; beyond it the oldest finished jobs' output is deleted (their records stay)."`
-	RetentionDays    int           `name:"retention-days" env:"TT_DEVICE_RETENTION_DAYS" default:"30" min:"1" placeholder:"DAYS" help:"Days finished jobs and their output are kept."`
-	MaxCompleted     int           `name:"max-completed-jobs" env:"TT_DEVICE_MAX_COMPLETED_JOBS" default:"10000" min:"1" placeholder:"N" help:"Finished jobs kept at most; older ones are deleted first."`
+	MaxOutputBytes   int64         `kong:"-" env:"TT_DEVICE_MAX_OUTPUT_BYTES" default:"${MaxOutputBytes}" min:"1" help:"Bytes of output kept over all jobs, at least TT_DEVICE_MAX_LOG_BYTES; beyond it the oldest finished jobs' output is deleted (their records stay)."`
+	RetentionDays    int           `name:"retention-days" env:"TT_DEVICE_RETENTION_DAYS" default:"${RetentionDays}" min:"1" placeholder:"DAYS" help:"Days finished jobs and their output are kept."`
+	MaxCompleted     int           `name:"max-completed-jobs" env:"TT_DEVICE_MAX_COMPLETED_JOBS" default:"${MaxCompletedJobs}" min:"1" placeholder:"N" help:"Finished jobs kept at most; older ones are deleted first."`
 
 	// Where queued keeps its state and listens.
 
@@ -68,7 +68,7 @@ type Config struct {
 
 	// Stopping jobs.
 
-	KillGrace   time.Duration `name:"kill-grace" env:"TT_DEVICE_KILL_GRACE" type:"seconds" default:"10" min:"0" placeholder:"SEC" help:"Seconds between SIGINT and SIGKILL when a job is killed, a reset interrupts it or the service stops; 0 sends SIGKILL at once."`
+	KillGrace   time.Duration `name:"kill-grace" env:"TT_DEVICE_KILL_GRACE" type:"seconds" default:"${KillGraceSeconds}" min:"0" placeholder:"SEC" help:"Seconds between SIGINT and SIGKILL when a job is killed, a reset interrupts it or the service stops; 0 sends SIGKILL at once."`
 	StopTimeout time.Duration `kong:"-" env:"TT_DEVICE_STOP_TIMEOUT" type:"seconds" default:"45" min:"1" help:"Seconds the service manager waits after SIGTERM before it kills queued (the unit's TimeoutStopSec); queued warns at start when the kill grace leaves too little of it to record how the jobs ended."`
 
 	// Resets: the control commands a reset runs, as shell programs with
@@ -80,13 +80,13 @@ type Config struct {
 	ResetCmd           string        `name:"reset-cmd" env:"TT_DEVICE_RESET_CMD" default:"~/tenstorrent/.venv/bin/tt-smi -r /dev/tenstorrent/{device} --no_reinit" placeholder:"CMD" help:"Shell command that resets one card; {device} is the card number, appended when absent."`
 	HealthCheckCmd     string        `name:"health-check-cmd" env:"TT_DEVICE_HEALTH_CHECK_CMD" placeholder:"CMD" doc:"~/tenstorrent/.venv/bin/python3 <prefix>/share/tt-device-queue/health_check.py {device}" help:"Shell command that must exit 0 when one card works after a reset; {device} is the card number."`
 	DeepResetCmd       string        `name:"deep-reset-cmd" env:"TT_DEVICE_DEEP_RESET_CMD" placeholder:"CMD" help:"Shell command tried once when reset or health check fails, followed by the health check; {device} as for the reset."`
-	ResetTimeout       time.Duration `name:"reset-timeout" env:"TT_DEVICE_RESET_TIMEOUT" type:"seconds" default:"300" min:"1" placeholder:"SEC" help:"Seconds the reset command may run."`
-	HealthCheckTimeout time.Duration `name:"health-check-timeout" env:"TT_DEVICE_HEALTH_CHECK_TIMEOUT" type:"seconds" default:"120" min:"1" placeholder:"SEC" help:"Seconds each run of the health check may take."`
-	DeepResetTimeout   time.Duration `name:"deep-reset-timeout" env:"TT_DEVICE_DEEP_RESET_TIMEOUT" type:"seconds" default:"300" min:"1" placeholder:"SEC" help:"Seconds the deep reset command may run."`
+	ResetTimeout       time.Duration `name:"reset-timeout" env:"TT_DEVICE_RESET_TIMEOUT" type:"seconds" default:"${ResetTimeoutSeconds}" min:"1" placeholder:"SEC" help:"Seconds the reset command may run."`
+	HealthCheckTimeout time.Duration `name:"health-check-timeout" env:"TT_DEVICE_HEALTH_CHECK_TIMEOUT" type:"seconds" default:"${HealthCheckTimeoutSeconds}" min:"1" placeholder:"SEC" help:"Seconds each run of the health check may take."`
+	DeepResetTimeout   time.Duration `name:"deep-reset-timeout" env:"TT_DEVICE_DEEP_RESET_TIMEOUT" type:"seconds" default:"${DeepResetTimeoutSeconds}" min:"1" placeholder:"SEC" help:"Seconds the deep reset command may run."`
 
 	// The cards and their holders.
 
-	DriverPath  string `name:"driver-path" env:"TT_DEVICE_DRIVER_PATH" check:"abspath" default:"/proc/driver/tenstorrent" placeholder:"DIR" help:"KMD directory whose <card>/pids files list the processes holding each card."`
+	DriverPath  string `name:"driver-path" env:"TT_DEVICE_DRIVER_PATH" check:"abspath" default:"${DriverPath}" placeholder:"DIR" help:"KMD directory whose <card>/pids files list the processes holding each card."`
 	WaitForeign bool   `name:"wait-foreign" env:"TT_DEVICE_WAIT_FOREIGN" default:"0" help:"1 (the flag alone): a card starts no job while a process outside the queue holds it."`
 	DevDir      string `name:"dev-dir" default:"/dev/tenstorrent" placeholder:"DIR" help:"Where to look for numeric card nodes when no card numbers are given."`
 

@@ -36,6 +36,7 @@ func Flags(c Config) []kong.Option {
 		return s.format(v.Field(s.field)), nil
 	})
 	return []kong.Option{
+		kong.Vars(defaultVarMap()),
 		kong.Resolvers(resolve),
 		kong.NamedMapper("seconds", flagMapper{}),
 		kong.NamedMapper("cards", flagMapper{}),

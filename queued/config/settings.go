@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ttkit/ttkit/queued/api"
+	"github.com/ttkit/ttkit/queued/defaults"
 )
 
 // Setting is one of queued's settings as Config declares it: what --help,
@@ -71,6 +72,30 @@ var Settings = declared()
 // places is written once.
 var helpVars = strings.NewReplacer("${system_socket}", api.SystemSocket, "${system_state_dir}", DefaultSystemStateDir)
 
+// defaultVars are the ${names} a default tag may use: the defaults other
+// packages fall back on too, declared in package defaults (and the request
+// limits in api, which owns the wire), so each is written once.
+var defaultVars = func() *strings.Replacer {
+	var pairs []string
+	for name, v := range defaultVarMap() {
+		pairs = append(pairs, "${"+name+"}", v)
+	}
+	return strings.NewReplacer(pairs...)
+}()
+
+// defaultVarMap is the values of the ${names} default tags use, as kong's
+// variables (the daemon's flags read the same tags).
+func defaultVarMap() map[string]string {
+	vars := map[string]string{
+		"DefaultMaxRequestBytes":   strconv.Itoa(api.DefaultMaxRequestBytes),
+		"DefaultMaxTimeoutSeconds": strconv.Itoa(api.DefaultMaxTimeoutSeconds),
+	}
+	for name, v := range defaults.Vars {
+		vars[name] = fmt.Sprint(v)
+	}
+	return vars
+}
+
 // declared reads Config's struct tags. A declaration it cannot read is a
 // programming error and panics at start (every test of this package
 // starts it).
@@ -87,7 +112,7 @@ func declared() []Setting {
 			continue // Mode, PortSet: decided, not set
 		}
 		s := Setting{Env: env, Help: helpVars.Replace(f.Tag.Get("help")), SystemOnly: api.Mode(f.Tag.Get("mode")).System(),
-			fieldName: f.Name, field: i, def: f.Tag.Get("default"), mustBe: f.Tag.Get("check")}
+			fieldName: f.Name, field: i, def: defaultVars.Replace(f.Tag.Get("default")), mustBe: f.Tag.Get("check")}
 		if flag != "" {
 			s.Flag = "--" + flag
 		}

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"github.com/ttkit/ttkit/queued/defaults"
 	"os"
 	"strconv"
 	"strings"
@@ -27,7 +28,7 @@ type Controls struct {
 	// DeepReset is the optional stronger reset, tried once after a failed
 	// recovery; appended to like Reset.
 	DeepReset string
-	// Timeouts per command; defaults 300s, 120s and 300s.
+	// Timeouts per command; default TT_DEVICE_RESET_TIMEOUT's, TT_DEVICE_HEALTH_CHECK_TIMEOUT's and TT_DEVICE_DEEP_RESET_TIMEOUT's.
 	ResetTimeout, HealthCheckTimeout, DeepResetTimeout time.Duration
 	// Dir is the working directory of the commands; default $HOME, else /.
 	Dir string
@@ -39,9 +40,9 @@ func (c *Controls) defaults() {
 			*d = v
 		}
 	}
-	setDur(&c.ResetTimeout, 300*time.Second)
-	setDur(&c.HealthCheckTimeout, 120*time.Second)
-	setDur(&c.DeepResetTimeout, 300*time.Second)
+	setDur(&c.ResetTimeout, defaults.ResetTimeoutSeconds*time.Second)
+	setDur(&c.HealthCheckTimeout, defaults.HealthCheckTimeoutSeconds*time.Second)
+	setDur(&c.DeepResetTimeout, defaults.DeepResetTimeoutSeconds*time.Second)
 	if c.Dir == "" {
 		c.Dir = "/"
 		if home, err := os.UserHomeDir(); err == nil {

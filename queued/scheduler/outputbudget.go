@@ -11,11 +11,6 @@ import (
 	"github.com/ttkit/ttkit/queued/store"
 )
 
-// DefaultMaxOutputBytes is the default budget for all output files
-// together (TT_DEVICE_MAX_OUTPUT_BYTES). Each job's output is capped
-// (MaxLogBytes, 16 MiB), but 10,000 kept jobs could still hold 160 GiB.
-const DefaultMaxOutputBytes = 4 << 30
-
 // lowWater sets how far below the budget a deletion round goes: to
 // budget - budget/lowWater.
 const lowWater = 16
@@ -154,10 +149,7 @@ func (b *outputBudget) kickSoon() {
 }
 
 func (b *outputBudget) limit() int64 {
-	if b.core.opt.MaxOutputBytes > 0 {
-		return b.core.opt.MaxOutputBytes
-	}
-	return DefaultMaxOutputBytes
+	return b.core.opt.MaxOutputBytes
 }
 
 // statusLocked is the status of the budget; core.mu is held.

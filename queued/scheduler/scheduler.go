@@ -12,8 +12,8 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/noop"
 
-	"github.com/ttkit/ttkit/internal/procscan"
 	"github.com/ttkit/ttkit/queued/account"
+	"github.com/ttkit/ttkit/queued/defaults"
 	"github.com/ttkit/ttkit/queued/runner"
 	"github.com/ttkit/ttkit/queued/store"
 )
@@ -89,16 +89,16 @@ type Options struct {
 	// the service environment, in its home unless Controls.Dir is set; nil
 	// runs them as queued's own user.
 	ResetAccount *account.Account
-	// DefaultTimeout applies when a job asks for none; default 1h.
+	// DefaultTimeout applies when a job asks for none; default TT_DEVICE_DEFAULT_TIMEOUT's.
 	DefaultTimeout time.Duration
-	// MaxQueued bounds queued jobs over all cards; default 1000.
+	// MaxQueued bounds queued jobs over all cards; default TT_DEVICE_MAX_QUEUED_JOBS's.
 	MaxQueued int
-	// MaxLogBytes caps each output file; default 16 MiB.
+	// MaxLogBytes caps each output file; default TT_DEVICE_MAX_LOG_BYTES's.
 	MaxLogBytes int64
 	// MaxOutputBytes bounds all output files together; default
-	// DefaultMaxOutputBytes (see outputbudget.go).
+	// TT_DEVICE_MAX_OUTPUT_BYTES's (see outputbudget.go).
 	MaxOutputBytes int64
-	// KillGrace is the time from SIGINT to SIGKILL; default 10s.
+	// KillGrace is the time from SIGINT to SIGKILL; default TT_DEVICE_KILL_GRACE's.
 	KillGrace time.Duration
 	// JobTasksMax (TT_DEVICE_JOB_TASKS_MAX), when above 0, caps each job
 	// at that many processes and threads where jobs get cgroups of their
@@ -108,7 +108,7 @@ type Options struct {
 	// job's oom_score_adj, set before the job runs (not for resets and
 	// health checks): the kernel's OOM killer takes a job before queued.
 	JobOOMScoreAdj *int
-	// RetentionDays and MaxCompleted bound finished jobs; defaults 30 and 10000.
+	// RetentionDays and MaxCompleted bound finished jobs; defaults from config (TT_DEVICE_RETENTION_DAYS, TT_DEVICE_MAX_COMPLETED_JOBS).
 	RetentionDays int
 	MaxCompleted  int
 	// RetentionInterval is the time between retention runs; default 1h.
@@ -128,7 +128,7 @@ type Options struct {
 	// Without Reset and HealthCheck, reset requests fail with ErrNoControls.
 	Controls Controls
 	// DriverPath is the KMD driver directory whose <card>/pids files list
-	// each card's holders; default procscan.DefaultDriverPath.
+	// each card's holders; default TT_DEVICE_DRIVER_PATH's.
 	DriverPath string
 	// WaitForeign (TT_DEVICE_WAIT_FOREIGN) makes a card start no job while
 	// a foreign process holds it (see Holder).
@@ -170,26 +170,31 @@ func (o *Options) defaults() error {
 			*d = v
 		}
 	}
-	setDur(&o.DefaultTimeout, time.Hour)
+	// The settings' defaults are package defaults' (config declares the
+	// same); the rest are the scheduler's own.
+	setDur(&o.DefaultTimeout, defaults.DefaultTimeoutSeconds*time.Second)
 	setDur(&o.RetentionInterval, time.Hour)
 	setDur(&o.RetryMin, 200*time.Millisecond)
 	setDur(&o.RetryMax, 5*time.Second)
 	if o.KillGrace < 0 {
 		o.KillGrace = 0
 	} else if o.KillGrace == 0 {
-		o.KillGrace = 10 * time.Second
+		o.KillGrace = defaults.KillGraceSeconds * time.Second
 	}
 	if o.MaxQueued <= 0 {
-		o.MaxQueued = 1000
+		o.MaxQueued = defaults.MaxQueuedJobs
 	}
 	if o.MaxLogBytes <= 0 {
-		o.MaxLogBytes = 16 << 20
+		o.MaxLogBytes = defaults.MaxLogBytes
+	}
+	if o.MaxOutputBytes <= 0 {
+		o.MaxOutputBytes = defaults.MaxOutputBytes
 	}
 	if o.RetentionDays <= 0 {
-		o.RetentionDays = 30
+		o.RetentionDays = defaults.RetentionDays
 	}
 	if o.MaxCompleted <= 0 {
-		o.MaxCompleted = 10000
+		o.MaxCompleted = defaults.MaxCompletedJobs
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -207,7 +212,7 @@ func (o *Options) defaults() error {
 		o.MeterProvider = noop.NewMeterProvider()
 	}
 	if o.DriverPath == "" {
-		o.DriverPath = procscan.DefaultDriverPath
+		o.DriverPath = defaults.DriverPath
 	}
 	setDur(&o.ForeignRecheck, time.Second)
 	setDur(&o.SlurmCheckInterval, time.Minute)

@@ -113,10 +113,10 @@ func NewServer(cfg Config) (*Server, error) {
 		cfg.Workers = 16
 	}
 	if cfg.MaxRequestBytes < 1 {
-		cfg.MaxRequestBytes = 1 << 20
+		cfg.MaxRequestBytes = api.DefaultMaxRequestBytes
 	}
 	if cfg.MaxTimeout <= 0 {
-		cfg.MaxTimeout = 86400 * time.Second
+		cfg.MaxTimeout = api.DefaultMaxTimeoutSeconds * time.Second
 	}
 	if cfg.MaxConns < 1 {
 		cfg.MaxConns = DefaultMaxConns

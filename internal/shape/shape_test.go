@@ -1,4 +1,4 @@
-package server
+package shape
 
 import (
 	"go/ast"
@@ -15,29 +15,65 @@ import (
 // module is the import path of the module these packages belong to.
 const module = "github.com/ttkit/ttkit"
 
-// maxMethods is the most methods a type of the wire packages may have: a
-// type past it does two jobs and is two types.
+// maxMethods is the most methods a type may have, those of the types it
+// embeds included: a type past it does two jobs and is two types.
 const maxMethods = 25
 
-// TestShape_NoTypeHasTooManyMethods counts the methods each type of package
-// api and of this package declares (test files left out): none has more
-// than maxMethods.
+// skipDirs are not the module's own code: build output, fixtures.
+var skipDirs = map[string]bool{"build": true, "bin": true, "testdata": true, ".git": true, "node_modules": true}
+
+// TestShape_NoTypeHasTooManyMethods counts, in every package of the
+// module (test files left out), the methods each type declares, plus
+// those of the types of its package it embeds: none has more than
+// maxMethods.
 func TestShape_NoTypeHasTooManyMethods(t *testing.T) {
 	t.Parallel()
-	for _, dir := range []string{"..", "."} {
-		counts := map[string]int{}
-		for _, f := range parseDir(t, dir) {
-			for _, d := range f.Decls {
-				if fd, ok := d.(*ast.FuncDecl); ok && fd.Recv != nil && len(fd.Recv.List) == 1 {
-					counts[receiverName(fd.Recv.List[0].Type)]++
+	root := moduleRoot(t)
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		if skipDirs[d.Name()] {
+			return filepath.SkipDir
+		}
+		counts, embeds := map[string]int{}, map[string][]string{}
+		for _, f := range parseDir(t, path) {
+			for _, decl := range f.Decls {
+				switch d := decl.(type) {
+				case *ast.FuncDecl:
+					if d.Recv != nil && len(d.Recv.List) == 1 {
+						counts[receiverName(d.Recv.List[0].Type)]++
+					}
+				case *ast.GenDecl:
+					for _, spec := range d.Specs {
+						ts, ok := spec.(*ast.TypeSpec)
+						if !ok {
+							continue
+						}
+						if st, ok := ts.Type.(*ast.StructType); ok {
+							for _, field := range st.Fields.List {
+								if len(field.Names) == 0 {
+									embeds[ts.Name.Name] = append(embeds[ts.Name.Name], receiverName(field.Type))
+								}
+							}
+						}
+					}
 				}
 			}
 		}
+		rel, _ := filepath.Rel(root, path)
 		for name, n := range counts {
+			for _, e := range embeds[name] {
+				n += counts[e]
+			}
 			if n > maxMethods {
-				t.Errorf("type %s in %s has %d methods, more than %d: split it into parts with one job each", name, dir, n, maxMethods)
+				t.Errorf("type %s in %s has %d methods (its embedded types' included), more than %d: split it into parts with one job each", name, rel, n, maxMethods)
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -60,15 +96,16 @@ func receiverName(e ast.Expr) string {
 	}
 }
 
-// TestShape_NoBackArrow: the wire (package api) and its server depend on
-// nothing that depends on them. queued/config reads settings and imports
-// api, so neither may import it, directly or through another package of
-// this module.
+// TestShape_NoBackArrow: queued/config reads the settings (and imports
+// api, the wire); the wire, its server and the scheduler are configured
+// by what config read, through their options, and never depend on it,
+// directly or through another package of this module.
 func TestShape_NoBackArrow(t *testing.T) {
 	t.Parallel()
 	root := moduleRoot(t)
 	forbidden := module + "/queued/config"
-	for _, pkg := range []string{module + "/queued/api", module + "/queued/api/server"} {
+	for _, pkg := range []string{module + "/queued/api", module + "/queued/api/server", module + "/queued/scheduler",
+		module + "/queued/runner", module + "/queued/store"} {
 		if path, ok := dependsOn(t, root, pkg, forbidden, map[string]bool{}); ok {
 			t.Errorf("%s depends on %s: %s", pkg, forbidden, strings.Join(path, " -> "))
 		}

@@ -1,0 +1,41 @@
+// Package defaults holds the default of each queued setting that packages
+// other than config fall back on when they are given none: the scheduler
+// (a zero Options field), the server, the legacy import. config's
+// declaration of each setting names its default here (default:"${Name}"),
+// so every default is written once in Go, and a package that needs one
+// imports this leaf instead of config, which reads the environment and
+// sits above them.
+package defaults
+
+import "github.com/ttkit/ttkit/internal/procscan"
+
+// The defaults, by the variable that sets each.
+const (
+	DefaultTimeoutSeconds     = 3600                       // TT_DEVICE_DEFAULT_TIMEOUT
+	MaxQueuedJobs             = 1000                       // TT_DEVICE_MAX_QUEUED_JOBS
+	MaxLogBytes               = 16 << 20                   // TT_DEVICE_MAX_LOG_BYTES
+	MaxOutputBytes            = 4 << 30                    // TT_DEVICE_MAX_OUTPUT_BYTES
+	RetentionDays             = 30                         // TT_DEVICE_RETENTION_DAYS
+	MaxCompletedJobs          = 10000                      // TT_DEVICE_MAX_COMPLETED_JOBS
+	KillGraceSeconds          = 10                         // TT_DEVICE_KILL_GRACE
+	ResetTimeoutSeconds       = 300                        // TT_DEVICE_RESET_TIMEOUT
+	HealthCheckTimeoutSeconds = 120                        // TT_DEVICE_HEALTH_CHECK_TIMEOUT
+	DeepResetTimeoutSeconds   = 300                        // TT_DEVICE_DEEP_RESET_TIMEOUT
+	DriverPath                = procscan.DefaultDriverPath // TT_DEVICE_DRIVER_PATH, as the collector reads it
+)
+
+// Vars maps each default's ${Name}, as config's default tags write it, to
+// its value.
+var Vars = map[string]any{
+	"DefaultTimeoutSeconds":     DefaultTimeoutSeconds,
+	"MaxQueuedJobs":             MaxQueuedJobs,
+	"MaxLogBytes":               MaxLogBytes,
+	"MaxOutputBytes":            int64(MaxOutputBytes),
+	"RetentionDays":             RetentionDays,
+	"MaxCompletedJobs":          MaxCompletedJobs,
+	"KillGraceSeconds":          KillGraceSeconds,
+	"ResetTimeoutSeconds":       ResetTimeoutSeconds,
+	"HealthCheckTimeoutSeconds": HealthCheckTimeoutSeconds,
+	"DeepResetTimeoutSeconds":   DeepResetTimeoutSeconds,
+	"DriverPath":                DriverPath,
+}
