@@ -58,7 +58,7 @@ func (c *ImportCmd) Run(a *App) error {
 		return usageErr("import %s: %w", c.Path, err)
 	}
 	rep, err := legacyimport.ImportInto(cfg.StateDir, src, legacyimport.Options{
-		DefaultTimeout: cfg.DefaultTimeout, MaxLogBytes: cfg.MaxLogBytes, System: system, Port: cfg.Port,
+		DefaultTimeout: cfg.DefaultTimeout, MaxLogBytes: cfg.MaxLogBytes, Mode: cfg.Mode, Port: cfg.Port,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	switch {

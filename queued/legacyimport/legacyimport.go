@@ -27,6 +27,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/ttkit/ttkit/queued/api"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -56,11 +57,11 @@ type Options struct {
 	// TT_DEVICE_MAX_LOG_BYTES bounds a job's own; 0 means that setting's
 	// default.
 	MaxLogBytes int64
-	// System imports into a system-mode queued's store: every record
-	// becomes the database owner's (OwnerUID, Owner), as a submission is
-	// its caller's, and a database of root's is refused. Without it the
+	// Mode is the importing queued's: in system mode every record becomes
+	// the database owner's (OwnerUID, Owner), as a submission is its
+	// caller's, and a database of root's is refused. In user mode the
 	// database must belong to the user importing.
-	System bool
+	Mode api.Mode
 	// Port is where the Python tool would answer (TT_DEVICE_PORT); a
 	// Python tool answering there about this directory makes the
 	// database in use. 0 asks no port.
@@ -181,7 +182,7 @@ func ImportInto(dir, source string, opt Options) (Report, error) {
 	if fi, err := os.Stat(source); err == nil && fi.IsDir() {
 		source = filepath.Join(source, DBName)
 	}
-	s, err := openSource(source, opt.System)
+	s, err := openSource(source, opt.Mode.System())
 	if err != nil {
 		return Report{}, err
 	}
@@ -216,7 +217,7 @@ func ImportInto(dir, source string, opt Options) (Report, error) {
 		return rep, err
 	}
 	co := convertOptions{defaultTimeout: opt.DefaultTimeout, now: opt.Now(), bootID: bootID(), lastWrite: later(s.db.mtime(), s.wal.mtime())}
-	if opt.System {
+	if opt.Mode.System() {
 		uid := s.owner.UID
 		co.ownerUID, co.owner = &uid, s.owner.Name
 	}

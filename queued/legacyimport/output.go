@@ -21,7 +21,7 @@ import (
 // in system mode: reset records are everyone's to read there, and the
 // file is one the database's owner chose.
 func copyOutputs(jobs []store.Job, c *converted, s *source, o Options) ([]string, error) {
-	outDir, limit, system := o.OutputDir, o.MaxLogBytes, o.System
+	outDir, limit, system := o.OutputDir, o.MaxLogBytes, o.Mode.System()
 	if len(c.outputs) == 0 || len(jobs) == 0 {
 		return nil, nil
 	}

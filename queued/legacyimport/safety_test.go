@@ -2,6 +2,7 @@ package legacyimport_test
 
 import (
 	"errors"
+	"github.com/ttkit/ttkit/queued/api"
 	"os"
 	"path/filepath"
 	"strings"
@@ -121,7 +122,7 @@ func TestImport_SystemModeReadsOnlyTheOwnersFiles(t *testing.T) {
 
 	state := t.TempDir()
 	o := opts()
-	o.System, o.MaxLogBytes = true, 1<<20
+	o.Mode, o.MaxLogBytes = api.SystemMode, 1<<20
 	type res struct {
 		rep legacyimport.Report
 		err error
@@ -213,7 +214,9 @@ func TestImport_RefusesADatabaseNotItsOwnersToImport(t *testing.T) {
 		{"another user's, in user mode", real, false, "not to you"},
 	} {
 		o := opts()
-		o.System = tc.system
+		if tc.system {
+			o.Mode = api.SystemMode
+		}
 		_, err := legacyimport.ImportInto(t.TempDir(), tc.src, o)
 		if !errors.Is(err, legacyimport.ErrUnsafe) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v; want ErrUnsafe saying %q", tc.name, err, tc.want)

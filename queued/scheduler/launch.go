@@ -27,7 +27,7 @@ var ErrNoOwner = errors.New("the job has no recorded owner, and system mode runs
 // ErrOwnerChanged refuses a job whose owner's uid now names another user.
 var ErrOwnerChanged = errors.New("the job's owner is gone")
 
-// spec is how rec runs: as whom, where, in what environment. With RunAs,
+// spec is how rec runs: as whom, where, in what environment. In system mode,
 // a job runs as its owner, looked up now, and an owner that cannot be
 // found is an error (the job fails without starting); a reset runs as
 // ResetAccount when one is set. Resets and health checks get the minimal
@@ -42,7 +42,7 @@ func (s *launcher) spec(rec *store.Job) (runner.Spec, error) {
 		Timeout:   time.Duration(rec.Timeout) * time.Second,
 		Repeat:    rec.Repeat,
 		KillGrace: s.opt.KillGrace,
-		Keyring:   s.opt.RunAs,
+		Keyring:   s.opt.Mode.System(),
 	}
 	if rec.Kind == store.KindJob {
 		spec.TasksMax = s.opt.JobTasksMax
@@ -56,7 +56,7 @@ func (s *launcher) spec(rec *store.Job) (runner.Spec, error) {
 		base = overrideEnv(s.ctlEnv, s.opt.ResetAccount.Env())
 	case rec.Kind == store.KindReset:
 		base = s.ctlEnv
-	case !s.opt.RunAs:
+	case !s.opt.Mode.System():
 	case rec.OwnerUID == nil:
 		return spec, ErrNoOwner
 	default:

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"github.com/ttkit/ttkit/queued/api"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -29,7 +30,7 @@ func (b *bundle) submitAs(u usertest.User, dir, cmd string, env map[string]strin
 func TestScheduler_RunAsRunsEachJobAsItsOwner(t *testing.T) {
 	alice, bob := usertest.New(t, "ttqa"), usertest.New(t, "ttqb")
 	b := setup(t, func(o *Options) {
-		o.RunAs = true
+		o.Mode = api.SystemMode
 		o.BaseEnv = []string{"PATH=/usr/bin:/bin", "ROOT_SECRET=hunter2", "HOME=/root"}
 	})
 	dir := usertest.OpenDir(t)
@@ -67,7 +68,7 @@ func TestScheduler_RunAsCannotReadAnotherUsersFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.Chown(secret, int(alice.UID), int(alice.GID))
-	b := setup(t, func(o *Options) { o.RunAs = true })
+	b := setup(t, func(o *Options) { o.Mode = api.SystemMode })
 	dir := usertest.OpenDir(t)
 	j := b.submitAs(bob, dir, "cat "+secret, nil)
 	done := b.waitDone(j.ID)
@@ -84,7 +85,7 @@ func TestScheduler_RunAsCannotReadAnotherUsersFile(t *testing.T) {
 // A job whose user is gone, or that has no recorded owner, never runs as
 // root: it fails at start, saying why.
 func TestScheduler_RunAsRefusesAJobWithoutAUser(t *testing.T) {
-	b := setup(t, func(o *Options) { o.RunAs = true })
+	b := setup(t, func(o *Options) { o.Mode = api.SystemMode })
 	dir := usertest.OpenDir(t)
 	gone := uint32(3999999001)
 	info, err := b.s.Submit(JobSpec{Card: 0, Cmd: "touch ran", Cwd: dir, OwnerUID: &gone, Owner: "ghost"})
@@ -113,7 +114,7 @@ func TestScheduler_ResetsRunAsTheResetUser(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := setup(t, func(o *Options) {
-		o.RunAs = true
+		o.Mode = api.SystemMode
 		o.ResetAccount = &acct
 		o.Controls = Controls{Reset: `echo "reset $(id -u) $HOME $USER $(pwd)" #`, HealthCheck: "true"}
 	})
@@ -133,7 +134,7 @@ func TestScheduler_ResetsRunAsTheResetUser(t *testing.T) {
 // the uid given to a new one) does not run the old user's job as the new
 // user: the job fails, naming both.
 func TestScheduler_RunAsRefusesAUIDNowSomeoneElses(t *testing.T) {
-	b := setup(t, func(o *Options) { o.RunAs = true })
+	b := setup(t, func(o *Options) { o.Mode = api.SystemMode })
 	bob := usertest.New(t, "ttqb")
 	dir := bob.Home
 	uid := bob.UID

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/metric/noop"
 
 	"github.com/ttkit/ttkit/queued/account"
+	"github.com/ttkit/ttkit/queued/api"
 	"github.com/ttkit/ttkit/queued/defaults"
 	"github.com/ttkit/ttkit/queued/runner"
 	"github.com/ttkit/ttkit/queued/store"
@@ -75,15 +76,15 @@ type Options struct {
 	// Shell is the interpreter prefix; default runner.Shell().
 	Shell []string
 	// BaseEnv is the service environment jobs start from; default
-	// os.Environ(). With RunAs, jobs start from their owner's login
+	// os.Environ(). In system mode, jobs start from their owner's login
 	// environment instead and only resets use it.
 	BaseEnv []string
-	// RunAs (system mode) runs each job as its owner (store.Job.OwnerUID):
+	// Mode, in system mode, runs each job as its owner (store.Job.OwnerUID):
 	// uid, primary gid and supplementary groups from the user database when
 	// it starts, in the owner's login environment (HOME, USER, LOGNAME,
 	// SHELL, a default PATH) with the job's forwarded variables on top,
 	// never the service's. A job whose owner is unknown fails at start.
-	RunAs bool
+	Mode api.Mode
 	// ResetAccount, when set, is the user resets and health checks run as
 	// (TT_DEVICE_RESET_USER), with its HOME, USER, LOGNAME and SHELL over
 	// the service environment, in its home unless Controls.Dir is set; nil

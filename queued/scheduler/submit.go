@@ -28,7 +28,7 @@ type JobSpec struct {
 	Repeat     int           // less than 1 means 1
 	ClientID   string
 	// OwnerUID is the submitter's uid, from the kernel; nil when unknown.
-	// In system mode (Options.RunAs) the job runs as this user.
+	// In system mode (Options.Mode) the job runs as this user.
 	OwnerUID *uint32
 	// Owner is the submitter's user name, for display.
 	Owner string

@@ -266,7 +266,7 @@ func run(cfg config.Config, envErr error, log *slog.Logger) error {
 		log.Info("metrics are not exported; set OTEL_EXPORTER_OTLP_ENDPOINT (otelcol-tt: http://127.0.0.1:4318) to send them")
 	}
 	if _, _, err := legacyimport.ImportOnStart(cfg.StateDir, legacyimport.Options{DefaultTimeout: cfg.DefaultTimeout, MaxLogBytes: cfg.MaxLogBytes,
-		System: cfg.Mode.System(), Port: cfg.Port, Logger: log}); err != nil {
+		Mode: cfg.Mode, Port: cfg.Port, Logger: log}); err != nil {
 		return err
 	}
 	st, err := store.Open(cfg.StateDir, store.Options{})
@@ -318,7 +318,7 @@ func run(cfg config.Config, envErr error, log *slog.Logger) error {
 		KillGrace: killGrace(cfg.KillGrace), RetentionDays: cfg.RetentionDays, MaxCompleted: cfg.MaxCompleted, Logger: log,
 		Controls: controls(cfg, log), DriverPath: cfg.DriverPath, WaitForeign: cfg.WaitForeign,
 		MeterProvider: metrics, MaxOutputBytes: cfg.MaxOutputBytes,
-		RunAs: cfg.Mode.System(), ResetAccount: sys.reset, JobTasksMax: cfg.JobTasksMax, JobOOMScoreAdj: cfg.ChildOOMScoreAdj,
+		Mode: cfg.Mode, ResetAccount: sys.reset, JobTasksMax: cfg.JobTasksMax, JobOOMScoreAdj: cfg.ChildOOMScoreAdj,
 	})
 	if err != nil {
 		return err
