@@ -74,7 +74,9 @@ func (s restart) recover() error {
 			rec = holdRecord(rec, holdEnd{expired: true}, now)
 		case rec.Kind == store.KindHold && rec.State == store.StateRunning && missing < 0 && dead == nil:
 			// A hold survives a restart: it holds its cards again before
-			// anything else runs on them.
+			// anything else runs on them. Queued in memory until its worker
+			// takes it again (which records it active, its start kept).
+			rec.State = store.StateQueued
 			j := newJob(rec, true)
 			holds = append(holds, j)
 			s.jobs[rec.ID] = j

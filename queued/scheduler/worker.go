@@ -240,6 +240,12 @@ func (s dispatcher) run(c *card, j *job) (done []*job, recs []store.Job) {
 			cd.current = nil
 		}
 		cards.wakeup()
+		if hold && held.reason == stopService && !held.expired {
+			// A hold outlives a stop of queued: its record stays active
+			// and the next start holds its cards again.
+			done, recs = []*job{j}, []store.Job{j.rec}
+			return
+		}
 		if hold {
 			rec := holdRecord(j.rec, held, now)
 			s.met.jobEnded(&rec)
