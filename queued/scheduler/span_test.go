@@ -272,7 +272,11 @@ func TestSpan_RandomMix(t *testing.T) {
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 7))
 	c := newControls(t)
-	b := setup(t, func(o *Options) { o.Devices = []int{0, 1, 2, 3}; o.Controls = c.options(); o.KillGrace = 100 * time.Millisecond })
+	b := setup(t, func(o *Options) {
+		o.Devices = []int{0, 1, 2, 3}
+		o.Controls = c.options()
+		o.KillGrace = 100 * time.Millisecond
+	})
 	ran := filepath.Join(b.work, "ran.log")
 	var ids []string
 	spans := map[string][]int{}
