@@ -166,6 +166,21 @@ func (c *Client) Queue(ctx context.Context, req QueueRequest) (QueueResponse, er
 	return out, err
 }
 
+// Hold asks for a hold of req.DeviceID's cards; see HoldRequest.
+func (c *Client) Hold(ctx context.Context, req HoldRequest) (HoldResponse, error) {
+	var out HoldResponse
+	_, err := c.do(ctx, http.MethodPost, "/hold", req, &out)
+	return out, err
+}
+
+// Release ends a hold, or every live hold taken for a Slurm job; see
+// ReleaseRequest.
+func (c *Client) Release(ctx context.Context, req ReleaseRequest) (ReleaseResponse, error) {
+	var out ReleaseResponse
+	_, err := c.do(ctx, http.MethodPost, "/release", req, &out)
+	return out, err
+}
+
 // Resubmit queues a copy of a job (see ResubmitRequest); the copy runs as
 // the job's owner, whoever asks.
 func (c *Client) Resubmit(ctx context.Context, req ResubmitRequest) (QueueResponse, error) {

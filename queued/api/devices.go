@@ -65,7 +65,7 @@ func ParseDevices(spec string) ([]int, error) {
 func cardNumber(s string) (int, error) {
 	n, err := strconv.Atoi(strings.TrimSpace(s))
 	if err != nil || n < 0 || n > MaxCardNumber || strconv.Itoa(n) != strings.TrimSpace(s) {
-		return 0, fmt.Errorf("is not a card number (want non-negative integers)")
+		return 0, fmt.Errorf("is not a card number; want a card number such as 1, a list such as 0,1 or a range such as 0-3")
 	}
 	return n, nil
 }

@@ -13,6 +13,11 @@ const (
 	// ask for (TT_DEVICE_MAX_TIMEOUT), the seed's 86400 seconds.
 	DefaultMaxTimeoutSeconds = 86400
 
+	// MaxHoldReasonBytes and MaxSlurmJobIDBytes bound a hold's reason and
+	// the Slurm job id it is taken for.
+	MaxHoldReasonBytes = 1024
+	MaxSlurmJobIDBytes = 64
+
 	// MaxCmdBytes is the longest cmd: one argument to bash, which the
 	// kernel caps at 128 KiB including its terminating NUL.
 	MaxCmdBytes = 128<<10 - 1

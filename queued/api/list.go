@@ -26,6 +26,10 @@ type ListQuery struct {
 	// where every job is its user's, goes by ClientID.
 	Mine  bool
 	Limit int
+	// Kind selects jobs, resets or holds; SlurmJobID the holds taken for
+	// that Slurm job.
+	Kind       string
+	SlurmJobID string
 }
 
 // JobList answers GET /jobs: the active jobs first (card by card, the
@@ -51,6 +55,12 @@ func (c *Client) List(ctx context.Context, q ListQuery) ([]Job, error) {
 	}
 	if q.Limit > 0 {
 		v.Set("limit", strconv.Itoa(q.Limit))
+	}
+	if q.Kind != "" {
+		v.Set("kind", q.Kind)
+	}
+	if q.SlurmJobID != "" {
+		v.Set("slurm_job_id", q.SlurmJobID)
 	}
 	path := "/jobs"
 	if len(v) > 0 {

@@ -23,8 +23,10 @@ type QueueRequest struct {
 	// there) and the submitter's home directory on a system-mode one.
 	// The CLI always sends it.
 	Cwd string `json:"cwd,omitempty"`
-	// DeviceID is the card's queue, "0" when empty. The server also
-	// accepts a JSON integer.
+	// DeviceID is the card's queue, "0" when empty, or the cards of a job
+	// that needs several at once: "0,1" or "0-3" (see ParseDevices), which
+	// starts when it is at the head of every one of their queues. The
+	// server also accepts a JSON integer.
 	DeviceID string `json:"device_id,omitempty"`
 	// Env adds NAME=VALUE pairs to the service environment, at most
 	// MaxEnvBytes in all. The CLI puts the submitter's toolchain variables
@@ -142,6 +144,48 @@ type ResetRequest struct {
 	// ClientID is accepted, and not used, for the Python tt-device-queue's
 	// clients, which may send it.
 	ClientID string `json:"client_id,omitempty"`
+	// Force lets the reset interrupt a hold on the card instead of waiting
+	// for its release; admins only.
+	Force bool `json:"force,omitempty"`
+}
+
+// HoldRequest is the body of POST /hold: take DeviceID's cards (one, or a
+// list as for QueueRequest) in their FIFO turn and keep them, running
+// nothing, until POST /release, the expiry, or, with SlurmJobID, the end
+// of that Slurm job.
+type HoldRequest struct {
+	DeviceID string `json:"device_id"`
+	// Reason says why, for status ("slurm job 4242", "firmware flash").
+	Reason string `json:"reason,omitempty"`
+	// ExpiresSec, when above 0, ends the hold that many seconds after it
+	// is taken.
+	ExpiresSec int64 `json:"expires_sec,omitempty"`
+	// SlurmJobID is the Slurm job the hold is for.
+	SlurmJobID string `json:"slurm_job_id,omitempty"`
+	ClientID   string `json:"client_id,omitempty"`
+}
+
+// HoldResponse answers POST /hold (201): the hold's id, its cards and its
+// state, "queued" or "active".
+type HoldResponse struct {
+	HoldID   string `json:"hold_id"`
+	DeviceID string `json:"device_id"`
+	State    string `json:"state"`
+	Position int    `json:"position"`
+}
+
+// ReleaseRequest is the body of POST /release: the hold HoldID, or every
+// live hold taken for Slurm job SlurmJobID.
+type ReleaseRequest struct {
+	HoldID     string `json:"hold_id,omitempty"`
+	SlurmJobID string `json:"slurm_job_id,omitempty"`
+}
+
+// ReleaseResponse answers POST /release with the holds it ended (the
+// records as they read then: an active hold's ends as soon as its card
+// lets go of it).
+type ReleaseResponse struct {
+	Released []Job `json:"released"`
 }
 
 // ResetResponse answers POST /reset at once, before any reset has run:
@@ -195,6 +239,9 @@ type ResetEntry struct {
 	// owner and admins may interrupt it. WaitsForOwner is its owner.
 	WaitsForJobID string `json:"waits_for_job_id,omitempty"`
 	WaitsForOwner string `json:"waits_for_owner,omitempty"`
+	// OnHold says WaitsForJobID or InterruptedJobID is a hold: the reset
+	// waits for its release, or (forced) ends it.
+	OnHold bool `json:"on_hold,omitempty"`
 }
 
 // Holder is a process holding a card's device that is not the job running
@@ -230,9 +277,19 @@ type ResetInfo struct {
 // Job is a job's full record, answered by GET /job/<id>, GET /result/<id>
 // and POST /kill.
 type Job struct {
-	ID       string            `json:"id"`
-	Kind     string            `json:"kind"`
-	DeviceID string            `json:"device_id"`
+	ID       string `json:"id"`
+	Kind     string `json:"kind"`
+	DeviceID string `json:"device_id"` // the card, or a job's cards as given ("0,1")
+	// Devices lists the cards of a job (or hold) that takes several.
+	Devices []int `json:"devices,omitempty"`
+	// CrossCards lists cards outside its own that a process of the job
+	// was seen to hold (tt-metal opens every card it sees).
+	CrossCards []int `json:"cross_cards,omitempty"`
+	// A hold's reason, expiry and Slurm job.
+	Reason     string     `json:"reason,omitempty"`
+	ExpiresAt  *time.Time `json:"expires_at,omitempty"`
+	SlurmJobID string     `json:"slurm_job_id,omitempty"`
+
 	Cmd      string            `json:"cmd"`
 	Cwd      string            `json:"cwd"`
 	Env      map[string]string `json:"env,omitempty"`
@@ -367,8 +424,10 @@ func (j *Job) Done() bool { return j.State == "done" }
 // JobSummary is a job as GET /status lists it.
 type JobSummary struct {
 	ID string `json:"id"`
-	// Kind is job or reset.
-	Kind     string `json:"kind,omitempty"`
+	// Kind is job, reset or hold.
+	Kind string `json:"kind,omitempty"`
+	// Devices lists the cards of a job that takes several.
+	Devices  []int  `json:"devices,omitempty"`
 	Cmd      string `json:"cmd"` // cut to 200 bytes
 	ClientID string `json:"client_id,omitempty"`
 	// OwnerUID and Owner: the submitter, as in Job.

@@ -58,6 +58,9 @@ type CLI struct {
 	Kill        KillCmd        `cmd:"" help:"Stop jobs: a queued one at once, a running one with SIGINT and then SIGKILL."`
 	Resubmit    ResubmitCmd    `cmd:"" help:"Queue a new job with another job's program, directory, environment, timeout and repeat."`
 	Reset       ResetCmd       `cmd:"" help:"Schedule a card reset: one card, the card of a job, or every card."`
+	Hold        HoldCmd        `cmd:"" help:"Take cards in their turn and keep them, running nothing, until released (Slurm, maintenance)."`
+	Release     ReleaseCmd     `cmd:"" help:"End a hold, or every hold taken for a Slurm job."`
+	HoldStatus  HoldStatusCmd  `cmd:"" name:"hold-status" help:"Show a hold, or the hold of a Slurm job; --wait waits until it holds its cards."`
 	Completion  CompletionCmd  `cmd:"" help:"Print a shell completion script."`
 	Complete    CompleteCmd    `cmd:"" name:"__complete" hidden:"" help:"Print completion candidates (for the completion scripts)."`
 	Import      ImportCmd      `cmd:"" help:"Import the Python tt-device-queue's jobs (its jobs.sqlite3) while queued is stopped."`

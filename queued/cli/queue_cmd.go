@@ -30,6 +30,6 @@ func (a *App) printQueued(sub api.QueueResponse) error {
 		return a.printJSON(sub)
 	}
 	a.println("%s", sub.JobID)
-	a.progress.note("queued on card %s at position %d (estimated wait %s)", sub.DeviceID, sub.Position, fmtWait(sub.EstimatedWaitSec))
+	a.progress.note("queued on %s at position %d (estimated wait %s)", cardsText(sub.DeviceID), sub.Position, fmtWait(sub.EstimatedWaitSec))
 	return nil
 }

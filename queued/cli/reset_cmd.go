@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/ttkit/ttkit/queued/api"
@@ -15,7 +14,8 @@ import (
 // been reset since), or of every card (neither). A reset holds its card's
 // queue and can interrupt the card's running job; duplicates coalesce.
 type ResetCmd struct {
-	Device      *int   `short:"d" placeholder:"N" help:"Reset only this card."`
+	Device      string `short:"d" placeholder:"N" help:"Reset only this card (or these cards: 0,1 or 0-3)."`
+	Force       bool   `help:"Do not wait for a hold on the card (admins): the reset ends it."`
 	NoInterrupt bool   `help:"Let the card's running job finish first instead of stopping it."`
 	Yes         bool   `short:"y" help:"Reset every card without asking, even on a terminal."`
 	JobID       string `arg:"" optional:"" name:"job-id" placeholder:"JOB_ID" help:"Reset the card this job ran on, unless it has been reset since."`
@@ -23,14 +23,15 @@ type ResetCmd struct {
 
 // Run asks for the resets and prints what each card will do.
 func (r *ResetCmd) Run(a *App) error {
-	req := api.ResetRequest{NoInterrupt: r.NoInterrupt}
+	req := api.ResetRequest{NoInterrupt: r.NoInterrupt, Force: r.Force}
 	switch {
-	case r.Device != nil && r.JobID != "":
+	case r.Device != "" && r.JobID != "":
 		return usageErr("give --device or JOB_ID, not both")
-	case r.Device != nil && *r.Device < 0:
-		return usageErr("--device %d: want a card number, 0 or more", *r.Device)
-	case r.Device != nil:
-		req.DeviceID = strconv.Itoa(*r.Device)
+	case r.Device != "":
+		if _, err := api.ParseDevices(r.Device); err != nil {
+			return usageErr("--device: %v", err)
+		}
+		req.DeviceID = strings.TrimSpace(r.Device)
 	default:
 		req.JobID = r.JobID
 	}
@@ -67,10 +68,14 @@ func describeReset(e api.ResetEntry) string {
 		return fmt.Sprintf("%sa reset is already %s: %s (this request joined it)", card, e.State, e.ResetJobID)
 	}
 	s := fmt.Sprintf("%sreset %s %s", card, e.ResetJobID, e.State)
-	if e.InterruptedJobID != "" {
+	switch {
+	case e.InterruptedJobID != "" && e.OnHold:
+		s += "; it ends hold " + e.InterruptedJobID + " (forced)"
+	case e.InterruptedJobID != "":
 		s += "; it interrupts running job " + e.InterruptedJobID
-	}
-	if e.WaitsForJobID != "" {
+	case e.WaitsForJobID != "" && e.OnHold:
+		s += fmt.Sprintf(" behind hold %s, until it is released (an admin's reset --force does not wait)", e.WaitsForJobID)
+	case e.WaitsForJobID != "":
 		owner := e.WaitsForOwner
 		if owner == "" {
 			owner = "another user"

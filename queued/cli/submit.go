@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -13,7 +12,7 @@ import (
 
 // Submission holds the options shared by run, queue and queue-python.
 type Submission struct {
-	Device  int      `short:"d" default:"0" placeholder:"N" help:"Card whose queue takes the job; match it to the device your code opens."`
+	Device  string   `short:"d" default:"0" placeholder:"N" help:"Card whose queue takes the job; match it to the device your code opens. A job that opens several cards at once names them all (0,1 or 0-3): it starts when it is at the head of every one of their queues."`
 	Cwd     string   `placeholder:"DIR" help:"Directory the job runs in (default: the current directory)."`
 	Timeout Duration `placeholder:"DURATION" help:"How long the whole job may run, every --repeat iteration together (seconds, or such as 10m, as for --wait-timeout); 0 selects the daemon's default (TT_DEVICE_DEFAULT_TIMEOUT)."`
 	Repeat  int      `placeholder:"N" help:"Run the program N times, stopping at the first failure."`
@@ -29,8 +28,8 @@ type Submission struct {
 // request checks the options locally, so mistakes get a usage error
 // before anything is queued, and builds the request for cmd.
 func (s *Submission) request(a *App, cmd string) (api.QueueRequest, error) {
-	if s.Device < 0 {
-		return api.QueueRequest{}, usageErr("--device %d: want a card number, 0 or more", s.Device)
+	if _, err := api.ParseDevices(s.Device); err != nil {
+		return api.QueueRequest{}, usageErr("--device: %v", err)
 	}
 	if s.Repeat < 0 {
 		return api.QueueRequest{}, usageErr("--repeat %d: want a count, 1 or more", s.Repeat)
@@ -56,7 +55,7 @@ func (s *Submission) request(a *App, cmd string) (api.QueueRequest, error) {
 		return api.QueueRequest{}, usageErr("--cwd: %w", err)
 	}
 	return api.QueueRequest{
-		Cmd: cmd, Cwd: cwd, DeviceID: strconv.Itoa(s.Device), Env: env, EnvFromShell: shell,
+		Cmd: cmd, Cwd: cwd, DeviceID: strings.TrimSpace(s.Device), Env: env, EnvFromShell: shell,
 		Timeout: int64((time.Duration(s.Timeout) + time.Second - 1) / time.Second), Repeat: s.Repeat, ClientID: a.clientID(),
 	}, nil
 }

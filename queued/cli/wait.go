@@ -77,8 +77,8 @@ func (a *App) waitContext(limit time.Duration) (context.Context, context.CancelF
 func (a *App) await(sub api.QueueResponse, limit time.Duration) error {
 	ctx, cancel := a.waitContext(limit)
 	defer cancel()
-	a.progress.note("job %s queued on card %s at position %d (estimated wait %s)",
-		sub.JobID, sub.DeviceID, sub.Position, fmtWait(sub.EstimatedWaitSec))
+	a.progress.note("job %s queued on %s at position %d (estimated wait %s)",
+		sub.JobID, cardsText(sub.DeviceID), sub.Position, fmtWait(sub.EstimatedWaitSec))
 	a.progress.last = strconv.Itoa(sub.Position)
 	if a.JSON {
 		if err := a.printJSON(runEvent{Event: "queued", JobID: sub.JobID, DeviceID: sub.DeviceID, Position: sub.Position,
@@ -146,7 +146,7 @@ func (a *App) follow(ctx context.Context, sub api.QueueResponse) (api.Job, error
 			if a.progress.live {
 				a.progress.clear()
 			} else if ch.State != "done" {
-				a.progress.note("job %s started on card %s", sub.JobID, sub.DeviceID)
+				a.progress.note("job %s started on %s", sub.JobID, cardsText(sub.DeviceID))
 			}
 		}
 		if a.JSON && !announced && ch.State != "queued" {
@@ -205,7 +205,7 @@ func (a *App) jobWhereabouts(id string) string {
 	case err != nil:
 		return "queued or running"
 	case j.State == "queued":
-		return fmt.Sprintf("queued on card %s (position %d)", j.DeviceID, j.Position)
+		return fmt.Sprintf("queued on %s (position %d)", cardsText(j.DeviceID), j.Position)
 	case j.State == "running":
 		return "running on card " + j.DeviceID
 	default:

@@ -21,6 +21,13 @@ type ListFilter struct {
 	ClientID string
 	// OwnerUID selects the jobs of this submitter.
 	OwnerUID *uint32
+	// Kind selects jobs, resets or holds; SlurmJobID the holds taken for
+	// that Slurm job.
+	Kind       store.Kind
+	SlurmJobID string
+	// Active selects queued and running jobs only (no finished one is read
+	// from the store).
+	Active bool
 	// Limit bounds the answer; at least 1.
 	Limit int
 	// Scan bounds how many finished records are looked at; 0 means
@@ -32,7 +39,9 @@ func (f *ListFilter) match(rec *store.Job) bool {
 	return (f.Card == nil || slices.Contains(rec.Cards(), *f.Card)) &&
 		(f.State == "" || rec.State == f.State) &&
 		(f.ClientID == "" || rec.ClientID == f.ClientID) &&
-		(f.OwnerUID == nil || (rec.OwnerUID != nil && *rec.OwnerUID == *f.OwnerUID))
+		(f.OwnerUID == nil || (rec.OwnerUID != nil && *rec.OwnerUID == *f.OwnerUID)) &&
+		(f.Kind == "" || rec.Kind == f.Kind) && (f.SlurmJobID == "" || rec.SlurmJobID == f.SlurmJobID) &&
+		(!f.Active || rec.State != store.StateDone)
 }
 
 // list returns the jobs f selects: the active ones first, card by card
@@ -70,7 +79,7 @@ func (s jobIndex) list(f ListFilter) ([]JobInfo, error) {
 		}
 	}
 	s.mu.Unlock()
-	if len(out) >= f.Limit || (f.State != "" && f.State != store.StateDone) {
+	if len(out) >= f.Limit || f.Active || (f.State != "" && f.State != store.StateDone) {
 		return out, nil
 	}
 	scan := f.Scan

@@ -24,7 +24,9 @@ type resetDesk struct{ *core }
 // ResetRequest asks for card resets: of Card, of the card JobID ran on,
 // or (neither set) of every card. JobID is a full id (see Resolve).
 type ResetRequest struct {
-	Card  *int
+	Card *int
+	// Cards, when set, are several cards to reset (Card is the first).
+	Cards []int
 	JobID string
 	// NoInterrupt lets the card's running job finish before the reset
 	// runs; by default it is stopped (SIGINT, SIGKILL after the grace
@@ -63,6 +65,8 @@ type ResetOutcome struct {
 	// WaitsForOwner that job's owner: the request did not interrupt it
 	// (NoInterrupt, or MayInterrupt said no).
 	WaitsFor, WaitsForOwner string
+	// OnHold says the running job waited for or interrupted is a hold.
+	OnHold bool
 }
 
 // request schedules resets and returns at once, once every new reset job is
@@ -127,12 +131,18 @@ func (s resetDesk) request(req ResetRequest) ([]ResetOutcome, error) {
 			return skipped, nil
 		}
 	case req.Card != nil:
-		c := s.cards[*req.Card]
-		if c == nil {
-			s.mu.Unlock()
-			return nil, fmt.Errorf("card %d: %w", *req.Card, ErrUnknownCard)
+		ids := req.Cards
+		if len(ids) == 0 {
+			ids = []int{*req.Card}
 		}
-		cards = []*card{c}
+		for _, id := range ids {
+			c := s.cards[id]
+			if c == nil {
+				s.mu.Unlock()
+				return nil, fmt.Errorf("card %d: %w", id, ErrUnknownCard)
+			}
+			cards = append(cards, c)
+		}
 	default:
 		for _, id := range s.order {
 			cards = append(cards, s.cards[id])
@@ -216,6 +226,7 @@ func (s resetDesk) request(req ResetRequest) ([]ResetOutcome, error) {
 			// may (see MayInterrupt).
 			may := cur.Kind == store.KindHold && req.Force ||
 				cur.Kind == store.KindJob && j.interrupt && (req.MayInterrupt == nil || req.MayInterrupt(cur))
+			out[i].OnHold = cur.Kind == store.KindHold
 			if may {
 				c.current.stopFor(stopReset)
 				out[i].Interrupted = cur.ID

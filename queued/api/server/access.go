@@ -177,6 +177,22 @@ func (ar *accessRules) resetPolicy(r *http.Request, req *scheduler.ResetRequest)
 	}
 }
 
+// callerName is who made r, as a release or a record names them: the
+// user on a shared daemon, "the daemon's user" on a user daemon.
+func (ar *accessRules) callerName(r *http.Request) string {
+	if !ar.shared() {
+		return "the daemon's user"
+	}
+	c := callerOf(r)
+	return fmt.Sprintf("%s (uid %d)", userName(c.uid), c.uid)
+}
+
+// mayForce reports whether r's caller may force a reset past a hold: an
+// admin on a shared daemon; the one user on a user daemon.
+func (ar *accessRules) mayForce(r *http.Request) bool {
+	return !ar.shared() || ar.admin(callerOf(r))
+}
+
 // ownerOf is the submitter of a new job on a shared daemon; on a user
 // daemon every job is its user's, and the client id tells them apart.
 func (ar *accessRules) ownerOf(r *http.Request) (*uint32, string) {

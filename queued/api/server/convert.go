@@ -21,7 +21,8 @@ func timePtr(t time.Time) *time.Time {
 // jobView turns a scheduler record into the wire type.
 func jobView(info scheduler.JobInfo) api.Job {
 	j := api.Job{
-		ID: info.ID, Kind: string(info.Kind), DeviceID: strconv.Itoa(info.Card()),
+		ID: info.ID, Kind: string(info.Kind), DeviceID: info.DeviceText(), CrossCards: info.CrossCards,
+		Reason: info.Reason, ExpiresAt: timePtr(info.ExpiresAt), SlurmJobID: info.SlurmJobID,
 		Cmd: info.Cmd, Cwd: info.Cwd, Env: info.Env, EnvFromShell: info.EnvFromShell, Timeout: info.Timeout, Repeat: info.Repeat,
 		ClientID: info.ClientID, OwnerUID: info.OwnerUID, Owner: info.Owner, State: string(info.State), Position: info.Position,
 		SubmittedAt: info.SubmittedAt.UTC(), StartedAt: timePtr(info.StartedAt), FinishedAt: timePtr(info.FinishedAt),
@@ -31,6 +32,9 @@ func jobView(info scheduler.JobInfo) api.Job {
 	}
 	if j.Kind == "" {
 		j.Kind = string(store.KindJob)
+	}
+	if info.Spans() {
+		j.Devices = info.Devices
 	}
 	switch info.State {
 	case store.StateQueued:
@@ -48,7 +52,7 @@ func jobView(info scheduler.JobInfo) api.Job {
 
 func summaryView(info scheduler.JobInfo) api.JobSummary {
 	return api.JobSummary{
-		ID: info.ID, Kind: string(info.Kind), Cmd: cut(info.Cmd, 200), ClientID: info.ClientID, Repeat: info.Repeat,
+		ID: info.ID, Kind: string(info.Kind), Devices: spanned(info.Job), Cmd: cut(info.Cmd, 200), ClientID: info.ClientID, Repeat: info.Repeat,
 		OwnerUID: info.OwnerUID, Owner: info.Owner, Position: info.Position, EstimatedWaitSec: info.EstimatedWait.Seconds(), EstimatedRunSec: info.EstimatedRun.Seconds(),
 		EstimateKnown: info.EstimateKnown, OverdueSec: info.Overdue.Seconds(),
 		SubmittedAt: info.SubmittedAt.UTC(), StartedAt: timePtr(info.StartedAt), PID: info.PGID,
@@ -95,4 +99,12 @@ func resetView(r *scheduler.ResetInfo) *api.ResetInfo {
 		return nil
 	}
 	return &api.ResetInfo{JobID: r.JobID, State: string(r.State), Result: r.Result, Detail: r.Detail, At: r.At.UTC()}
+}
+
+// spanned is the cards of a job that takes several, nil for one card.
+func spanned(rec store.Job) []int {
+	if rec.Spans() {
+		return rec.Devices
+	}
+	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -291,9 +292,13 @@ func (h *submissions) decodeQueue(r *http.Request) (scheduler.JobSpec, error) {
 	}
 	spec.Cwd = filepath.Clean(cwd)
 
-	spec.Card, err = decodeDevice(fields, h.sched.Cards())
+	cards, text, err := decodeDevices(fields, h.sched.Cards())
 	if err != nil {
 		return spec, err
+	}
+	spec.Card = cards[0]
+	if len(cards) > 1 {
+		spec.Cards, spec.DeviceSpec = cards, text
 	}
 
 	if raw, ok := fields["env"]; ok && !isNull(raw) {
@@ -378,6 +383,35 @@ func decodeDevice(fields map[string]json.RawMessage, cards []int) (int, error) {
 	return parseDevice(raw, cards)
 }
 
+// decodeDevices reads device_id as a list of cards: one card as
+// decodeDevice reads it, or a list such as "0,1" or "0-3" (api.ParseDevices);
+// every card must be one of cards. It returns the cards ascending and the
+// list as given (trimmed), "" for one card.
+func decodeDevices(fields map[string]json.RawMessage, cards []int) ([]int, string, error) {
+	raw, ok := fields["device_id"]
+	if !ok || isNull(raw) {
+		raw = json.RawMessage(`"0"`)
+	}
+	var text string
+	if jsonType(raw) != "a string" || json.Unmarshal(raw, &text) != nil || !strings.ContainsAny(text, ",-") {
+		n, err := parseDevice(raw, cards)
+		return []int{n}, "", err
+	}
+	list, err := api.ParseDevices(text)
+	if err != nil {
+		return nil, "", fieldErr("device_id", "%v", err)
+	}
+	for _, n := range list {
+		if !slices.Contains(cards, n) {
+			return nil, "", fieldErr("device_id", "no card %d; the cards are %s (TT_DEVICE_IDS)", n, strings.ReplaceAll(api.FormatDevices(cards), ",", ", "))
+		}
+	}
+	if len(list) == 1 {
+		return list, "", nil
+	}
+	return list, strings.TrimSpace(text), nil
+}
+
 // decodeReset validates a POST /reset body: device_id (as for /queue),
 // job_id (an id or unique prefix), or neither for every card, and the
 // optional no_interrupt.
@@ -402,11 +436,14 @@ func (h *resets) decodeReset(r *http.Request) (scheduler.ResetRequest, error) {
 	case hasJob && hasDevice:
 		return req, fieldErr("job_id", "give device_id or job_id, not both (neither resets every card)")
 	case hasDevice:
-		card, err := parseDevice(raw, h.sched.Cards())
+		cards, _, err := decodeDevices(fields, h.sched.Cards())
 		if err != nil {
 			return req, err
 		}
-		req.Card = &card
+		req.Card = &cards[0]
+		if len(cards) > 1 {
+			req.Cards = cards
+		}
 	case hasJob:
 		id, err := h.resolve("job_id", jobID)
 		if err != nil {
@@ -417,6 +454,11 @@ func (h *resets) decodeReset(r *http.Request) (scheduler.ResetRequest, error) {
 	if raw, ok := fields["no_interrupt"]; ok && !isNull(raw) {
 		if err := json.Unmarshal(raw, &req.NoInterrupt); err != nil {
 			return req, fieldErr("no_interrupt", "want true or false, got %s", jsonType(raw))
+		}
+	}
+	if raw, ok := fields["force"]; ok && !isNull(raw) {
+		if err := json.Unmarshal(raw, &req.Force); err != nil {
+			return req, fieldErr("force", "want true or false, got %s", jsonType(raw))
 		}
 	}
 	return req, nil

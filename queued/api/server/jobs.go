@@ -175,6 +175,20 @@ func (h *jobHandlers) handleList(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, fieldErr("state", "%q: want queued, running or done", cut(string(st), 40)))
 		return
 	}
+	switch k := store.Kind(q.Get("kind")); k {
+	case "", store.KindJob, store.KindReset, store.KindHold:
+		f.Kind = k
+	default:
+		h.fail(w, r, fieldErr("kind", "%q: want job, reset or hold", cut(string(k), 40)))
+		return
+	}
+	if v := q.Get("slurm_job_id"); v != "" {
+		if len(v) > api.MaxSlurmJobIDBytes {
+			h.fail(w, r, fieldErr("slurm_job_id", "longer than %d bytes", api.MaxSlurmJobIDBytes))
+			return
+		}
+		f.SlurmJobID, f.Kind = v, store.KindHold
+	}
 	limit, err := queryInt(r, "limit", api.DefaultListLimit, api.MaxListLimit)
 	if err != nil {
 		h.fail(w, r, err)

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -25,6 +26,10 @@ func (h *resets) handleReset(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
+	if req.Force && !h.rules.mayForce(r) {
+		h.fail(w, r, fmt.Errorf("a forced reset ends another's hold: only %s may force one: %w", h.rules.adminsText(), ErrForbidden))
+		return
+	}
 	h.rules.resetPolicy(r, &req)
 	before := h.sched.Status()
 	outs, err := h.sched.Reset(req)
@@ -36,7 +41,7 @@ func (h *resets) handleReset(w http.ResponseWriter, r *http.Request) {
 	for i, o := range outs {
 		resp.Resets[i] = api.ResetEntry{DeviceID: strconv.Itoa(o.Card), Action: resetAction(o), ResetJobID: o.JobID, State: string(o.State),
 			Coalesced: o.Coalesced, Skipped: o.Skipped, Reason: o.Reason, InterruptedJobID: o.Interrupted,
-			WaitsForJobID: o.WaitsFor, WaitsForOwner: o.WaitsForOwner}
+			WaitsForJobID: o.WaitsFor, WaitsForOwner: o.WaitsForOwner, OnHold: o.OnHold}
 	}
 	pythonReset(&resp, before)
 	writeJSON(w, http.StatusOK, resp)

@@ -92,6 +92,7 @@ type Server struct {
 	slots       *slots
 	submissions *submissions
 	resets      *resets
+	holds       *holds
 	page        *statusPage
 	// active counts requests being handled and last is when one last
 	// began or ended (Unix ns), for IdleFor.
@@ -140,6 +141,7 @@ func NewServer(cfg Config) (*Server, error) {
 			extraHosts: cfg.ExtraHosts, maxBody: cfg.MaxRequestBytes, writeTimeout: cfg.WriteTimeout, conns: cs, slots: sl},
 		submissions: &submissions{base: b, maxTimeout: cfg.MaxTimeout, cwd: &cwdProber{}},
 		resets:      &resets{base: b},
+		holds:       &holds{base: b},
 		page:        &statusPage{base: b, views: views, slots: sl, conns: cs, version: cfg.Version},
 	}
 	jobs := &jobHandlers{base: b, views: views}
@@ -154,6 +156,8 @@ func NewServer(cfg Config) (*Server, error) {
 	m.HandleFunc("/logs/{id}", only(http.MethodGet, waits.handleLogs))
 	m.HandleFunc("/result/{id}", only(http.MethodGet, waits.handleResult))
 	m.HandleFunc("/reset", only(http.MethodPost, s.resets.handleReset))
+	m.HandleFunc("/hold", only(http.MethodPost, s.holds.handleHold))
+	m.HandleFunc("/release", only(http.MethodPost, s.holds.handleRelease))
 	m.HandleFunc("/changes", only(http.MethodGet, s.page.handleChanges))
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no endpoint %s", cut(r.URL.Path, 100)))

@@ -2,7 +2,6 @@ package server
 
 import (
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/ttkit/ttkit/queued/api"
@@ -107,7 +106,7 @@ func (h *submissions) resubmitSpec(rec *store.Job, clientID string) (scheduler.J
 			rec.ID, rec.Timeout, int64(h.maxTimeout/time.Second))
 	}
 	spec := scheduler.JobSpec{
-		Card: rec.Card(), Cmd: rec.Cmd, Cwd: rec.Cwd, Env: rec.Env, EnvFromShell: rec.EnvFromShell,
+		Card: rec.Card(), Cards: spanned(*rec), DeviceSpec: rec.DeviceSpec, Cmd: rec.Cmd, Cwd: rec.Cwd, Env: rec.Env, EnvFromShell: rec.EnvFromShell,
 		Timeout: timeout, Repeat: rec.Repeat, ClientID: clientID,
 	}
 	if spec.ClientID == "" {
@@ -123,7 +122,7 @@ func (h *submissions) resubmitSpec(rec *store.Job, clientID string) (scheduler.J
 func (h *submissions) answerQueued(w http.ResponseWriter, info scheduler.JobInfo, from string) {
 	w.Header().Set("Location", "/job/"+info.ID)
 	writeJSON(w, http.StatusCreated, api.QueueResponse{
-		JobID: info.ID, DeviceID: strconv.Itoa(info.Card()), State: string(info.State),
+		JobID: info.ID, DeviceID: info.DeviceText(), State: string(info.State),
 		Position: info.Position, EstimatedWaitSec: info.EstimatedWait.Seconds(), EstimatedRunSec: info.EstimatedRun.Seconds(),
 		EstimateKnown: info.EstimateKnown, ResubmittedFrom: from, Owner: info.Owner,
 		OutputFile: h.sched.OutputPath(info.ID), Repeat: info.Repeat, Timeout: info.Timeout, Mode: modeOf(info.Kind),

@@ -88,6 +88,8 @@ func TestWire_ServerDecodesEveryFieldTheClientSends(t *testing.T) {
 		{"/kill", api.KillRequest{}, nil},
 		{"/resubmit", api.ResubmitRequest{}, map[string]string{"job_id": fmt.Sprintf("%q", done)}},
 		{"/reset", api.ResetRequest{}, nil},
+		{"/hold", api.HoldRequest{}, map[string]string{"device_id": `"1"`}},
+		{"/release", api.ReleaseRequest{}, nil},
 	} {
 		names := wireNames(t, tc.typ)
 		b, err := json.Marshal(filled(t, tc.typ))
