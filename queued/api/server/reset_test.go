@@ -136,7 +136,7 @@ func TestAPI_Reset(t *testing.T) {
 		{`{"job_id": "zz"}`, 400, "job_id:"},
 		{`{"job_id": "abcdef0123"}`, 404, "no such job"},
 		{`{"no_interrupt": "yes"}`, 400, "no_interrupt: want true or false"},
-		{`{"force": true}`, 400, "force: unknown field"},
+		{`{"frobnicate": true}`, 400, "frobnicate: unknown field"},
 	} {
 		code, body := d.raw(http.MethodPost, "/reset", tc.body, nil)
 		if code != tc.code || !strings.Contains(body, tc.want) {
