@@ -467,6 +467,10 @@ type Status struct {
 	// submitter); empty from a daemon older than modes, which is user
 	// mode (see ParseMode).
 	Mode Mode `json:"mode,omitempty"`
+	// VisibleDevices is TT_DEVICE_VISIBLE: "bdf" when each job gets
+	// TT_VISIBLE_DEVICES naming its cards, "off" (or empty, from an older
+	// daemon) when queued leaves the variable alone.
+	VisibleDevices string `json:"visible_devices,omitempty"`
 	// Caller is who the daemon took the request to come from: the uid
 	// the kernel reported on the socket, or the daemon's own user for a
 	// token holder over TCP. Admin says whether it may act on every
@@ -610,6 +614,16 @@ type CardStatus struct {
 	// PausedReason repeats why Worker is paused, such as
 	// "foreign holder pid 4242 (python3 train.py)"; empty when not paused.
 	PausedReason string `json:"paused_reason,omitempty"`
+
+	// The card as sysfs names it: its type (tt_card_type: n300, p150a),
+	// serial and PCI address; empty where the driver gives none.
+	CardType   string `json:"card_type,omitempty"`
+	Serial     string `json:"serial,omitempty"`
+	PCIAddress string `json:"pci_address,omitempty"`
+	// CrossCard lists, one line each, the running jobs of other cards
+	// seen holding this one: "job 3fed... on card 1 also opened card 0:
+	// tt-metal opens every card it sees; ...".
+	CrossCard []string `json:"cross_card,omitempty"`
 }
 
 // Persistence says whether the store takes writes.

@@ -53,8 +53,11 @@ func writeStatus(w io.Writer, st api.Status, at string, now time.Time, colour bo
 	for _, c := range st.Cards {
 		row := []cell{{text: c.DeviceID}, {c.State, stateColour(c.State)}}
 		worker := cell{text: c.Worker}
-		if strings.HasPrefix(c.Worker, "paused") {
+		switch {
+		case strings.HasPrefix(c.Worker, "paused"):
 			worker = cell{"paused", yellow}
+		case strings.HasPrefix(c.Worker, "waiting"):
+			worker = cell{"waiting", yellow}
 		}
 		row = append(row, worker)
 		if j := c.Current; j != nil {
@@ -229,6 +232,15 @@ func cardNotes(c api.CardStatus, now time.Time) []string {
 	}
 	if c.PausedReason != "" && c.State != "dead" {
 		out = append(out, card+"paused: "+c.PausedReason)
+	}
+	if why, ok := strings.CutPrefix(c.Worker, "waiting: "); ok {
+		out = append(out, card+"idle, waiting: "+why)
+	}
+	if c.CardType != "" || c.PCIAddress != "" {
+		out = append(out, card+strings.TrimSpace(termText(c.CardType+" "+c.Serial))+" at PCI "+termText(c.PCIAddress))
+	}
+	for _, x := range c.CrossCard {
+		out = append(out, card+termText(x))
 	}
 	for _, h := range c.Foreign {
 		who := fmt.Sprintf("pid %d %s", h.PID, h.FriendlyName)

@@ -89,6 +89,9 @@ type Config struct {
 	DriverPath  string `name:"driver-path" env:"TT_DEVICE_DRIVER_PATH" check:"abspath" default:"${DriverPath}" placeholder:"DIR" help:"KMD directory whose <card>/pids files list the processes holding each card."`
 	WaitForeign bool   `name:"wait-foreign" env:"TT_DEVICE_WAIT_FOREIGN" default:"0" help:"1 (the flag alone): a card starts no job while a process outside the queue holds it."`
 	DevDir      string `name:"dev-dir" default:"/dev/tenstorrent" placeholder:"DIR" help:"Where to look for numeric card nodes when no card numbers are given."`
+	SysfsPath   string `kong:"-" env:"TT_DEVICE_SYSFS_PATH" check:"abspath" default:"/sys" help:"Where sysfs is mounted: each card's PCI address, type and serial are read from class/tenstorrent/tenstorrent!N there."`
+	Visible     string `kong:"-" env:"TT_DEVICE_VISIBLE" check:"oneof=off|bdf" default:"off" help:"bdf: give each job TT_VISIBLE_DEVICES, the PCI addresses of its cards read at dispatch, so tt-umd opens only them; off leaves the variable alone, as the specification has it. A job's own --env TT_VISIBLE_DEVICES wins."`
+	CrossCard   string `kong:"-" env:"TT_DEVICE_CROSS_CARD" check:"oneof=warn|kill" default:"warn" help:"What queued does when a process of a job holds a card outside the job's own (tt-metal opens every card it sees): warn shows it in status and the job's record and logs it; kill also ends the job."`
 
 	// Containing jobs.
 
@@ -101,6 +104,11 @@ type Config struct {
 	SocketGroup string `kong:"-" env:"TT_DEVICE_SOCKET_GROUP" check:"account" mode:"system" doc:"none: every user may connect (0666)" help:"System mode: only this group's members may connect to the socket (mode 0660)."`
 	AdminGroup  string `kong:"-" env:"TT_DEVICE_ADMIN_GROUP" check:"account" mode:"system" doc:"none: root only" help:"System mode: members of this group, like root, may see and kill every user's jobs, and their resets interrupt any job."`
 	ResetUser   string `kong:"-" env:"TT_DEVICE_RESET_USER" check:"account" mode:"system" doc:"root" help:"System mode: the user resets and health checks run as, in its home directory."`
+
+	// Slurm: holds taken for Slurm jobs end when their job is gone.
+
+	SlurmCheck         string        `kong:"-" env:"TT_DEVICE_SLURM_CHECK" doc:"squeue, when it is on PATH" help:"The squeue queued asks (squeue -h -j ID -o %T) whether a held card's Slurm job is gone; off never asks."`
+	SlurmCheckInterval time.Duration `kong:"-" env:"TT_DEVICE_SLURM_CHECK_INTERVAL" type:"seconds" default:"60" min:"1" help:"Seconds between two such questions about each active hold's Slurm job."`
 }
 
 // The defaults other packages and messages name, each read from its

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -325,6 +326,12 @@ func (s Setting) checkString(v string) error {
 		return checkSocket(v)
 	case "account":
 		return checkAccount(v)
+	}
+	if set, ok := strings.CutPrefix(s.mustBe, "oneof="); ok {
+		if slices.Contains(strings.Split(set, "|"), v) {
+			return nil
+		}
+		return fmt.Errorf("want one of %s", strings.ReplaceAll(set, "|", ", "))
 	}
 	panic(fmt.Sprintf("config: setting %s: unknown check %q", s.fieldName, s.mustBe))
 }

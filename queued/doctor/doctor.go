@@ -144,6 +144,7 @@ type run struct {
 	status    *api.Status
 	statusErr error
 	kmdLoaded bool
+	umd       bool // the health check's Python imports tt_umd
 }
 
 // check is one of Run's checks, in the order they run and print.
@@ -167,11 +168,16 @@ var checks = []check{
 	{name: "device-nodes", run: func(_ context.Context, r *run) Check { return checkNodes(r.h, r.kmdLoaded) }},
 	{name: "reset-command", run: func(ctx context.Context, r *run) Check { return checkReset(ctx, r.h) },
 		skip: map[api.Mode]string{api.SystemMode: "resets run as root (or TT_DEVICE_RESET_USER); run doctor as that user to check the command"}},
-	{name: "health-check", run: func(ctx context.Context, r *run) Check { return checkHealth(ctx, r.h) },
+	{name: "health-check", run: func(ctx context.Context, r *run) Check {
+		c := checkHealth(ctx, r.h)
+		r.umd = c.Status == OK
+		return c
+	},
 		skip: map[api.Mode]string{api.SystemMode: "health checks run as root (or TT_DEVICE_RESET_USER); run doctor as that user to check it"}},
 	{name: "proc-hidepid", run: func(_ context.Context, r *run) Check { return checkHidepid(r.h) }},
 	{name: "pid-namespace", run: func(_ context.Context, r *run) Check { return checkPIDNamespace(r.h) }},
 	{name: "queued", run: func(_ context.Context, r *run) Check { return checkQueued(r.h, r.status, r.statusErr) }},
+	{name: "cards", run: func(_ context.Context, r *run) Check { return checkCards(r.status, r.umd) }},
 	{name: "token", run: func(_ context.Context, r *run) Check { return checkToken(r.h) },
 		skip: map[api.Mode]string{api.SystemMode: "no token is used on the system socket: the kernel tells queued who you are"}},
 	{name: "store", run: func(_ context.Context, r *run) Check { return checkStore(r.h) },

@@ -35,7 +35,8 @@ func healthy(t *testing.T) (*doctortest.Root, doctor.Host) {
 	}
 	h.QueuedAt = "a fake"
 	h.Queued = func(context.Context) (api.Status, error) {
-		return api.Status{Version: "test", Cards: []api.CardStatus{{DeviceID: "0"}, {DeviceID: "1"}}, Persistence: api.Persistence{OK: true}}, nil
+		return api.Status{Version: "test", Cards: []api.CardStatus{{DeviceID: "0", CardType: "p150a", PCIAddress: "0000:01:00.0"},
+			{DeviceID: "1", CardType: "p150a", PCIAddress: "0000:02:00.0"}}, VisibleDevices: "bdf", Persistence: api.Persistence{OK: true}}, nil
 	}
 	h.MinFree, h.WarnFree = 1, 2
 	return r, h
@@ -55,7 +56,7 @@ func byName(t *testing.T, checks []doctor.Check, name string) doctor.Check {
 func TestHealthyHostPassesEveryCheck(t *testing.T) {
 	_, h := healthy(t)
 	checks := doctor.Run(context.Background(), h)
-	want := []string{"kmd", "kmd-version", "device-nodes", "reset-command", "health-check", "proc-hidepid", "pid-namespace", "queued", "token", "store", "disk", "user-unit"}
+	want := []string{"kmd", "kmd-version", "device-nodes", "reset-command", "health-check", "proc-hidepid", "pid-namespace", "queued", "cards", "token", "store", "disk", "user-unit"}
 	if len(checks) != len(want) {
 		t.Fatalf("got %d checks, want %d: %+v", len(checks), len(want), checks)
 	}
@@ -251,5 +252,20 @@ func TestCheckSettings(t *testing.T) {
 	cfg, c = doctor.CheckSettings(lookup(map[string]string{"HOME": "/h", "TT_DEVICE_MAX_QUEUED_JOBS": "0"}), "the test")
 	if c.Status != doctor.Fail || c.Detail != `TT_DEVICE_MAX_QUEUED_JOBS="0": want a whole number of at least 1` || c.Fix == "" || cfg.MaxQueued != 1000 {
 		t.Errorf("bad: %+v, %d", c, cfg.MaxQueued)
+	}
+}
+
+// Several cards, tt-umd installed and queued leaving TT_VISIBLE_DEVICES
+// alone: a tt-metal job opens cards it was not queued for, and doctor
+// says so and what to do; it names each card's board.
+func TestCards_WarnsWhenJobsSeeEveryCard(t *testing.T) {
+	_, h := healthy(t)
+	h.Queued = func(context.Context) (api.Status, error) {
+		return api.Status{Version: "test", Cards: []api.CardStatus{{DeviceID: "0", CardType: "n300", PCIAddress: "0000:04:00.0"},
+			{DeviceID: "1", CardType: "n300", PCIAddress: "0000:05:00.0"}}, VisibleDevices: "off", Persistence: api.Persistence{OK: true}}, nil
+	}
+	c := byName(t, doctor.Run(context.Background(), h), "cards")
+	if c.Status != doctor.Warn || !strings.Contains(c.Detail, "card 1 n300 at 0000:05:00.0") || !strings.Contains(c.Fix, "TT_DEVICE_VISIBLE=bdf") {
+		t.Errorf("cards check: %+v", c)
 	}
 }

@@ -3,6 +3,7 @@ package doctor
 import (
 	"errors"
 	"fmt"
+	"github.com/ttkit/ttkit/queued/api"
 	"os"
 	"sort"
 	"strconv"
@@ -214,5 +215,36 @@ func checkNodes(h Host, loaded bool) Check {
 		return c
 	}
 	c.Detail, c.Fix = strings.Join(problems, "; "), fix
+	return c
+}
+
+// checkCards names the cards queued serves (type, serial, PCI address,
+// from sysfs) and warns where a tt-metal job would open cards it was not
+// queued for: several cards, tt-umd installed, and queued not setting
+// TT_VISIBLE_DEVICES (TT_DEVICE_VISIBLE=bdf).
+func checkCards(st *api.Status, umd bool) Check {
+	c := Check{Name: "cards"}
+	if st == nil {
+		c.Status, c.Detail = Skip, "queued did not answer"
+		return c
+	}
+	var names []string
+	for _, cs := range st.Cards {
+		name := "card " + cs.DeviceID
+		if cs.CardType != "" {
+			name += " " + cs.CardType
+		}
+		if cs.PCIAddress != "" {
+			name += " at " + cs.PCIAddress
+		}
+		names = append(names, name)
+	}
+	c.Status, c.Detail = OK, strings.Join(names, "; ")
+	if len(st.Cards) > 1 && umd && st.VisibleDevices != "bdf" {
+		c.Status = Warn
+		c.Detail = fmt.Sprintf("%d cards and tt-umd is installed, and queued leaves TT_VISIBLE_DEVICES alone: a tt-metal job queued on one card opens every card it sees, and two such jobs on different cards hang each other (%s)",
+			len(st.Cards), c.Detail)
+		c.Fix = "queue a job that uses several cards with --device 0,1 (or 0-3); set TT_DEVICE_VISIBLE=bdf in queued's settings so each job sees only its own cards; TT_DEVICE_CROSS_CARD=kill ends a job that opens another's card"
+	}
 	return c
 }

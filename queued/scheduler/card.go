@@ -3,6 +3,7 @@ package scheduler
 import (
 	"slices"
 
+	"github.com/ttkit/ttkit/internal/ttsysfs"
 	"github.com/ttkit/ttkit/queued/store"
 )
 
@@ -28,12 +29,14 @@ type card struct {
 	resetEpoch uint64 // completed resets; see store.Card.ResetEpoch
 	reset      *job   // the pending (queued or running) reset, nil when none
 	dead       *deadInfo
-	last       resetResult   // the last finished reset
-	paused     string        // why a dispatchable job waits (a foreign holder); "" when it does not
-	waiting    string        // why the head, a job of several cards, waits for the others; "" when it does not
-	rev        uint64        // changes to the card record in memory
-	savedRev   uint64        // the revision last made durable
-	wake       chan struct{} // capacity 1: something changed, look again
+	last       resetResult      // the last finished reset
+	paused     string           // why a dispatchable job waits (a foreign holder); "" when it does not
+	waiting    string           // why the head, a job of several cards, waits for the others; "" when it does not
+	ident      ttsysfs.Identity // PCI address and board, from sysfs; see identify
+	identErr   string           // why ident could not be read, if it could not
+	rev        uint64           // changes to the card record in memory
+	savedRev   uint64           // the revision last made durable
+	wake       chan struct{}    // capacity 1: something changed, look again
 }
 
 func newCard(id int) *card {

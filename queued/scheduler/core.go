@@ -1,7 +1,11 @@
 package scheduler
 
 import (
+	"errors"
+	"time"
+
 	"fmt"
+	"github.com/ttkit/ttkit/internal/ttsysfs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -31,7 +35,8 @@ type core struct {
 	queued   int             // jobs in state queued over all cards
 	nextSeq  uint64
 	stopping bool
-	warnings []string // recovery problems shown in status
+	warnings []string  // recovery problems shown in status
+	identAt  time.Time // when the cards' identities were last read; see identify
 
 	changes changeFeed // status-page notifications; its own lock
 	met     *metrics
@@ -168,4 +173,40 @@ func (c *core) settledOutputs() ([]outputEntry, error) {
 		}
 	}
 	return out, nil
+}
+
+// identityMaxAge is how old a card's identity (PCI address, board) may be
+// when status shows it: a re-probe can renumber cards.
+const identityMaxAge = 30 * time.Second
+
+// identify reads every card's identity from sysfs when the last read is
+// older than identityMaxAge, outside the lock, and keeps it on the card.
+func (s *core) identify() {
+	s.mu.Lock()
+	stale := s.identAt.IsZero() || time.Since(s.identAt) > identityMaxAge
+	if stale {
+		s.identAt = time.Now()
+	}
+	ids := append([]int(nil), s.order...)
+	s.mu.Unlock()
+	if !stale {
+		return
+	}
+	type result struct {
+		id  ttsysfs.Identity
+		err error
+	}
+	got := make([]result, len(ids))
+	for i, n := range ids {
+		got[i].id, got[i].err = ttsysfs.Identify(s.opt.SysfsPath, n)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, n := range ids {
+		c := s.cards[n]
+		c.ident, c.identErr = got[i].id, ""
+		if got[i].err != nil && !errors.Is(got[i].err, ttsysfs.ErrNoCard) {
+			c.identErr = got[i].err.Error()
+		}
+	}
 }

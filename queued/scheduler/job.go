@@ -43,6 +43,9 @@ type job struct {
 	reason stopReason
 	// releaseWhy says who released a hold, or why it ended by itself.
 	releaseWhy string
+	// crossKill, when set, is why crossWatch killed the job (a card
+	// outside its own, with TT_DEVICE_CROSS_CARD=kill): its record's error.
+	crossKill string
 	// killed is set by a kill request even when another stop came first:
 	// a job whose kill was acknowledged ends killed, never queued again.
 	killed  bool
@@ -121,7 +124,11 @@ type JobInfo struct {
 // finishRecord turns a runner result into the job's done record. A job
 // whose process never started keeps no start time. A killed job never
 // records exit 0 or its own status: -N when a signal N ended it, else -1.
-func finishRecord(rec store.Job, res runner.Result, reason stopReason, ls runner.LogState, now time.Time) store.Job {
+func finishRecord(rec store.Job, res runner.Result, reason stopReason, ls runner.LogState, now time.Time, why ...string) store.Job {
+	crossKill := ""
+	if len(why) > 0 {
+		crossKill = why[0]
+	}
 	rec.State = store.StateDone
 	rec.FinishedAt = now
 	rec.Iterations = res.Iterations
@@ -149,6 +156,8 @@ func finishRecord(rec store.Job, res runner.Result, reason stopReason, ls runner
 		// ended it. Kill by request keeps the signal's -N.
 		code, rec.Outcome = -1, store.OutcomeInterrupted
 		rec.Error = fmt.Sprintf("interrupted by a reset of card %d", rec.Card())
+	case res.Stopped && reason == stopKill && crossKill != "":
+		code, rec.Outcome, rec.Error = -1, store.OutcomeKilled, crossKill
 	case res.Stopped && reason == stopKill:
 		rec.Outcome, rec.Error = store.OutcomeKilled, "killed by request"
 		switch {

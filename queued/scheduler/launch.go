@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ttkit/ttkit/internal/ttsysfs"
 	"github.com/ttkit/ttkit/queued/account"
 	"github.com/ttkit/ttkit/queued/runner"
 	"github.com/ttkit/ttkit/queued/store"
@@ -73,7 +74,34 @@ func (s *launcher) spec(rec *store.Job) (runner.Spec, error) {
 		base = append([]string{"PATH=" + loginPath}, a.Env()...)
 	}
 	spec.Env = jobEnv(base, rec)
+	if s.opt.VisibleBDF && rec.Kind == store.KindJob {
+		if _, own := rec.Env[VisibleEnvVar]; !own {
+			addrs, err := pciAddresses(s.opt.SysfsPath, rec.Cards())
+			if err != nil {
+				return spec, fmt.Errorf("TT_DEVICE_VISIBLE=bdf: %w", err)
+			}
+			spec.Env = overrideEnv(spec.Env, []string{VisibleEnvVar + "=" + addrs})
+		}
+	}
 	return spec, nil
+}
+
+// VisibleEnvVar is tt-umd's variable naming the cards it may open; a PCI
+// address names a card exactly, whatever order tt-umd enumerates them in.
+const VisibleEnvVar = "TT_VISIBLE_DEVICES"
+
+// pciAddresses is the comma list of cards' PCI addresses, read from sysfs
+// now, so a card renumbered since is still the one named.
+func pciAddresses(sysfs string, cards []int) (string, error) {
+	addrs := make([]string, len(cards))
+	for i, n := range cards {
+		id, err := ttsysfs.Identify(sysfs, n)
+		if err != nil {
+			return "", fmt.Errorf("reading the PCI address of card %d: %w", n, err)
+		}
+		addrs[i] = id.PCIAddress
+	}
+	return strings.Join(addrs, ","), nil
 }
 
 // controlEnv is the environment of reset and health commands, taken from

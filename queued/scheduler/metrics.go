@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/ttkit/ttkit/internal/ttsysfs"
 	"github.com/ttkit/ttkit/queued/store"
 )
 
@@ -45,6 +46,14 @@ const (
 	// MetricPersistFailing (gauge, {state}, no card) is 1 while writes
 	// fail and dispatch is stopped, 0 otherwise.
 	MetricPersistFailing = "tt_device_queue.persistence.failing"
+	// MetricCrossCard (counter, {job}) counts running jobs seen holding
+	// this card though they were queued for others (tt-metal opens every
+	// card it sees).
+	MetricCrossCard = "tt_device_queue.card.cross_card"
+	// MetricCardInfo (gauge, {card}) is 1 with the card's identity as
+	// attributes: card_type, serial, pci_address (each "" where sysfs
+	// gives none).
+	MetricCardInfo = "tt_device_queue.card.info"
 )
 
 // MeterName is the instrumentation scope of these metrics.
@@ -64,6 +73,7 @@ type metrics struct {
 	wait, run   metric.Float64Histogram
 	resets      metric.Int64Counter
 	persistFail metric.Int64Counter
+	crossCards  metric.Int64Counter
 	reg         metric.Registration // the gauges' callback, nil until registered
 }
 
@@ -89,7 +99,16 @@ func newMetrics(mp metric.MeterProvider) (*metrics, error) {
 		metric.WithDescription("Failed writes to the store; each stops dispatch until the store recovers.")); err != nil {
 		return nil, wrap(MetricPersistFailures, err)
 	}
+	if m.crossCards, err = m.meter.Int64Counter(MetricCrossCard, metric.WithUnit("{job}"),
+		metric.WithDescription("Running jobs seen holding this card though they were queued for others.")); err != nil {
+		return nil, wrap(MetricCrossCard, err)
+	}
 	return m, nil
+}
+
+// crossCard counts a job seen on card though it was not queued for it.
+func (m *metrics) crossCard(card int) {
+	m.crossCards.Add(context.Background(), 1, metric.WithAttributeSet(attribute.NewSet(attribute.Int("card", card))))
 }
 
 // register adds the gauges, read from snapshots of the core under its lock at
@@ -115,11 +134,17 @@ func (m *metrics) register(s *core) error {
 	if err != nil {
 		return fmt.Errorf("creating metric %s: %w", MetricPersistFailing, err)
 	}
+	info, err := m.meter.Int64ObservableGauge(MetricCardInfo, metric.WithUnit("{card}"),
+		metric.WithDescription("1, with the card's type, serial and PCI address as attributes."))
+	if err != nil {
+		return fmt.Errorf("creating metric %s: %w", MetricCardInfo, err)
+	}
 	// Counters start at 0 so the series exist before the first event, and
 	// increase() in PromQL sees that first event too.
 	ctx := context.Background()
 	m.persistFail.Add(ctx, 0)
 	for _, id := range s.order {
+		m.crossCards.Add(ctx, 0, metric.WithAttributeSet(attribute.NewSet(attribute.Int("card", id))))
 		for _, result := range []string{ResultOK, ResultFailed} {
 			m.resets.Add(ctx, 0, metric.WithAttributeSet(attribute.NewSet(attribute.Int("card", id), attribute.String("result", result))))
 		}
@@ -136,6 +161,9 @@ func (m *metrics) register(s *core) error {
 	m.reg, err = m.meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		cards, failed := snapshot(s)
 		for _, c := range cards {
+			o.ObserveInt64(info, 1, metric.WithAttributeSet(attribute.NewSet(attribute.Int("card", c.id),
+				attribute.String("card_type", c.ident.Info.CardType), attribute.String("serial", c.ident.Info.Serial),
+				attribute.String("pci_address", c.ident.PCIAddress))))
 			o.ObserveInt64(depth, int64(c.depth), cardAttrs[c.id])
 			o.ObserveFloat64(age, c.age.Seconds(), cardAttrs[c.id])
 			for i, st := range cardStates {
@@ -152,7 +180,7 @@ func (m *metrics) register(s *core) error {
 		}
 		o.ObserveInt64(failing, f)
 		return nil
-	}, depth, state, age, failing)
+	}, depth, state, age, failing, info)
 	if err != nil {
 		return fmt.Errorf("registering the gauges' callback: %w", err)
 	}
@@ -203,6 +231,7 @@ type cardSnapshot struct {
 	depth int
 	state CardState
 	age   time.Duration
+	ident ttsysfs.Identity
 }
 
 // snapshot reads every card's gauges, and whether writes are failing,
@@ -214,7 +243,7 @@ func snapshot(s *core) ([]cardSnapshot, bool) {
 	out := make([]cardSnapshot, 0, len(s.order))
 	for _, id := range s.order {
 		c := s.cards[id]
-		cs := cardSnapshot{id: id, depth: len(c.queue), state: c.state}
+		cs := cardSnapshot{id: id, depth: len(c.queue), state: c.state, ident: c.ident}
 		if c.current != nil && !c.current.rec.StartedAt.IsZero() {
 			cs.age = max(now.Sub(c.current.rec.StartedAt), 0)
 		}

@@ -139,6 +139,19 @@ type Options struct {
 	ForeignRecheck time.Duration
 	// HolderMaxAge is how old a holder scan Status may show; default 1s.
 	HolderMaxAge time.Duration
+	// SysfsPath is where sysfs is mounted, for each card's PCI address and
+	// board (TT_DEVICE_SYSFS_PATH); default /sys.
+	SysfsPath string
+	// VisibleBDF (TT_DEVICE_VISIBLE=bdf) gives each job TT_VISIBLE_DEVICES,
+	// the PCI addresses of its cards read at dispatch, unless the job sets
+	// it itself.
+	VisibleBDF bool
+	// CrossCard (TT_DEVICE_CROSS_CARD) is what happens when a job's
+	// process holds a card outside its own: CrossCardWarn (the default)
+	// or CrossCardKill. CrossCardInterval is how often running jobs are
+	// looked at; default 2 s.
+	CrossCard         string
+	CrossCardInterval time.Duration
 	// SlurmJobGone, when set, tells whether a Slurm job is gone (no such
 	// job, or finished), with a word on why; holds taken for a Slurm job
 	// whose job is gone end (a node reboot or a slurmd crash skips the
@@ -217,6 +230,13 @@ func (o *Options) defaults() error {
 	}
 	setDur(&o.ForeignRecheck, time.Second)
 	setDur(&o.SlurmCheckInterval, time.Minute)
+	setDur(&o.CrossCardInterval, 2*time.Second)
+	if o.CrossCard == "" {
+		o.CrossCard = CrossCardWarn
+	}
+	if o.SysfsPath == "" {
+		o.SysfsPath = "/sys"
+	}
 	setDur(&o.HolderMaxAge, time.Second)
 	o.Controls.defaults()
 	return nil
@@ -267,6 +287,7 @@ func New(opt Options) (*Scheduler, error) {
 		c.holders.close()
 		return nil, err
 	}
+	c.identify()
 	if err := c.met.register(c); err != nil {
 		c.holders.close()
 		return nil, err
@@ -275,9 +296,10 @@ func New(opt Options) (*Scheduler, error) {
 		c.workers.Add(1)
 		go s.disp.work(c.cards[id])
 	}
-	c.loops.Add(2)
+	c.loops.Add(3)
 	go c.persist.loop()
 	go c.retain.loop()
+	go (crossWatch{c}).loop()
 	if opt.SlurmJobGone != nil {
 		c.loops.Add(1)
 		go s.hold.slurmLoop()

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"github.com/ttkit/ttkit/internal/ttsysfs"
 	"time"
 
 	"github.com/ttkit/ttkit/queued/store"
@@ -11,6 +12,8 @@ type reporter struct{ *core }
 
 // Status is the whole scheduler at one moment, for GET /status.
 type Status struct {
+	// VisibleBDF is Options.VisibleBDF (TT_DEVICE_VISIBLE=bdf).
+	VisibleBDF  bool
 	Cards       []CardStatus
 	Queued      int // over all cards
 	MaxQueued   int
@@ -54,6 +57,14 @@ type CardStatus struct {
 	Paused string
 	// ResetEpoch counts the card's completed resets (store.Card.ResetEpoch).
 	ResetEpoch uint64
+	// Identity is the card's PCI address and board, from sysfs (empty
+	// where sysfs has no class directory for it); IdentityError says why
+	// it could not be read.
+	Identity      ttsysfs.Identity
+	IdentityError string
+	// CrossCard lists the running jobs of other cards seen holding this
+	// one (tt-metal opens every card it sees).
+	CrossCard []CrossCard
 }
 
 // ResetInfo is a card's pending or last reset.
@@ -88,6 +99,7 @@ type RetentionStatus struct {
 // status returns a snapshot. The holders of each card come from a scan
 // at most HolderMaxAge old.
 func (s reporter) status() Status {
+	s.identify()
 	scan := s.holders.get(s.opt.HolderMaxAge)
 	st, own := s.statusLocked()
 	for i := range st.Cards {
@@ -105,7 +117,7 @@ func (s reporter) statusLocked() (Status, []ownJob) {
 	now := s.opt.Now()
 	var own []ownJob
 	st := Status{
-		Queued: s.queued, MaxQueued: s.opt.MaxQueued, Stopping: s.stopping,
+		Queued: s.queued, MaxQueued: s.opt.MaxQueued, Stopping: s.stopping, VisibleBDF: s.opt.VisibleBDF,
 		Persistence: PersistenceStatus{OK: s.persist.err == nil, Held: len(s.persist.held), Attempts: s.persist.attempts},
 		Retention:   RetentionStatus{LastRun: s.retain.lastRun, Deleted: s.retain.deleted, Warning: s.retain.warning},
 		Output:      s.budget.statusLocked(),
@@ -118,7 +130,7 @@ func (s reporter) statusLocked() (Status, []ownJob) {
 	for _, id := range s.order {
 		c := s.cards[id]
 		cs := CardStatus{ID: id, State: c.state, Worker: s.workerStateLocked(c), ForeignWait: s.opt.WaitForeign, Paused: c.paused,
-			ResetEpoch: c.resetEpoch}
+			ResetEpoch: c.resetEpoch, Identity: c.ident, IdentityError: c.identErr, CrossCard: s.crossCardsLocked(id)}
 		var o ownJob
 		if c.current != nil {
 			info := JobInfo{Job: c.current.rec, EstimatedWait: c.remaining(c.current, now), EstimatedRun: c.runEstimate(c.current),

@@ -265,7 +265,7 @@ func (s dispatcher) run(c *card, j *job) (done []*job, recs []store.Job) {
 			done, recs = []*job{j}, []store.Job{j.rec}
 			return
 		}
-		rec := finishRecord(j.rec, res, j.endReason(), ls, now)
+		rec := finishRecord(j.rec, res, j.endReason(), ls, now, j.crossKill)
 		for _, cd := range cards {
 			cd.learn(j.key, &rec)
 		}

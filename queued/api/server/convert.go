@@ -62,11 +62,14 @@ func summaryView(info scheduler.JobInfo) api.JobSummary {
 // statusView turns the scheduler's snapshot into the wire type.
 func statusView(st scheduler.Status) api.Status {
 	out := api.Status{
-		Queued: st.Queued, MaxQueued: st.MaxQueued, Stopping: st.Stopping, Warnings: st.Warnings,
+		Queued: st.Queued, MaxQueued: st.MaxQueued, Stopping: st.Stopping, Warnings: st.Warnings, VisibleDevices: "off",
 		Persistence: api.Persistence{OK: st.Persistence.OK, Error: st.Persistence.Error, Since: timePtr(st.Persistence.Since),
 			HeldRecords: st.Persistence.Held, Attempts: st.Persistence.Attempts},
 		Retention: api.Retention{LastRun: timePtr(st.Retention.LastRun), Deleted: st.Retention.Deleted, Warning: st.Retention.Warning},
 		Output:    api.Output{Bytes: st.Output.Bytes, MaxBytes: st.Output.Budget, Deleted: st.Output.Deleted, Warning: st.Output.Warning},
+	}
+	if st.VisibleBDF {
+		out.VisibleDevices = "bdf"
 	}
 	for _, c := range st.Cards {
 		cs := api.CardStatus{DeviceID: strconv.Itoa(c.ID), State: string(c.State), Worker: c.Worker,
@@ -88,6 +91,10 @@ func statusView(st scheduler.Status) api.Status {
 		cs.ForeignError, cs.ForeignWait = c.ForeignError, c.ForeignWait
 		if why, ok := strings.CutPrefix(c.Worker, "paused: "); ok {
 			cs.PausedReason = why
+		}
+		cs.CardType, cs.Serial, cs.PCIAddress = c.Identity.Info.CardType, c.Identity.Info.Serial, c.Identity.PCIAddress
+		for _, x := range c.CrossCard {
+			cs.CrossCard = append(cs.CrossCard, x.Advice())
 		}
 		out.Cards = append(out.Cards, cs)
 	}

@@ -29,6 +29,7 @@ import (
 	"github.com/ttkit/ttkit/queued/legacyimport"
 	"github.com/ttkit/ttkit/queued/runner"
 	"github.com/ttkit/ttkit/queued/scheduler"
+	"github.com/ttkit/ttkit/queued/slurmcheck"
 	"github.com/ttkit/ttkit/queued/store"
 	"github.com/ttkit/ttkit/queued/telemetry"
 	"github.com/ttkit/ttkit/queued/version"
@@ -312,6 +313,15 @@ func run(cfg config.Config, envErr error, log *slog.Logger) error {
 		defer os.Remove(filepath.Join(cfg.StateDir, api.AddressFile))
 	}
 
+	squeue, err := slurmcheck.Find(cfg.SlurmCheck)
+	if err != nil {
+		return err
+	}
+	var slurmGone func(context.Context, string) (bool, string, error)
+	if squeue != "" {
+		slurmGone = slurmcheck.Gone(squeue)
+		log.Info("holds taken for Slurm jobs end when squeue says their job is gone", "squeue", squeue, "every", cfg.SlurmCheckInterval)
+	}
 	sched, err := scheduler.New(scheduler.Options{
 		Store: st, Devices: cfg.Devices, OutputDir: filepath.Join(cfg.StateDir, "output"),
 		DefaultTimeout: cfg.DefaultTimeout, MaxQueued: cfg.MaxQueued, MaxLogBytes: cfg.MaxLogBytes,
@@ -319,6 +329,8 @@ func run(cfg config.Config, envErr error, log *slog.Logger) error {
 		Controls: controls(cfg, log), DriverPath: cfg.DriverPath, WaitForeign: cfg.WaitForeign,
 		MeterProvider: metrics, MaxOutputBytes: cfg.MaxOutputBytes,
 		Mode: cfg.Mode, ResetAccount: sys.reset, JobTasksMax: cfg.JobTasksMax, JobOOMScoreAdj: cfg.ChildOOMScoreAdj,
+		SysfsPath: cfg.SysfsPath, VisibleBDF: cfg.Visible == "bdf", CrossCard: cfg.CrossCard,
+		SlurmJobGone: slurmGone, SlurmCheckInterval: cfg.SlurmCheckInterval,
 	})
 	if err != nil {
 		return err

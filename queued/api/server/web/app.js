@@ -122,6 +122,10 @@ function renderCard(c) {
   card.dataset.device = c.device_id;
   card.appendChild(el("h2", null, "Card " + c.device_id,
     el("span", "badge " + c.state, c.state), el("span", "worker", c.worker)));
+  if (c.card_type || c.pci_address) {
+    card.appendChild(el("p", "board", [c.card_type, c.serial, c.pci_address ? "PCI " + c.pci_address : ""].filter(Boolean).join(" · ")));
+  }
+  for (const x of c.cross_card || []) card.appendChild(el("p", "bad", x));
 
   if (c.state === "dead") {
     card.appendChild(el("p", "dead-reason", "Dead: " + (c.dead_reason || "no reason recorded") +
@@ -136,7 +140,8 @@ function renderCard(c) {
     runtime.textContent = cur.started_at ? dur(since(cur.started_at)) : "starting";
     card.appendChild(kv([
       ["command", el("code", "cmd", cur.cmd)],
-      ["job", short(cur.id) + (cur.kind === "reset" ? " (reset)" : "")],
+      ["job", short(cur.id) + (cur.kind === "reset" ? " (reset)" : cur.kind === "hold" ? " (hold)" : "") +
+        (cur.devices && cur.devices.length > 1 ? " on cards " + cur.devices.join(",") : "")],
       ["owner", cur.kind === "reset" ? "" : owner(cur)],
       ["client", cur.client_id && cur.client_id !== owner(cur) ? cur.client_id : ""],
       ["runtime", runtime],
@@ -156,8 +161,9 @@ function renderCard(c) {
     const ol = el("ol", "queue");
     for (const j of c.pending) {
       const who = j.kind === "reset" ? "" : owner(j);
+      const cards = j.devices && j.devices.length > 1 ? " (cards " + j.devices.join(",") + ")" : "";
       const li = el("li", null, null, el("span", "pos", "#" + j.position),
-        el("code", "cmd", j.cmd), el("span", "owner", who), el("span", "wait", "~" + dur(j.estimated_wait_sec)));
+        el("code", "cmd", j.cmd + cards), el("span", "owner", who), el("span", "wait", "~" + dur(j.estimated_wait_sec)));
       li.dataset.job = j.id;
       li.title = short(j.id) + (j.kind === "reset" ? " (reset)" : (who ? " by " + who : "")) +
         (j.client_id && j.client_id !== who ? " (client " + j.client_id + ")" : "");

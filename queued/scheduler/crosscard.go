@@ -1,0 +1,157 @@
+package scheduler
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/ttkit/ttkit/queued/runner"
+	"github.com/ttkit/ttkit/queued/store"
+)
+
+// Cross-card holders. tt-umd opens every card it can see unless
+// TT_VISIBLE_DEVICES restricts it, so a tt-metal job queued on card 1
+// also opens card 0, and two such jobs on different cards hang each other.
+// crossWatch looks, while jobs run, at which cards each running job's
+// processes hold (by the KMD's pids files, as for foreign holders), and a
+// job seen on a card outside its own is shown as such: in status, in its
+// record and in a metric, logged once; with CrossCardKill it is also
+// ended.
+
+// CrossCard is a running job seen holding a card outside its own.
+type CrossCard struct {
+	JobID string
+	// JobCards are the job's own cards, as written.
+	JobCards string
+	// Card is the card it opened.
+	Card int
+}
+
+// Advice is the status line for it: what happened and what to do.
+func (x CrossCard) Advice() string {
+	return fmt.Sprintf("job %s on card %s also opened card %d: tt-metal opens every card it sees; queue it with --device %s or pass TT_VISIBLE_DEVICES",
+		short(x.JobID), x.JobCards, x.Card, spanAdvice(x.JobCards, x.Card))
+}
+
+// spanAdvice is the --device a job should have asked for to cover card
+// too.
+func spanAdvice(cards string, card int) string {
+	return fmt.Sprintf("%s,%d", cards, card)
+}
+
+// Cross-card policies (TT_DEVICE_CROSS_CARD).
+const (
+	CrossCardWarn = "warn"
+	CrossCardKill = "kill"
+)
+
+// crossWatch is the cross-card part: its loop and what it found.
+type crossWatch struct {
+	*core
+}
+
+// loop scans every CrossCardInterval while any job runs.
+func (w crossWatch) loop() {
+	defer w.loops.Done()
+	t := time.NewTicker(w.opt.CrossCardInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			w.check()
+		case <-w.quit:
+			return
+		}
+	}
+}
+
+// running is a running job and what tells its processes apart.
+type runningJob struct {
+	j     *job
+	pgid  int
+	cards []int
+}
+
+// check scans once and records what it finds.
+func (w crossWatch) check() {
+	w.mu.Lock()
+	var jobs []runningJob
+	byID := map[string]*job{}
+	seen := map[*job]bool{}
+	for _, id := range w.order {
+		c := w.cards[id]
+		if j := c.current; j != nil && j.rec.Kind == store.KindJob && !seen[j] {
+			seen[j] = true
+			jobs = append(jobs, runningJob{j: j, pgid: j.rec.PGID, cards: j.rec.Cards()})
+			byID[j.rec.ID] = j
+		}
+	}
+	w.mu.Unlock()
+	if len(jobs) == 0 {
+		return
+	}
+	scan := w.holders.get(w.opt.HolderMaxAge)
+	for _, p := range scan.Processes {
+		var owner *runningJob
+		if g, err := runner.ProcessGroup(w.opt.ProcRoot, p.PID); err == nil {
+			for i := range jobs {
+				if jobs[i].pgid > 0 && jobs[i].pgid == g {
+					owner = &jobs[i]
+				}
+			}
+		}
+		if owner == nil {
+			if id, _ := runner.JobIDOf(w.opt.ProcRoot, p.PID); id != "" {
+				for i := range jobs {
+					if jobs[i].j.rec.ID == id {
+						owner = &jobs[i]
+					}
+				}
+			}
+		}
+		if owner == nil {
+			continue
+		}
+		for _, d := range p.Devices {
+			if !slices.Contains(owner.cards, d) {
+				w.found(owner.j, d, p.PID)
+			}
+		}
+	}
+}
+
+// found records that job j's process pid holds card d, once per card.
+func (w crossWatch) found(j *job, d, pid int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if j.rec.State != store.StateRunning || slices.Contains(j.rec.CrossCards, d) {
+		return
+	}
+	j.rec.CrossCards = append(j.rec.CrossCards, d)
+	slices.Sort(j.rec.CrossCards)
+	x := CrossCard{JobID: j.rec.ID, JobCards: j.rec.DeviceText(), Card: d}
+	w.log.Warn(x.Advice(), "job", j.rec.ID, "pid", pid, "card", d, "policy", w.opt.CrossCard)
+	w.met.crossCard(d)
+	if w.opt.CrossCard == CrossCardKill {
+		j.crossKill = fmt.Sprintf("killed: it opened card %d outside its own (TT_DEVICE_CROSS_CARD=kill); queue it with --device %s or pass TT_VISIBLE_DEVICES",
+			d, spanAdvice(j.rec.DeviceText(), d))
+		j.stopFor(stopKill)
+	}
+	w.notify(j)
+}
+
+// crossCardsLocked lists, for status, the running jobs seen on card id
+// though it is not theirs.
+func (s *core) crossCardsLocked(id int) []CrossCard {
+	var out []CrossCard
+	seen := map[*job]bool{}
+	for _, cid := range s.order {
+		j := s.cards[cid].current
+		if j == nil || seen[j] || !slices.Contains(j.rec.CrossCards, id) {
+			continue
+		}
+		seen[j] = true
+		out = append(out, CrossCard{JobID: j.rec.ID, JobCards: j.rec.DeviceText(), Card: id})
+	}
+	return out
+}
