@@ -26,7 +26,9 @@ const (
 	// current state, 0 for the others.
 	MetricCardState = "tt_device_queue.card.state"
 	// MetricRunningAge (gauge, s) is how long the card's running job (or
-	// reset) has run; 0 when nothing runs.
+	// reset) has run; 0 when nothing runs, and 0 under a hold, which
+	// MetricHeld reports instead: a Slurm job's hold lasts as long as the
+	// Slurm job, and is no job running long.
 	MetricRunningAge = "tt_device_queue.job.running.age"
 	// MetricWait (histogram, s, attribute outcome) is the time each job
 	// spent queued: until it started, or until it left the queue without
@@ -50,6 +52,9 @@ const (
 	// this card though they were queued for others (tt-metal opens every
 	// card it sees).
 	MetricCrossCard = "tt_device_queue.card.cross_card"
+	// MetricHeld (gauge, {hold}) is 1 while a hold holds the card (for a
+	// Slurm job, maintenance), 0 otherwise.
+	MetricHeld = "tt_device_queue.card.held"
 	// MetricCardInfo (gauge, {card}) is 1 with the card's identity as
 	// attributes: card_type, serial, pci_address (each "" where sysfs
 	// gives none).
@@ -134,6 +139,11 @@ func (m *metrics) register(s *core) error {
 	if err != nil {
 		return fmt.Errorf("creating metric %s: %w", MetricPersistFailing, err)
 	}
+	held, err := m.meter.Int64ObservableGauge(MetricHeld, metric.WithUnit("{hold}"),
+		metric.WithDescription("1 while a hold (a Slurm job's, maintenance) holds the card."))
+	if err != nil {
+		return fmt.Errorf("creating metric %s: %w", MetricHeld, err)
+	}
 	info, err := m.meter.Int64ObservableGauge(MetricCardInfo, metric.WithUnit("{card}"),
 		metric.WithDescription("1, with the card's type, serial and PCI address as attributes."))
 	if err != nil {
@@ -161,6 +171,11 @@ func (m *metrics) register(s *core) error {
 	m.reg, err = m.meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		cards, failed := snapshot(s)
 		for _, c := range cards {
+			var h int64
+			if c.held {
+				h = 1
+			}
+			o.ObserveInt64(held, h, cardAttrs[c.id])
 			o.ObserveInt64(info, 1, metric.WithAttributeSet(attribute.NewSet(attribute.Int("card", c.id),
 				attribute.String("card_type", c.ident.Info.CardType), attribute.String("serial", c.ident.Info.Serial),
 				attribute.String("pci_address", c.ident.PCIAddress))))
@@ -180,7 +195,7 @@ func (m *metrics) register(s *core) error {
 		}
 		o.ObserveInt64(failing, f)
 		return nil
-	}, depth, state, age, failing, info)
+	}, depth, state, age, failing, info, held)
 	if err != nil {
 		return fmt.Errorf("registering the gauges' callback: %w", err)
 	}
@@ -196,7 +211,9 @@ func (m *metrics) unregister() {
 }
 
 // jobEnded records a done job's wait and run time. Resets have their own
-// counter and are not recorded here.
+// counter and are not recorded here; a hold records its wait only, since
+// how long a Slurm job held the card says nothing of how long this card's
+// queued jobs run.
 func (m *metrics) jobEnded(rec *store.Job) {
 	if rec.Kind == store.KindReset || rec.FinishedAt.IsZero() {
 		return
@@ -209,6 +226,9 @@ func (m *metrics) jobEnded(rec *store.Job) {
 		return
 	}
 	m.wait.Record(ctx, max(rec.StartedAt.Sub(rec.SubmittedAt).Seconds(), 0), attrs)
+	if rec.Kind == store.KindHold {
+		return
+	}
 	m.run.Record(ctx, max(rec.FinishedAt.Sub(rec.StartedAt).Seconds(), 0), attrs)
 }
 
@@ -232,6 +252,7 @@ type cardSnapshot struct {
 	state CardState
 	age   time.Duration
 	ident ttsysfs.Identity
+	held  bool
 }
 
 // snapshot reads every card's gauges, and whether writes are failing,
@@ -243,8 +264,9 @@ func snapshot(s *core) ([]cardSnapshot, bool) {
 	out := make([]cardSnapshot, 0, len(s.order))
 	for _, id := range s.order {
 		c := s.cards[id]
-		cs := cardSnapshot{id: id, depth: len(c.queue), state: c.state, ident: c.ident}
-		if c.current != nil && !c.current.rec.StartedAt.IsZero() {
+		cs := cardSnapshot{id: id, depth: len(c.queue), state: c.state, ident: c.ident,
+			held: c.current != nil && c.current.rec.Kind == store.KindHold}
+		if c.current != nil && !cs.held && !c.current.rec.StartedAt.IsZero() {
 			cs.age = max(now.Sub(c.current.rec.StartedAt), 0)
 		}
 		out = append(out, cs)

@@ -9,6 +9,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/ttkit/ttkit/queued/store"
 )
 
 // readings is one collection from a manual reader, by metric name.
@@ -76,9 +78,13 @@ func (r readings) counter(t *testing.T, name string, kv ...attribute.KeyValue) i
 	return 0
 }
 
-// histogram is a histogram's count and sum for card 0 and an outcome.
+// histogram is a histogram's count and sum for card 0 and an outcome; 0
+// where nothing was ever recorded.
 func (r readings) histogram(t *testing.T, name string, outcome string) (uint64, float64) {
 	t.Helper()
+	if r[name] == nil {
+		return 0, 0
+	}
 	want := attribute.NewSet(attribute.Int("card", 0), attribute.String("outcome", outcome))
 	h, ok := r[name].(metricdata.Histogram[float64])
 	if !ok {
@@ -218,5 +224,47 @@ func TestMetrics_KnownSequence(t *testing.T) {
 	b.s.Stop()
 	if r := collect(t, reader); r[MetricDepth] != nil {
 		t.Fatal("a stopped scheduler still reports its gauges")
+	}
+}
+
+// A hold shows as held, not as a job running long: its age stays 0, and
+// when released it records its wait but no run time, so a two-day Slurm
+// job does not make the card's queued jobs look slow.
+func TestMetrics_Hold(t *testing.T) {
+	t.Parallel()
+	clk := newClock()
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { mp.Shutdown(context.Background()) })
+	b := setup(t, func(o *Options) { o.Now = clk.Now; o.MeterProvider = mp })
+	card0, card1 := attribute.Int("card", 0), attribute.Int("card", 1)
+
+	if r := collect(t, reader); r.gauge(t, MetricHeld, card0) != 0 || r.gauge(t, MetricHeld, card1) != 0 {
+		t.Fatal("held before any hold")
+	}
+	h, err := b.s.Hold(HoldSpec{Cards: []int{0}, Reason: "slurm job 7", SlurmJobID: "7"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.wait(h.ID, "active", func(w Watch) bool { return w.Info.State == store.StateRunning })
+	clk.Advance(2 * time.Hour)
+	r := collect(t, reader)
+	if r.gauge(t, MetricHeld, card0) != 1 || r.gauge(t, MetricHeld, card1) != 0 || r.gauge(t, MetricRunningAge, card0) != 0 {
+		t.Fatalf("held %v/%v age %v under a hold of two hours",
+			r.gauge(t, MetricHeld, card0), r.gauge(t, MetricHeld, card1), r.gauge(t, MetricRunningAge, card0))
+	}
+	if _, err := b.s.Release(h.ID, "done"); err != nil {
+		t.Fatal(err)
+	}
+	b.waitDone(h.ID)
+	r = collect(t, reader)
+	if r.gauge(t, MetricHeld, card0) != 0 {
+		t.Error("still held after release")
+	}
+	if wc, _ := r.histogram(t, MetricWait, string(store.OutcomeReleased)); wc != 1 {
+		t.Errorf("hold's wait recorded %d times", wc)
+	}
+	if rc, _ := r.histogram(t, MetricRun, string(store.OutcomeReleased)); rc != 0 {
+		t.Errorf("hold's time recorded as a run %d times", rc)
 	}
 }
