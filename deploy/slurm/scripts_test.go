@@ -179,6 +179,7 @@ func contains(t *testing.T, what, s string, pieces ...string) {
 // The scripts parse, and pass shellcheck where it is installed (CI
 // installs it).
 func TestScripts_Lint(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{"prolog.sh", "taskprolog.sh", "epilog.sh", "tt-slurm.sh"} {
 		if out, err := exec.Command("bash", "-n", name).CombinedOutput(); err != nil {
 			t.Errorf("bash -n %s: %v\n%s", name, err, out)
@@ -220,6 +221,7 @@ func holdAnswer(cards, state string) string {
 // index lists and slurmd -G's device files, takes one hold for all of
 // them for the Slurm job, and leaves the hold in the job's marker.
 func TestProlog_TakesAHoldOnTheJobsCards(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, node, detail, cards string
 	}{
@@ -230,6 +232,7 @@ func TestProlog_TakesAHoldOnTheJobsCards(t *testing.T) {
 		{"mixed types on one node", "n1", "     Nodes=n1 CPU_IDs=0 Mem=0 GRES=tt:p150a:1(IDX:0),tt:n300:1(IDX:1)\n", "0,1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			h := newHost(t)
 			h.answer(t, "scontrol", "job", 0, "", "JobId=42 JobName=train\n   JOB_GRES=tt:2\n"+tc.detail)
 			h.answer(t, "slurmd", "G", 0, "", slurmdG)
@@ -253,6 +256,7 @@ func TestProlog_TakesAHoldOnTheJobsCards(t *testing.T) {
 // A job without tt cards on this node gets no hold, and a marker that
 // says so, for the TaskProlog and the Epilog.
 func TestProlog_NoCards(t *testing.T) {
+	t.Parallel()
 	for _, detail := range []string{"     Nodes=n1 CPU_IDs=0 Mem=0 GRES=\n", "     Nodes=n1 CPU_IDs=0 Mem=0 GRES=gpu:1(IDX:0)\n",
 		"     Nodes=n2 CPU_IDs=0 Mem=0 GRES=tt:1(IDX:0)\n     Nodes=n1 CPU_IDs=0 Mem=0 GRES=\n"} {
 		h := newHost(t)
@@ -268,6 +272,7 @@ func TestProlog_NoCards(t *testing.T) {
 // node) and the marker says why the job has no hold, for the TaskProlog
 // to fail the job with.
 func TestProlog_FailuresGoToTheMarker(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name     string
 		settings []string
@@ -292,6 +297,7 @@ func TestProlog_FailuresGoToTheMarker(t *testing.T) {
 		{"a bad setting", []string{"TT_SLURM_RESTE=always"}, nil, "error=the settings in "},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			h := newHost(t, tc.settings...)
 			h.answer(t, "scontrol", "job", 0, "", "     Nodes=n1 CPU_IDs=0 Mem=0 GRES=tt:1(IDX:1)\n")
 			h.answer(t, "slurmd", "G", 0, "", slurmdG)
@@ -324,6 +330,7 @@ func taskEnv(job string) []string {
 // The TaskProlog waits for the job's hold and gives the task its cards;
 // without a hold it fails the task with the reason, on the task's output.
 func TestTaskProlog(t *testing.T) {
+	t.Parallel()
 	active := `{"hold_id":"` + holdID + `","device_id":"1,3","state":"active","reason":"slurm job 42 (alice)","slurm_job_id":"42","expires_at":null}` + "\n"
 	for _, tc := range []struct {
 		name     string
@@ -362,6 +369,7 @@ func TestTaskProlog(t *testing.T) {
 			stdout: "print tt-device-queue (TaskProlog): TT_SLURM_HOLD_WAIT=soon in "},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			h := newHost(t, tc.settings...)
 			if tc.marker != "" {
 				h.setMarker(t, "42", tc.marker)
@@ -392,6 +400,7 @@ func epilogEnv(job, exit2 string, more ...string) []string {
 // The Epilog queues a reset of each of the job's cards by policy, before
 // it releases the hold, and always exits 0.
 func TestEpilog(t *testing.T) {
+	t.Parallel()
 	status := func(state string) string {
 		return `{"hold_id":"` + holdID + `","device_id":"1,3","state":"` + state + `","reason":"slurm job 42 (alice)","slurm_job_id":"42","expires_at":null}` + "\n"
 	}
@@ -411,6 +420,7 @@ func TestEpilog(t *testing.T) {
 		{"always, but the hold never became active", "always", "0:0", "queued", nil, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			h := newHost(t, "TT_SLURM_RESET="+tc.policy)
 			h.setMarker(t, "42", "hold="+holdID+"\ncards=1,3\n")
 			h.answer(t, "tt-device-queue", "hold-status", 0, "", status(tc.state))
@@ -436,7 +446,9 @@ func TestEpilog(t *testing.T) {
 // hold queued keeps for the Slurm job; a job without tt cards costs no
 // call; a queued that does not answer still leaves exit 0.
 func TestEpilog_EdgeCases(t *testing.T) {
+	t.Parallel()
 	t.Run("no marker", func(t *testing.T) {
+		t.Parallel()
 		h := newHost(t, "TT_SLURM_RESET=always")
 		h.answer(t, "tt-device-queue", "hold-status", 0, "", `{"hold_id":"`+holdID+`","device_id":"2","state":"active","slurm_job_id":"42"}`+"\n")
 		r := h.run(t, "epilog.sh", epilogEnv("42", "0:0")...)
@@ -446,6 +458,7 @@ func TestEpilog_EdgeCases(t *testing.T) {
 		}
 	})
 	t.Run("no cards", func(t *testing.T) {
+		t.Parallel()
 		h := newHost(t, "TT_SLURM_RESET=always")
 		h.setMarker(t, "42", "cards=\n")
 		r := h.run(t, "epilog.sh", epilogEnv("42", "3:0")...)
@@ -454,6 +467,7 @@ func TestEpilog_EdgeCases(t *testing.T) {
 		}
 	})
 	t.Run("queued down", func(t *testing.T) {
+		t.Parallel()
 		h := newHost(t, "TT_SLURM_RESET=always")
 		h.setMarker(t, "42", "hold="+holdID+"\ncards=1\n")
 		for _, cmd := range []string{"hold-status", "reset", "release"} {
@@ -467,6 +481,7 @@ func TestEpilog_EdgeCases(t *testing.T) {
 			"job 42: error: release of the job's hold(s) failed: tt-device-queue: cannot reach queued; queued's Slurm check ends them")
 	})
 	t.Run("a bad policy", func(t *testing.T) {
+		t.Parallel()
 		h := newHost(t, "TT_SLURM_RESET=sometimes")
 		h.setMarker(t, "42", "hold="+holdID+"\ncards=1\n")
 		h.answer(t, "tt-device-queue", "hold-status", 0, "", `{"state":"active"}`+"\n")
@@ -481,6 +496,7 @@ func TestEpilog_EdgeCases(t *testing.T) {
 // The shipped tt-slurm.env names every setting of tt-slurm.sh with its
 // default, commented out, and the scripts accept it as it is.
 func TestShippedSettings(t *testing.T) {
+	t.Parallel()
 	setting := regexp.MustCompile(`(?m)^#?(TT_SLURM_[A-Z_]+)=(.*)$`)
 	read := func(name string) map[string]string {
 		b, err := os.ReadFile(name)
