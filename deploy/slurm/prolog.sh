@@ -81,7 +81,7 @@ main() {
 	tt_load || settings=bad
 	tt_job || exit 0
 	[[ $settings == ok ]] || fail "the settings in $tt_slurm_env are invalid (see $TT_SLURM_LOG)"
-	: "${SLURMD_NODENAME:?}"
+	[[ -n ${SLURMD_NODENAME:-} ]] || fail "SLURMD_NODENAME is not set: is this script slurmd's Prolog?"
 	local cards errf args hold state
 	errf=$(mktemp) || exit 0
 	cards=$(allocated_cards 2>"$errf")

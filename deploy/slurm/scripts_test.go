@@ -310,6 +310,12 @@ func TestProlog_FailuresGoToTheMarker(t *testing.T) {
 			}
 		})
 	}
+	// Without the node's name the Prolog still exits 0.
+	h0 := newHost(t)
+	r0 := h0.run(t, "prolog.sh", "SLURM_JOB_ID=42")
+	if r0.code != 0 || !strings.HasPrefix(h0.marker("42"), "error=SLURMD_NODENAME is not set") {
+		t.Errorf("no node name: %v, marker %q", r0, h0.marker("42"))
+	}
 	// A job id that is not one writes nothing anywhere.
 	h := newHost(t)
 	r := h.run(t, "prolog.sh", prologEnv("../x", "n1")...)
