@@ -8,6 +8,8 @@
 # node. A hold it cannot release (queued stopped) ends all the same once
 # queued sees the Slurm job gone (TT_DEVICE_SLURM_CHECK, docs/slurm.md).
 set -u
+# Whatever goes wrong, even a bug that stops the script, it exits 0.
+trap 'exit 0' EXIT
 tt_script=epilog
 # shellcheck source-path=SCRIPTDIR source=tt-slurm.sh
 . "${BASH_SOURCE[0]%/*}/tt-slurm.sh" || exit 0

@@ -10,6 +10,8 @@
 # not deserve. When it cannot take the hold it says why in the job's
 # marker, and the TaskProlog fails the job with that message instead.
 set -u
+# Whatever goes wrong, even a bug that stops the script, it exits 0.
+trap 'exit 0' EXIT
 tt_script=prolog
 # shellcheck source-path=SCRIPTDIR source=tt-slurm.sh
 . "${BASH_SOURCE[0]%/*}/tt-slurm.sh" || exit 0
