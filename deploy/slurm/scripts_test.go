@@ -353,13 +353,13 @@ func TestTaskProlog(t *testing.T) {
 			stdout: "print tt-device-queue (TaskProlog): this job got no hold on its tt cards, so it must not use them: queued did not take a hold on card(s) 0 for this job: card 0 is dead\n"},
 		{name: "active", marker: "hold=" + holdID + "\ncards=1,3\n", setup: func(t *testing.T, h *host) {
 			h.answer(t, "tt-device-queue", "hold-status", 0, "", active)
-			h.answer(t, "tt-device-queue", "status", 0, "", `{"mode":"system","cards":[]}`+"\n")
-		}, code: 0, stdout: "export TT_QUEUE_DEVICE=1,3\n", calls: []string{"hold-status " + holdID + " --wait 600s --json", "--json status"}},
+			h.answer(t, "tt-device-queue", "status", 0, "", `{"mode":"system","visible_devices":"off","cards":[]}`+"\n")
+		}, code: 0, stdout: "export TT_QUEUE_DEVICE=1,3\n", calls: []string{"hold-status " + holdID + " --wait=600s --json", "--json status"}},
 		{name: "active, cards by PCI address", settings: []string{"TT_SLURM_HOLD_WAIT=1h30m"}, marker: "hold=" + holdID + "\ncards=1,3\n", setup: func(t *testing.T, h *host) {
 			h.answer(t, "tt-device-queue", "hold-status", 0, "", active)
-			h.answer(t, "tt-device-queue", "status", 0, "", `{"mode":"system","visible": "bdf","cards":[]}`+"\n")
+			h.answer(t, "tt-device-queue", "status", 0, "", `{"mode":"system","visible_devices": "bdf","cards":[]}`+"\n")
 		}, code: 0, stdout: "export TT_QUEUE_DEVICE=1,3\nexport TT_VISIBLE_DEVICES=0000:02:00.0,0000:04:00.0\n",
-			calls: []string{"hold-status " + holdID + " --wait 5400s --json", "--json status"}},
+			calls: []string{"hold-status " + holdID + " --wait=5400s --json", "--json status"}},
 		{name: "still queued", settings: []string{"TT_SLURM_HOLD_WAIT=90"}, marker: "hold=" + holdID + "\ncards=1\n", setup: func(t *testing.T, h *host) {
 			h.answer(t, "tt-device-queue", "hold-status", 124, "", strings.Replace(active, "active", "queued", 1))
 		}, code: 1, stdout: "print tt-device-queue (TaskProlog): card(s) 1 are still busy after 90: this job's hold " + holdID +

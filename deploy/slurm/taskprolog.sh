@@ -59,7 +59,7 @@ main() {
 	wait=$(duration_seconds "$TT_SLURM_HOLD_WAIT") ||
 		refuse "TT_SLURM_HOLD_WAIT=$TT_SLURM_HOLD_WAIT in $tt_slurm_env: want a duration such as 600, 10m or 1h30m"
 	tt_timeout=$((wait + TT_SLURM_TIMEOUT))
-	tt_cli hold-status "$hold" --wait "${wait}s" --json
+	tt_cli hold-status "$hold" --wait="${wait}s" --json
 	rc=$?
 	tt_timeout=
 	state=$(tt_json state "$tt_out")
@@ -77,7 +77,7 @@ main() {
 		;;
 	esac
 	printf 'export TT_QUEUE_DEVICE=%s\n' "$cards"
-	if tt_cli --json status && [[ $(tt_json visible "$tt_out") == bdf ]]; then
+	if tt_cli --json status && [[ $(tt_json visible_devices "$tt_out") == bdf ]]; then
 		visible=$(bdfs "$cards") || refuse "queued hands cards out by PCI address (TT_DEVICE_VISIBLE=bdf), but $TT_SLURM_SYSFS has none for card(s) $cards"
 		printf 'export TT_VISIBLE_DEVICES=%s\n' "$visible"
 	fi
