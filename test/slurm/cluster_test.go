@@ -83,9 +83,10 @@ func openDir(t *testing.T, path string) string {
 
 // startQueue runs queued in system mode as root on cards 0 and 1, with a
 // fake reset command that records the card it reset and a health check
-// that passes, and its Slurm check every slurmCheckInterval seconds
-// (squeue, with the cluster's slurm.conf).
-func startQueue(t *testing.T, dir, slurmConf, driver string) *queue {
+// that passes, each job given its cards' PCI addresses from the fake
+// sysfs (TT_DEVICE_VISIBLE=bdf), and its Slurm check every
+// slurmCheckInterval seconds (squeue, with the cluster's slurm.conf).
+func startQueue(t *testing.T, dir, slurmConf, driver, sysfs string) *queue {
 	t.Helper()
 	qdir := openDir(t, filepath.Join(dir, "queued"))
 	q := &queue{sock: filepath.Join(qdir, "queued.sock"), resets: filepath.Join(qdir, "resets.log"), log: filepath.Join(qdir, "queued.log")}
@@ -102,6 +103,8 @@ func startQueue(t *testing.T, dir, slurmConf, driver string) *queue {
 		"TT_DEVICE_DRIVER_PATH=" + driver,
 		"TT_DEVICE_KILL_GRACE=2",
 		"TT_DEVICE_SLURM_CHECK_INTERVAL=" + strconv.Itoa(slurmCheckInterval),
+		"TT_DEVICE_VISIBLE=bdf",
+		"TT_DEVICE_SYSFS_PATH=" + sysfs,
 	}
 	q.proc = startProc(t, "queued", q.log, env, filepath.Join(bins, "queued"))
 	eventually(t, 20*time.Second, "queued answers on its socket", func() (bool, string) {
@@ -251,7 +254,7 @@ PartitionName=tt Nodes=ALL Default=YES MaxTime=10 State=UP
 
 	// queued, before the jobs that would talk to it.
 	driver := kmdtest.NewTree(t, filepath.Join(dir, "driver-queued")).Dir
-	c.q = startQueue(t, dir, c.conf, driver)
+	c.q = startQueue(t, dir, c.conf, driver, c.sysfs)
 
 	ctld := startProc(t, "slurmctld", filepath.Join(dir, "log", "slurmctld.out"), c.env, "slurmctld", "-D", "-c", "-f", c.conf)
 	c.slurmdArgs = []string{"slurmd", "-D", "-N", nodeName, "-f", c.conf}

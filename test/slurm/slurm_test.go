@@ -80,6 +80,13 @@ func needSlurm(t *testing.T) {
 	}
 }
 
+// card0 and card1 are the PCI addresses of the fake sysfs's cards
+// (kmdtest.BusySysfs).
+const (
+	card0 = "0000:01:00.0"
+	card1 = "0000:02:00.0"
+)
+
 // jobScript is what both a Slurm job and a queued job run here: it notes
 // its start and end in the timeline, takes the card's busy mark (a
 // directory only one can make; a second one notes a collision), then waits
@@ -163,16 +170,22 @@ type holdJSON struct {
 	SlurmJobID string `json:"slurm_job_id"`
 }
 
-// holdOf reads the hold of a Slurm job (state "" while it has none).
+// holdOf reads the live hold of a Slurm job (state "" while it has none).
 func (c *cluster) holdOf(t *testing.T, jobID string) (holdJSON, result) {
 	t.Helper()
-	r := c.q.ttq(t, nil, "hold-status", "--slurm-job", jobID, "--json")
+	return c.readHold(t, "--slurm-job", jobID)
+}
+
+// readHold runs hold-status with args and --json as root.
+func (c *cluster) readHold(t *testing.T, args ...string) (holdJSON, result) {
+	t.Helper()
+	r := c.q.ttq(t, nil, append(append([]string{"hold-status"}, args...), "--json")...)
 	var h holdJSON
 	_ = json.Unmarshal([]byte(r.stdout), &h)
 	return h, r
 }
 
-// waitHold waits until the Slurm job's hold is in state.
+// waitHold waits until the Slurm job's live hold is in state.
 func (c *cluster) waitHold(t *testing.T, jobID, state string, within time.Duration) holdJSON {
 	t.Helper()
 	var h holdJSON
@@ -184,11 +197,17 @@ func (c *cluster) waitHold(t *testing.T, jobID, state string, within time.Durati
 	return h
 }
 
-// haveHolds reports whether this queued has holds (the lead's part of the
-// issue); until then the tests of what holds do are skipped, saying so.
-func haveHolds(t *testing.T, c *cluster) bool {
+// waitEnded waits until the hold is done (released, expired, or its Slurm
+// job gone).
+func (c *cluster) waitEnded(t *testing.T, holdID string, within time.Duration) holdJSON {
 	t.Helper()
-	return c.q.ttq(t, nil, "hold", "--help").code == 0
+	var h holdJSON
+	eventually(t, within, "hold "+holdID+" done", func() (bool, string) {
+		var r result
+		h, r = c.readHold(t, holdID)
+		return h.State == "done", r.String()
+	})
+	return h
 }
 
 func TestSlurm(t *testing.T) {
@@ -197,13 +216,6 @@ func TestSlurm(t *testing.T) {
 	c := startCluster(t, usertest.OpenDir(t))
 	t.Logf("Slurm and queued up in %s (process tracking: cgroup %v)", time.Since(start).Round(time.Millisecond), c.cgroup)
 	alice := usertest.New(t, "ttsl")
-	holds := haveHolds(t, c)
-	needHolds := func(t *testing.T) {
-		t.Helper()
-		if !holds {
-			t.Skip("waits for holds in queued: tt-device-queue has no hold command yet")
-		}
-	}
 
 	// The node's cards, as `tt-device-queue slurm gres` described them
 	// from the fake sysfs, are what slurmctld knows.
@@ -238,25 +250,16 @@ func TestSlurm(t *testing.T) {
 
 	// The Prolog finds the cards Slurm gave the job on this node (from
 	// scontrol's GRES index and slurmd -G's device files), whatever the
-	// request's form. Without holds in queued it cannot take one, and the
-	// TaskProlog fails the job with the reason; with them the job runs
-	// with TT_QUEUE_DEVICE naming its cards.
+	// request's form, and the job runs with TT_QUEUE_DEVICE naming them.
 	t.Run("PrologFindsTheCards", func(t *testing.T) {
-		for _, tc := range []struct{ gres, cards string }{{"tt:2", "0,1"}, {"tt:p150a:1", "0"}} {
+		for _, tc := range []struct{ gres, cards, bdfs string }{{"tt:2", "0,1", card0 + "," + card1}, {"tt:p150a:1", "0", card0}} {
 			b := newBench(t, alice)
 			b.release(t, "slurm")
 			id := c.sbatch(t, alice, []string{"--gres=" + tc.gres, "--output=" + b.dir + "/%j.out"}, b.script, "slurm", b.dir)
-			c.logHas(t, time.Minute, "prolog", "job "+id+":", "card(s) "+tc.cards)
+			c.logHas(t, time.Minute, "prolog", "job "+id+":", "hold", "on card(s) "+tc.cards+":")
 			exit := c.waitJob(t, id, time.Minute, "COMPLETED", "FAILED")
-			out := readFile(filepath.Join(b.dir, id+".out"))
-			if holds {
-				if exit != "0:0" || !strings.Contains(out, "TT_QUEUE_DEVICE="+tc.cards+" ") {
-					t.Errorf("--gres=%s: job exit %s, output %q", tc.gres, exit, out)
-				}
-				continue
-			}
-			if exit == "0:0" || !strings.Contains(out, "tt-device-queue (TaskProlog): this job got no hold on its tt cards") {
-				t.Errorf("--gres=%s without holds in queued: job exit %s, output %q", tc.gres, exit, out)
+			if out := readFile(filepath.Join(b.dir, id+".out")); exit != "0:0" || !strings.Contains(out, "TT_QUEUE_DEVICE="+tc.cards+" TT_VISIBLE_DEVICES="+tc.bdfs+"\n") {
+				t.Errorf("--gres=%s: job exit %s, output %q", tc.gres, exit, out)
 			}
 		}
 	})
@@ -276,7 +279,8 @@ func TestSlurm(t *testing.T) {
 			t.Errorf("job %s ran without a hold", id)
 		}
 		out := readFile(filepath.Join(b.dir, id+".out"))
-		if !strings.Contains(out, "tt-device-queue (TaskProlog): this job got no hold on its tt cards, so it must not use them: queued did not take a hold on card(s) 0") {
+		if !strings.Contains(out, "tt-device-queue (TaskProlog): this job got no hold on its tt cards, so it must not use them: queued did not take a hold on card(s) 0") ||
+			!strings.Contains(out, filepath.Join(c.dir, "no-such.sock")) {
 			t.Errorf("job output %q", out)
 		}
 		if strings.Contains(readFile(filepath.Join(b.dir, "timeline")), "start") {
@@ -291,7 +295,6 @@ func TestSlurm(t *testing.T) {
 	// The Slurm job has card 0 first: a queued job for card 0 waits
 	// behind the job's hold, and starts once the Epilog has released it.
 	t.Run("SlurmJobFirst", func(t *testing.T) {
-		needHolds(t)
 		b := newBench(t, alice)
 		id := c.sbatch(t, alice, []string{"--gres=tt:1", "--output=" + b.dir + "/%j.out"}, b.script, "slurm", b.dir)
 		b.waitLine(t, time.Minute, "slurm start 0")
@@ -320,15 +323,23 @@ func TestSlurm(t *testing.T) {
 			t.Errorf("queued job: %v", r)
 		}
 		b.wantTimeline(t, "slurm start 0", "slurm end 0", "queued start 0", "queued end 0")
+		// Both got card 0 by its PCI address, queued's job from queued and
+		// the Slurm job from its TaskProlog.
+		want := "TT_QUEUE_DEVICE=0 TT_VISIBLE_DEVICES=" + card0 + "\n"
+		if out := readFile(filepath.Join(b.dir, id+".out")); !strings.Contains(out, want) {
+			t.Errorf("slurm job output %q, want %q", out, want)
+		}
+		if r := c.q.ttq(t, &alice, "result", qid); !strings.Contains(r.stdout, want) {
+			t.Errorf("queued job output %v, want %q", r, want)
+		}
 		c.logHas(t, 10*time.Second, "epilog", "job "+id+":", "released hold(s) of the job ("+h.HoldID)
-		c.waitHold(t, id, "done", 10*time.Second)
+		c.waitEnded(t, h.HoldID, 10*time.Second)
 	})
 
 	// A queued job has card 0 first: the Slurm job's hold waits in the
 	// card's queue behind it, its TaskProlog waits for the hold, and its
 	// program starts only once the queued job has ended.
 	t.Run("QueuedJobFirst", func(t *testing.T) {
-		needHolds(t)
 		b := newBench(t, alice)
 		r := c.q.ttq(t, &alice, "queue", "--device", "0", "--cwd", b.dir, "--", "bash "+b.script+" queued "+b.dir)
 		if r.code != 0 {
@@ -355,7 +366,7 @@ func TestSlurm(t *testing.T) {
 			t.Errorf("queued job: %v", r)
 		}
 		b.wantTimeline(t, "queued start 0", "queued end 0", "slurm start 0", "slurm end 0")
-		if out := readFile(filepath.Join(b.dir, id+".out")); !strings.Contains(out, "TT_QUEUE_DEVICE=0 ") {
+		if out := readFile(filepath.Join(b.dir, id+".out")); !strings.Contains(out, "TT_QUEUE_DEVICE=0 TT_VISIBLE_DEVICES="+card0+"\n") {
 			t.Errorf("slurm job output %q", out)
 		}
 	})
@@ -364,7 +375,6 @@ func TestSlurm(t *testing.T) {
 	// resets after a failed job only, always after every job, never
 	// after none; the fake reset command records each.
 	t.Run("EpilogReset", func(t *testing.T) {
-		needHolds(t)
 		t.Cleanup(func() { c.setReset(t, "never") })
 		want := len(resetLines(c.q))
 		for _, tc := range []struct {
@@ -396,23 +406,16 @@ func TestSlurm(t *testing.T) {
 		}
 	})
 
-	// otelcol-tt labels the Slurm job's process on the card with its
-	// Slurm job id, read from the job's cgroup, which slurmd made. The
-	// label needs no hold: until queued has holds the job asks for no
-	// card (its TaskProlog would fail it) and the fake driver tree puts
-	// its process on card 0 all the same.
+	// otelcol-tt labels the Slurm job's process on its card with its
+	// Slurm job id, read from the job's cgroup, which slurmd made.
 	t.Run("TTProcessCarriesSlurmJob", func(t *testing.T) {
 		if !c.cgroup {
 			t.Skip("jobs run outside Slurm's cgroups here (no writable cgroup v1 freezer hierarchy), so no slurm_job label can be read")
 		}
 		metrics := startCollector(t, c.dir, c.sysfs)
 		b := newBench(t, alice)
-		opts, card := []string{"--output=" + b.dir + "/%j.out"}, "none"
-		if holds {
-			opts, card = append(opts, "--gres=tt:1"), "0"
-		}
-		id := c.sbatch(t, alice, opts, b.script, "slurm", b.dir)
-		b.waitLine(t, time.Minute, "slurm start "+card)
+		id := c.sbatch(t, alice, []string{"--gres=tt:1", "--output=" + b.dir + "/%j.out"}, b.script, "slurm", b.dir)
+		b.waitLine(t, time.Minute, "slurm start 0")
 		pid, err := strconv.Atoi(strings.TrimSpace(readFile(filepath.Join(b.dir, "slurm.pid"))))
 		if err != nil {
 			t.Fatal(err)
@@ -432,11 +435,10 @@ func TestSlurm(t *testing.T) {
 	// until queued's Slurm check sees the job is no longer running.
 	// Last: it restarts slurmd.
 	t.Run("KilledSlurmd", func(t *testing.T) {
-		needHolds(t)
 		b := newBench(t, alice)
 		id := c.sbatch(t, alice, []string{"--gres=tt:1", "--output=" + b.dir + "/%j.out"}, b.script, "slurm", b.dir)
 		b.waitLine(t, time.Minute, "slurm start 0")
-		c.waitHold(t, id, "active", 10*time.Second)
+		h := c.waitHold(t, id, "active", 10*time.Second)
 		c.slurmd.crash()
 		killed := time.Now()
 		t.Cleanup(func() {
@@ -449,9 +451,9 @@ func TestSlurm(t *testing.T) {
 			})
 			c.slurm(t, "scancel", id)
 		})
-		c.waitHold(t, id, "done", 3*time.Minute)
+		h = c.waitEnded(t, h.HoldID, 3*time.Minute)
 		state, _ := c.job(t, id)
-		t.Logf("the hold ended %s after slurmd was killed; the Slurm job is %s", time.Since(killed).Round(time.Second), state)
+		t.Logf("the hold ended %s after slurmd was killed (%+v); the Slurm job is %s", time.Since(killed).Round(time.Second), h, state)
 	})
 }
 
