@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -78,6 +79,26 @@ func TestSlurmGres_N300FromDeviceIDs(t *testing.T) {
 	r.want(t, 0, []string{"#   NodeName=" + short + " Gres=tt:n300:1\n", "\nName=tt Type=n300 File=/dev/tenstorrent/0\n"}, nil)
 	if strings.Contains(r.stdout, "Note") {
 		t.Errorf("a fully typed host got a note: %v", r)
+	}
+}
+
+// The four-card hosts: a QuietBox of Blackhole p150a cards and a T3000 of
+// Wormhole n300 cards, each card its own line and one count for the node.
+func TestSlurmGres_FourCardHosts(t *testing.T) {
+	for _, tc := range []struct{ kind, cardType string }{{"quietbox", "p150a"}, {"t3000", "n300"}} {
+		t.Run(tc.kind, func(t *testing.T) {
+			sys := kmdtest.CopySysfs(t, tc.kind)
+			dev := devNodes(t, 0, 1, 2, 3)
+			r := runSlurmGres(t, nil, "slurm", "gres", "--sysfs", sys.Root, "--dev-dir", dev, "--node", tc.kind)
+			want := []string{"#   NodeName=" + tc.kind + " Gres=tt:" + tc.cardType + ":4\n"}
+			for n := range 4 {
+				want = append(want, fmt.Sprintf("NodeName=%s Name=tt Type=%s File=%s/%d\n", tc.kind, tc.cardType, dev, n))
+			}
+			r.want(t, 0, want, nil)
+			if strings.Contains(r.stdout, "Note") || r.stderr != "" {
+				t.Errorf("a fully typed host got a note or a warning: %v", r)
+			}
+		})
 	}
 }
 
