@@ -149,6 +149,24 @@ func (b bench) waitLine(t *testing.T, within time.Duration, line string) {
 	})
 }
 
+// waitStarted waits until Slurm job id's program has noted its start on
+// card 0, and fails at once, with the job's output, if the job ends first
+// (its TaskProlog refused it).
+func (c *cluster) waitStarted(t *testing.T, b bench, id string) {
+	t.Helper()
+	eventually(t, time.Minute, "slurm job "+id+"'s program starts on card 0", func() (bool, string) {
+		if strings.Contains(readFile(filepath.Join(b.dir, "timeline")), "slurm start 0\n") {
+			return true, ""
+		}
+		switch state, exit := c.job(t, id); state {
+		case "COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL":
+			t.Fatalf("slurm job %s ended (%s, exit %s) before its program started; its output: %q",
+				id, state, exit, readFile(filepath.Join(b.dir, id+".out")))
+		}
+		return false, readFile(filepath.Join(b.dir, "timeline"))
+	})
+}
+
 // wantTimeline checks the jobs' order and that no job found its card busy.
 func (b bench) wantTimeline(t *testing.T, want ...string) {
 	t.Helper()
@@ -297,7 +315,7 @@ func TestSlurm(t *testing.T) {
 	t.Run("SlurmJobFirst", func(t *testing.T) {
 		b := newBench(t, alice)
 		id := c.sbatch(t, alice, []string{"--gres=tt:1", "--output=" + b.dir + "/%j.out"}, b.script, "slurm", b.dir)
-		b.waitLine(t, time.Minute, "slurm start 0")
+		c.waitStarted(t, b, id)
 		h := c.waitHold(t, id, "active", 10*time.Second)
 		if !regexp.MustCompile(`^[0-9a-f]{32}$`).MatchString(h.HoldID) || h.DeviceID != "0" || h.SlurmJobID != id {
 			t.Errorf("the job's hold: %+v", h)
@@ -356,7 +374,7 @@ func TestSlurm(t *testing.T) {
 			t.Errorf("timeline while the queued job runs: %q", tl)
 		}
 		b.release(t, "queued")
-		b.waitLine(t, time.Minute, "slurm start 0")
+		c.waitStarted(t, b, id)
 		c.waitHold(t, id, "active", 10*time.Second)
 		b.release(t, "slurm")
 		if exit := c.waitJob(t, id, time.Minute, "COMPLETED", "FAILED"); exit != "0:0" {
@@ -415,7 +433,7 @@ func TestSlurm(t *testing.T) {
 		metrics := startCollector(t, c.dir, c.sysfs)
 		b := newBench(t, alice)
 		id := c.sbatch(t, alice, []string{"--gres=tt:1", "--output=" + b.dir + "/%j.out"}, b.script, "slurm", b.dir)
-		b.waitLine(t, time.Minute, "slurm start 0")
+		c.waitStarted(t, b, id)
 		pid, err := strconv.Atoi(strings.TrimSpace(readFile(filepath.Join(b.dir, "slurm.pid"))))
 		if err != nil {
 			t.Fatal(err)
@@ -437,7 +455,7 @@ func TestSlurm(t *testing.T) {
 	t.Run("KilledSlurmd", func(t *testing.T) {
 		b := newBench(t, alice)
 		id := c.sbatch(t, alice, []string{"--gres=tt:1", "--output=" + b.dir + "/%j.out"}, b.script, "slurm", b.dir)
-		b.waitLine(t, time.Minute, "slurm start 0")
+		c.waitStarted(t, b, id)
 		h := c.waitHold(t, id, "active", 10*time.Second)
 		c.slurmd.crash()
 		killed := time.Now()
