@@ -23,7 +23,7 @@ lint: ## Check formatting (gofmt), go vet, stale generated code and that every r
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) vet -tags e2e ./test/...
-	$(GO) vet -tags stress,chromium,demo ./test/... ./queued/...
+	$(GO) vet -tags stress,chromium,demo,slurm ./test/... ./queued/...
 	@bash -n scripts/*.sh .ci/run
 	@python3 scripts/checklinks.py
 	@$(MAKE) --no-print-directory generate >/dev/null
@@ -87,6 +87,10 @@ $(BIN)/otelcol-tt: builder-config.yaml $(RECEIVER_SOURCES) $(wildcard deploy/ote
 .PHONY: e2e
 e2e: $(BIN)/otelcol-tt chart-test ## Run otelcol-tt against a real Prometheus server and render the Helm chart.
 	$(GO) test -tags e2e -count=1 -v ./test/e2e/
+
+.PHONY: slurm-e2e
+slurm-e2e: $(BIN)/otelcol-tt ## As root: queued under a real Slurm on this host (Debian's slurm-wlm and munge): holds against sbatch jobs both ways, the Epilog's reset, a killed slurmd, the slurm_job label.
+	$(GO) test -tags slurm -count=1 -timeout 10m -v ./test/slurm/
 
 HELM_VERSION := v4.3.2
 

@@ -66,6 +66,7 @@ type CLI struct {
 	Import      ImportCmd      `cmd:"" help:"Import the Python tt-device-queue's jobs (its jobs.sqlite3) while queued is stopped."`
 	Web         WebCmd         `cmd:"" help:"Print the address of the live status page (with its token); --open opens it."`
 	Doctor      DoctorCmd      `cmd:"" help:"Check this host for queued and otelcol-tt (KMD, cards, reset and health check, /proc, queued) and say how to fix each problem."`
+	Slurm       SlurmCmd       `cmd:"" help:"Join a Slurm cluster: slurm gres prints the gres.conf lines for this host's cards."`
 }
 
 // Streams are the command's standard files. Terminal detection looks at
