@@ -88,16 +88,16 @@ func (s *Store) Commit(cards []Card, jobs ...Job) error {
 	if len(jobs) == 0 && len(cards) == 0 {
 		return nil
 	}
-	vals := make([][]byte, len(jobs))
+	vals, specs := make([][]byte, len(jobs)), make([][]byte, len(jobs))
 	for i := range jobs {
 		if !ValidID(jobs[i].ID) {
 			return fmt.Errorf("putting job %q: malformed id", jobs[i].ID)
 		}
-		v, err := json.Marshal(jobs[i])
+		v, spec, err := encodeJob(&jobs[i])
 		if err != nil {
-			return fmt.Errorf("encoding job %s: %w", jobs[i].ID, err)
+			return err
 		}
-		vals[i] = v
+		vals[i], specs[i] = v, spec
 	}
 	cardVals, err := encodeCards(cards)
 	if err != nil {
@@ -105,7 +105,7 @@ func (s *Store) Commit(cards []Card, jobs ...Job) error {
 	}
 	err = s.update(func(tx *bolt.Tx) error {
 		for i := range jobs {
-			if err := putJob(tx, &jobs[i], vals[i]); err != nil {
+			if err := putJob(tx, &jobs[i], vals[i], specs[i]); err != nil {
 				return err
 			}
 		}
@@ -117,10 +117,29 @@ func (s *Store) Commit(cards []Card, jobs ...Job) error {
 	return nil
 }
 
-func putJob(tx *bolt.Tx, j *Job, val []byte) error {
+// encodeJob encodes j as jobs/ keeps it (brief) and, unless j is brief,
+// its spec.
+func encodeJob(j *Job) (val, spec []byte, err error) {
+	if !j.Brief {
+		if spec, err = json.Marshal(j.Spec()); err != nil {
+			return nil, nil, fmt.Errorf("encoding the spec of job %s: %w", j.ID, err)
+		}
+	}
+	if val, err = json.Marshal(j.Briefed()); err != nil {
+		return nil, nil, fmt.Errorf("encoding job %s: %w", j.ID, err)
+	}
+	return val, spec, nil
+}
+
+// putJob writes one encoded record (see encodeJob) and its indexes, and
+// its spec when the job has none stored yet. A job's first record must
+// come with its spec.
+func putJob(tx *bolt.Tx, j *Job, val, spec []byte) error {
 	id, seq := []byte(j.ID), seqKey(j.Seq)
 	ids := tx.Bucket(BucketIDs)
 	switch old := ids.Get(id); {
+	case old == nil && spec == nil:
+		return fmt.Errorf("job %s: a new job's first record must carry its command and environment, not a brief record", j.ID)
 	case old == nil:
 		if err := ids.Put(id, seq); err != nil {
 			return fmt.Errorf("indexing job %s: %w", j.ID, err)
@@ -130,6 +149,11 @@ func putJob(tx *bolt.Tx, j *Job, val []byte) error {
 	}
 	if err := tx.Bucket(BucketJobs).Put(seq, val); err != nil {
 		return fmt.Errorf("putting job %s: %w", j.ID, err)
+	}
+	if spec != nil {
+		if err := putSpec(tx, j.ID, seq, spec); err != nil {
+			return err
+		}
 	}
 	if j.State == StateDone {
 		if err := tx.Bucket(BucketFinished).Put(finishedKey(j.FinishedAt, j.Seq), id); err != nil {

@@ -36,6 +36,9 @@ func (s *Store) Prune(cutoff time.Time, keep int) ([]string, error) {
 				if err := jobs.Delete(k[8:]); err != nil {
 					return fmt.Errorf("deleting job %s: %w", id, err)
 				}
+				if err := deleteSpec(tx, k[8:]); err != nil {
+					return fmt.Errorf("deleting the spec of job %s: %w", id, err)
+				}
 				if err := idx.Delete(id); err != nil {
 					return fmt.Errorf("unindexing job %s: %w", id, err)
 				}

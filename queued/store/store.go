@@ -3,21 +3,31 @@
 // still queued or running, a finish-time index for retention, and one record
 // per card.
 //
-// Schema (version 1):
+// Schema (version 2):
 //
 //	queue.db
 //	├── meta/
-//	│   ├── version   -> "1"                      (SchemaVersion, ASCII decimal)
+//	│   ├── version   -> "2"                      (SchemaVersion, ASCII decimal)
 //	│   ├── probe     -> scratch bytes            (written and removed by Probe)
 //	│   └── imports   -> JSON                     (what imports of the Python tool's database brought in; KeyImports)
 //	├── jobs/
-//	│   └── <seq>     -> JSON Job                 (seq: 8-byte big-endian submission sequence; key order is FIFO order)
+//	│   └── <seq>     -> JSON Job, brief          (seq: 8-byte big-endian submission sequence; key order is FIFO order;
+//	│                                              the command cut to PreviewBytes, no environment: see spec.go)
+//	├── specs/
+//	│   └── <seq>/                                (a bucket per job, so no spec shares a page with another)
+//	│       └── spec  -> JSON Spec                (the whole command and environment; written once, with the job)
 //	├── ids/
 //	│   └── <id>      -> <seq>                    (id: 32 lowercase hex; written once at insert; sorted for prefix search)
 //	├── finished/
 //	│   └── <ns><seq> -> <id>                     (ns: 8-byte big-endian finish time in Unix ns; oldest first, for retention)
 //	└── cards/
 //	    └── <card>    -> JSON Card                (card: ASCII decimal card number)
+//
+// Version 1 kept each job's whole command and environment in its record
+// under jobs/, so everything that read records (the queues at start, every
+// list) read them too. Open upgrades such a store: it copies the file to
+// queue.db.v1-<time>.bak first, then moves every spec into specs/ in one
+// transaction (see migrate.go).
 //
 // Beside queue.db, held.spill is a reserve of SpillBytes that keeps, while
 // writes to queue.db fail, the records the daemon could not write but has
@@ -52,7 +62,7 @@ import (
 
 // SchemaVersion is the layout this package reads and writes; a store with
 // any other version is refused rather than guessed at.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // FileName is the bbolt file inside the state directory.
 const FileName = "queue.db"
@@ -76,7 +86,7 @@ var (
 	BucketCards = []byte("cards")
 )
 
-var allBuckets = [][]byte{BucketMeta, BucketJobs, BucketIDs, BucketFinished, BucketCards}
+var allBuckets = [][]byte{BucketMeta, BucketJobs, BucketSpecs, BucketIDs, BucketFinished, BucketCards}
 
 // Errors callers classify with errors.Is.
 var (
@@ -147,6 +157,10 @@ func Open(dir string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("opening %s: no lock after %s; is another queued using %s? %w", path, opts.LockTimeout, dir, ErrLocked)
 	}
 	if err != nil {
+		return nil, fmt.Errorf("opening %s: %w", path, err)
+	}
+	if err := upgrade(db, path); err != nil {
+		db.Close()
 		return nil, fmt.Errorf("opening %s: %w", path, err)
 	}
 	if err := db.Update(initSchema); err != nil {
