@@ -261,7 +261,7 @@ func (b *outputBudget) enforce() {
 		if active {
 			continue // queued, running, or its end not yet durable
 		}
-		rec, err := s.st.Job(o.id)
+		rec, err := s.st.Brief(o.id)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 			gone = append(gone, o.id) // its record was pruned; only the file was left

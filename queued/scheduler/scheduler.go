@@ -25,8 +25,11 @@ import (
 type Store interface {
 	// Put durably writes job records in one transaction.
 	Put(jobs ...store.Job) error
-	// Job reads one record; store.ErrNotFound when there is none.
+	// Job reads one whole record, its spec (command, environment)
+	// included; store.ErrNotFound when there is none.
 	Job(id string) (store.Job, error)
+	// Brief reads one record without its spec (store.Job.Briefed).
+	Brief(id string) (store.Job, error)
 	// Match lists up to max ids starting with prefix.
 	Match(prefix string, max int) ([]string, error)
 	// Active lists queued and running records in FIFO order.
@@ -47,6 +50,10 @@ type Store interface {
 	// RecentMatching reads up to max finished records that keep accepts,
 	// newest first, looking at no more than scan of them.
 	RecentMatching(max, scan int, keep func(*store.Job) bool) ([]store.Job, error)
+	// FinishedPage is RecentMatching a page at a time: from after (the
+	// newest when nil), returning where the next page starts (nil at the
+	// end) and how many records it looked at. Records are brief.
+	FinishedPage(after []byte, max, scan int, keep func(*store.Job) bool) ([]store.Job, []byte, int, error)
 	// Spill durably keeps, in reserved space, the card and job records the
 	// store cannot take now, replacing what it kept; with no records it
 	// clears it. The next store Open writes them in.
@@ -353,14 +360,21 @@ func (s *Scheduler) Kill(id string) (JobInfo, error) { return s.sub.kill(id) }
 // Resolve turns a unique id prefix into the full id; see jobIndex.resolve.
 func (s *Scheduler) Resolve(prefix string) (string, error) { return s.idx.resolve(prefix) }
 
-// Job returns a job by full id; see jobIndex.job.
+// Job returns a job by full id, brief; see jobIndex.job.
 func (s *Scheduler) Job(id string) (JobInfo, error) { return s.idx.job(id) }
+
+// Record returns a job by full id, whole; see jobIndex.record.
+func (s *Scheduler) Record(id string) (JobInfo, error) { return s.idx.record(id) }
 
 // Watch returns the job's current Watch; see jobIndex.watch.
 func (s *Scheduler) Watch(id string) (Watch, error) { return s.idx.watch(id) }
 
 // List returns the jobs f selects; see jobIndex.list.
 func (s *Scheduler) List(f ListFilter) ([]JobInfo, error) { return s.idx.list(f) }
+
+// ListEach hands the jobs f selects to fn one by one, reading the
+// finished ones a page at a time; see jobIndex.each.
+func (s *Scheduler) ListEach(f ListFilter, fn func(JobInfo) error) error { return s.idx.each(f, fn) }
 
 // Reset schedules resets; see resetDesk.request.
 func (s *Scheduler) Reset(req ResetRequest) ([]ResetOutcome, error) { return s.desk.request(req) }

@@ -103,12 +103,12 @@ func (s submitter) enqueue(rec store.Job, key cmdKey) (JobInfo, error) {
 		return JobInfo{}, fmt.Errorf("%d jobs queued: %w", s.queued, ErrQueueFull)
 	}
 	rec.ID, rec.Seq, rec.State, rec.SubmittedAt = store.NewID(), s.nextSeq, store.StateQueued, s.opt.Now()
-	j := newKeyedJob(rec, key, false)
+	// Memory keeps the record brief; the store gets it whole, once.
+	j := newKeyedJob(rec.Briefed(), key, false)
 	s.nextSeq++
 	cards.push(j)
 	s.jobs[j.rec.ID] = j
 	s.queued++
-	rec = j.rec
 	s.mu.Unlock()
 
 	err := s.st.Put(rec)
