@@ -30,6 +30,8 @@ type Store interface {
 	Job(id string) (store.Job, error)
 	// Brief reads one record without its spec (store.Job.Briefed).
 	Brief(id string) (store.Job, error)
+	// Owners reads the owner uid of each of ids that has one.
+	Owners(ids []string) (map[string]uint32, error)
 	// Match lists up to max ids starting with prefix.
 	Match(prefix string, max int) ([]string, error)
 	// Active lists queued and running records in FIFO order.
@@ -63,7 +65,7 @@ type Store interface {
 // Errors the API maps to status codes with errors.Is.
 var (
 	ErrUnknownCard = errors.New("unknown card")
-	ErrQueueFull   = errors.New("queue full")
+	ErrQueueFull   = errors.New("queue full") // see QueueFullError
 	ErrPersistence = errors.New("persistence failing")
 	ErrStopping    = errors.New("service stopping")
 	ErrNotFound    = errors.New("no such job")
@@ -101,11 +103,26 @@ type Options struct {
 	DefaultTimeout time.Duration
 	// MaxQueued bounds queued jobs over all cards; default TT_DEVICE_MAX_QUEUED_JOBS's.
 	MaxQueued int
+	// MaxQueuedPerUser bounds the queued jobs (and holds) of one owner
+	// (store.Job.OwnerUID) over all cards, so one user cannot take the
+	// whole queue; default a quarter of MaxQueued (defaults.Share, as
+	// TT_DEVICE_MAX_QUEUED_PER_USER). Jobs with no owner (a user-mode
+	// daemon's) and owners Exempt accepts are held only to MaxQueued.
+	MaxQueuedPerUser int
+	// Exempt reports whether an owner is exempt from the per-user limits
+	// (MaxQueuedPerUser, MaxOutputBytesPerUser): the admins. It may read
+	// the user database; it is never called with the lock held. Default:
+	// root and queued's own user.
+	Exempt func(uid uint32) bool
 	// MaxLogBytes caps each output file; default TT_DEVICE_MAX_LOG_BYTES's.
 	MaxLogBytes int64
 	// MaxOutputBytes bounds all output files together; default
 	// TT_DEVICE_MAX_OUTPUT_BYTES's (see outputbudget.go).
 	MaxOutputBytes int64
+	// MaxOutputBytesPerUser bounds the output one owner's finished jobs
+	// keep (see outputbudget.go); default a quarter of MaxOutputBytes, at
+	// least MaxLogBytes (TT_DEVICE_MAX_OUTPUT_BYTES_PER_USER).
+	MaxOutputBytesPerUser int64
 	// KillGrace is the time from SIGINT to SIGKILL; default TT_DEVICE_KILL_GRACE's.
 	KillGrace time.Duration
 	// JobTasksMax (TT_DEVICE_JOB_TASKS_MAX), when above 0, caps each job
@@ -210,6 +227,16 @@ func (o *Options) defaults() error {
 	}
 	if o.MaxOutputBytes <= 0 {
 		o.MaxOutputBytes = defaults.MaxOutputBytes
+	}
+	if o.MaxQueuedPerUser <= 0 {
+		o.MaxQueuedPerUser = defaults.Share(o.MaxQueued)
+	}
+	if o.MaxOutputBytesPerUser <= 0 {
+		o.MaxOutputBytesPerUser = max(defaults.Share(o.MaxOutputBytes), o.MaxLogBytes)
+	}
+	if o.Exempt == nil {
+		self := uint32(os.Getuid())
+		o.Exempt = func(uid uint32) bool { return uid == 0 || uid == self }
 	}
 	if o.RetentionDays <= 0 {
 		o.RetentionDays = defaults.RetentionDays
