@@ -290,9 +290,21 @@ type Job struct {
 	ExpiresAt  *time.Time `json:"expires_at,omitempty"`
 	SlurmJobID string     `json:"slurm_job_id,omitempty"`
 
-	Cmd      string            `json:"cmd"`
-	Cwd      string            `json:"cwd"`
+	// Cmd is the job's shell program. In a list (GET /jobs) it is a
+	// preview of at most 256 bytes when CmdTruncated says so; GET /job
+	// has it whole.
+	Cmd string `json:"cmd"`
+	// CmdTruncated says Cmd is a preview; CmdBytes is the whole
+	// command's length.
+	CmdTruncated bool   `json:"cmd_truncated,omitempty"`
+	CmdBytes     int    `json:"cmd_bytes,omitempty"`
+	Cwd          string `json:"cwd"`
+	// Env is the variables added to the job's environment, in GET /job;
+	// a list leaves them out. EnvVars and EnvBytes say how many there
+	// are and their size (as EnvBytes counts it), in both.
 	Env      map[string]string `json:"env,omitempty"`
+	EnvVars  int               `json:"env_vars,omitempty"`
+	EnvBytes int               `json:"env_bytes,omitempty"`
 	Timeout  int64             `json:"timeout"`
 	Repeat   int               `json:"repeat"`
 	ClientID string            `json:"client_id"`
