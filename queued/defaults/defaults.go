@@ -36,6 +36,11 @@ const PerUserShare = 4
 // 1.
 func Share[T int | int64](total T) T { return max(total/PerUserShare, 1) }
 
+// Waits is a user's default number of long-polls waiting at once
+// (TT_DEVICE_HTTP_WAITS_PER_USER): half of their connections, so a user
+// whose long-polls wait still has connections for everything else.
+func Waits(connsPerUser int) int { return max(connsPerUser/2, 1) }
+
 // Vars maps each default's ${Name}, as config's default tags write it, to
 // its value.
 var Vars = map[string]any{

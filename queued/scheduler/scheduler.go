@@ -375,6 +375,10 @@ func (s *Scheduler) Stop() {
 // OutputPath is where the job's output file lives (it may not exist).
 func (s *Scheduler) OutputPath(id string) string { return s.core.outputPath(id) }
 
+// MaxQueuedPerUser is the queued jobs one owner may have
+// (Options.MaxQueuedPerUser, its default applied).
+func (s *Scheduler) MaxQueuedPerUser() int { return s.core.opt.MaxQueuedPerUser }
+
 // Cards lists the configured card numbers, ascending.
 func (s *Scheduler) Cards() []int { return append([]int(nil), s.core.order...) }
 

@@ -71,7 +71,8 @@ func statusView(st scheduler.Status) api.Status {
 		Persistence: api.Persistence{OK: st.Persistence.OK, Error: st.Persistence.Error, Since: timePtr(st.Persistence.Since),
 			HeldRecords: st.Persistence.Held, Attempts: st.Persistence.Attempts},
 		Retention: api.Retention{LastRun: timePtr(st.Retention.LastRun), Deleted: st.Retention.Deleted, Warning: st.Retention.Warning},
-		Output:    api.Output{Bytes: st.Output.Bytes, MaxBytes: st.Output.Budget, Deleted: st.Output.Deleted, Warning: st.Output.Warning},
+		Output: api.Output{Bytes: st.Output.Bytes, MaxBytes: st.Output.Budget, Deleted: st.Output.Deleted, Warning: st.Output.Warning,
+			MaxBytesPerUser: st.Output.PerUserBudget},
 	}
 	if st.VisibleBDF {
 		out.VisibleDevices = "bdf"
