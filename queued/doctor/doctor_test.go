@@ -269,3 +269,16 @@ func TestCards_WarnsWhenJobsSeeEveryCard(t *testing.T) {
 		t.Errorf("cards check: %+v", c)
 	}
 }
+
+// TestCheckSettings_SharesOfASharedQueued: in system mode the settings
+// check says what one user may have, each per-user bound as given or its
+// default share of its total.
+func TestCheckSettings_SharesOfASharedQueued(t *testing.T) {
+	env := map[string]string{"HOME": "/h", "TT_DEVICE_SOCKET": "/run/tt-device-queue/queued.sock",
+		"TT_DEVICE_MAX_QUEUED_JOBS": "2000", "TT_DEVICE_HTTP_WORKERS_PER_USER": "2"}
+	_, c := doctor.CheckSettings(func(k string) (string, bool) { v, ok := env[k]; return v, ok }, "the test")
+	want := "each user may have 500 of the 2000 queued jobs, 1 GiB of output, 64 connections, 32 long-polls waiting and 2 handlers at once"
+	if c.Status != doctor.OK || !strings.Contains(c.Detail, want) {
+		t.Fatalf("settings check %+v; want it to say %q", c, want)
+	}
+}

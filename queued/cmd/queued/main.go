@@ -322,6 +322,7 @@ func run(cfg config.Config, envErr error, log *slog.Logger) error {
 		slurmGone = slurmcheck.Gone(squeue)
 		log.Info("holds taken for Slurm jobs end when squeue says their job is gone", "squeue", squeue, "every", cfg.SlurmCheckInterval)
 	}
+	shares := cfg.Shares()
 	sched, err := scheduler.New(scheduler.Options{
 		Store: st, Devices: cfg.Devices, OutputDir: filepath.Join(cfg.StateDir, "output"),
 		DefaultTimeout: cfg.DefaultTimeout, MaxQueued: cfg.MaxQueued, MaxLogBytes: cfg.MaxLogBytes,
@@ -331,6 +332,7 @@ func run(cfg config.Config, envErr error, log *slog.Logger) error {
 		Mode: cfg.Mode, ResetAccount: sys.reset, JobTasksMax: cfg.JobTasksMax, JobOOMScoreAdj: cfg.ChildOOMScoreAdj,
 		SysfsPath: cfg.SysfsPath, VisibleBDF: cfg.Visible == "bdf", CrossCard: cfg.CrossCard,
 		SlurmJobGone: slurmGone, SlurmCheckInterval: cfg.SlurmCheckInterval,
+		MaxQueuedPerUser: shares.Queued, MaxOutputBytesPerUser: shares.OutputBytes, Exempt: server.Admins(cfg.Mode, sys.adminGID),
 	})
 	if err != nil {
 		return err
@@ -338,7 +340,8 @@ func run(cfg config.Config, envErr error, log *slog.Logger) error {
 	defer sched.Stop()
 	scfg := server.Config{Scheduler: sched, Token: token, ListenAddr: listenTCP, Version: version.String(), MaxTimeout: cfg.MaxTimeout,
 		MaxRequestBytes: cfg.MaxRequestBytes, Workers: cfg.HTTPWorkers, ExtraHosts: extraHosts, Logger: log,
-		MaxConns: cfg.HTTPMaxConns, WriteTimeout: cfg.HTTPWriteTimeout, Mode: cfg.Mode}
+		MaxConns: cfg.HTTPMaxConns, WriteTimeout: cfg.HTTPWriteTimeout, Mode: cfg.Mode,
+		ConnsPerUser: shares.Conns, WorkersPerUser: shares.Workers, WaitsPerUser: shares.Waits}
 	if cfg.Mode.System() {
 		scfg.AllowPeer, scfg.AdminGID, scfg.AdminGroup = everyone, sys.adminGID, cfg.AdminGroup
 	}
