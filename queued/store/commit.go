@@ -51,11 +51,14 @@ func (s *Store) loop() {
 			for _, r := range batch {
 				r.done <- s.commit([]*request{r})
 			}
-			continue
+		} else {
+			for _, r := range batch {
+				r.done <- err
+			}
 		}
-		for _, r := range batch {
-			r.done <- err
-		}
+		// The requests' records (a spec may be 256 KiB) must not live on
+		// in the batch's array until later batches overwrite them.
+		clear(batch)
 	}
 }
 

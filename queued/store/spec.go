@@ -180,3 +180,25 @@ func dropPages(v []byte) {
 		_ = unix.Madvise(v[start:end], unix.MADV_DONTNEED) // advice only: on failure the pages just stay
 	}
 }
+
+// Release tells the kernel this process is done, for now, with every page
+// of bbolt's memory map it has touched (madvise MADV_DONTNEED over the
+// whole file): the map is shared and read-only, so the pages stay in the
+// page cache and are mapped again as they are next read, but they no
+// longer count in queued's resident memory. Records read at start (the
+// queues), by lists and by long-polls would otherwise stay resident as
+// long as the map, however long ago they were read. The daemon calls it
+// when it comes to rest. It holds a read transaction, during which the
+// map cannot move.
+func (s *Store) Release() error {
+	return s.db.View(func(tx *bolt.Tx) error {
+		base, size := s.db.Info().Data, uintptr(tx.Size())
+		if base == 0 || size == 0 {
+			return nil
+		}
+		if _, _, e := unix.Syscall(unix.SYS_MADVISE, base, size, unix.MADV_DONTNEED); e != 0 {
+			return fmt.Errorf("releasing the store's pages: %w", e)
+		}
+		return nil
+	})
+}
