@@ -60,7 +60,7 @@ func (e *QueueFullError) Error() string {
 	for _, o := range e.Top {
 		parts = append(parts, o.String())
 	}
-	if e.Unowned > 0 {
+	if e.Unowned > 0 && len(e.Top) > 0 { // a user-mode daemon's jobs have no owner: all are its user's
 		parts = append(parts, fmt.Sprintf("without an owner %d", e.Unowned))
 	}
 	if len(parts) > 0 {

@@ -180,10 +180,14 @@ func listenAddr(cfg config.Config) (string, []string, error) {
 // ~3 MiB more peak RSS (27 MiB after that burst; the target is 40 MiB).
 const gcPercent = 200
 
-// tuneGC applies gcPercent unless the operator chose GOGC themselves.
+// tuneGC applies gcPercent unless the operator chose GOGC themselves,
+// and memoryLimit (rest.go) unless they chose GOMEMLIMIT.
 func tuneGC() {
 	if _, set := os.LookupEnv("GOGC"); !set {
 		debug.SetGCPercent(gcPercent)
+	}
+	if _, set := os.LookupEnv("GOMEMLIMIT"); !set {
+		debug.SetMemoryLimit(memoryLimit)
 	}
 }
 
@@ -350,6 +354,9 @@ func run(cfg config.Config, envErr error, log *slog.Logger) error {
 		return err
 	}
 	hs := srv.NewHTTPServer()
+	rested := make(chan struct{})
+	defer close(rested)
+	go atRest(srv, st, rested, log.Warn)
 	served := make(chan error, 2)
 	if ln != nil {
 		go func() { served <- hs.Serve(ln) }()
