@@ -18,7 +18,7 @@
 // environment together: a 64 KiB command and two variables of 96 KiB.
 //
 //	go run ./test/bench/cmd/fairbench            # the sizes
-//	QUICK=1 go run ./test/bench/cmd/fairbench    # 1,000 finished, 200 queued, 3 s of flood (CI)
+//	QUICK=1 go run ./test/bench/cmd/fairbench    # 500 finished, 200 queued, 2 s of flood (CI)
 package main
 
 import (
@@ -42,7 +42,7 @@ type config struct {
 func main() {
 	var c config
 	quick := os.Getenv("QUICK") != ""
-	short := flag.Bool("short", quick, "CI mode: 1,000 finished and 200 queued jobs, 3 s of flood (also QUICK=1).")
+	short := flag.Bool("short", quick, "CI mode: 500 finished and 200 queued jobs, 2 s of flood (also QUICK=1).")
 	flag.IntVar(&c.finished, "finished", 10000, "Finished jobs of the largest records for the memory at rest.")
 	flag.IntVar(&c.queued, "queued", 1000, "Queued jobs of the largest records.")
 	flag.IntVar(&c.listers, "listers", 8, "Concurrent GET /jobs?limit=1000.")
@@ -53,7 +53,7 @@ func main() {
 	flag.Parse()
 	c.listLimit = 1000
 	if *short {
-		c.finished, c.queued, c.flood = 1000, 200, 3*time.Second
+		c.finished, c.queued, c.flood = 500, 200, 2*time.Second
 	}
 	code, err := run(c)
 	if err != nil {
