@@ -49,12 +49,10 @@ type Store interface {
 	// Recent reads up to max finished records, newest first, to seed the
 	// estimates at start.
 	Recent(max int) ([]store.Job, error)
-	// RecentMatching reads up to max finished records that keep accepts,
-	// newest first, looking at no more than scan of them.
-	RecentMatching(max, scan int, keep func(*store.Job) bool) ([]store.Job, error)
-	// FinishedPage is RecentMatching a page at a time: from after (the
-	// newest when nil), returning where the next page starts (nil at the
-	// end) and how many records it looked at. Records are brief.
+	// FinishedPage reads up to max finished records that keep accepts,
+	// brief, newest first, looking at no more than scan of them, from
+	// after (the newest when nil); it returns where the next page starts
+	// (nil at the end) and how many records it looked at.
 	FinishedPage(after []byte, max, scan int, keep func(*store.Job) bool) ([]store.Job, []byte, int, error)
 	// Spill durably keeps, in reserved space, the card and job records the
 	// store cannot take now, replacing what it kept; with no records it

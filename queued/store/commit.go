@@ -7,37 +7,78 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"sync"
+	"sync/atomic"
 
 	bolt "go.etcd.io/bbolt"
 )
 
+// groupCommit is the commit loop: it takes every write request waiting at
+// the moment, runs them in one transaction and answers them all after
+// the fsync. If the shared transaction fails, each request is retried
+// alone so one bad request cannot fail its neighbours (an I/O error fails
+// them all again). It is safe for concurrent use.
+type groupCommit struct {
+	db   *bolt.DB
+	reqs chan *request
+	mu   sync.RWMutex // guards closed against sends on reqs
+	// closed is set under mu before reqs is closed.
+	closed  bool
+	done    chan struct{} // closed when the loop has ended
+	commits atomic.Uint64
+	writes  atomic.Uint64
+}
+
+type request struct {
+	fn   func(*bolt.Tx) error
+	done chan error
+}
+
+// newGroupCommit starts the loop on db.
+func newGroupCommit(db *bolt.DB) *groupCommit {
+	g := &groupCommit{db: db, reqs: make(chan *request, 1024), done: make(chan struct{})}
+	go g.loop()
+	return g
+}
+
 // update runs fn in a write transaction shared with whatever other requests
 // are waiting, and returns once that transaction is durable (or failed).
-func (s *Store) update(fn func(*bolt.Tx) error) error {
+func (g *groupCommit) update(fn func(*bolt.Tx) error) error {
 	r := &request{fn: fn, done: make(chan error, 1)}
-	s.mu.RLock()
-	if s.closed {
-		s.mu.RUnlock()
+	g.mu.RLock()
+	if g.closed {
+		g.mu.RUnlock()
 		return ErrClosed
 	}
-	s.reqs <- r
-	s.mu.RUnlock()
+	g.reqs <- r
+	g.mu.RUnlock()
 	return <-r.done
 }
 
-// loop is the group commit: it takes every request waiting at the moment,
-// runs them in one transaction and answers them all after the fsync. If the
-// shared transaction fails, each request is retried alone so one bad
-// request cannot fail its neighbours (an I/O error fails them all again).
-func (s *Store) loop() {
-	defer close(s.loopDone)
+// close stops the loop after the requests already sent have run and
+// reports whether this call did; a second close is a no-op.
+func (g *groupCommit) close() bool {
+	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		return false
+	}
+	g.closed = true
+	close(g.reqs)
+	g.mu.Unlock()
+	<-g.done
+	return true
+}
+
+func (g *groupCommit) loop() {
+	defer close(g.done)
 	batch := make([]*request, 0, maxBatch)
-	for r := range s.reqs {
+	for r := range g.reqs {
 		batch = append(batch[:0], r)
 	drain:
 		for len(batch) < maxBatch {
 			select {
-			case r, ok := <-s.reqs:
+			case r, ok := <-g.reqs:
 				if !ok {
 					break drain
 				}
@@ -46,10 +87,10 @@ func (s *Store) loop() {
 				break drain
 			}
 		}
-		err := s.commit(batch)
+		err := g.commit(batch)
 		if err != nil && len(batch) > 1 {
 			for _, r := range batch {
-				r.done <- s.commit([]*request{r})
+				r.done <- g.commit([]*request{r})
 			}
 		} else {
 			for _, r := range batch {
@@ -62,10 +103,10 @@ func (s *Store) loop() {
 	}
 }
 
-func (s *Store) commit(batch []*request) error {
-	s.commits.Add(1)
-	s.writes.Add(uint64(len(batch)))
-	return s.db.Update(func(tx *bolt.Tx) error {
+func (g *groupCommit) commit(batch []*request) error {
+	g.commits.Add(1)
+	g.writes.Add(uint64(len(batch)))
+	return g.db.Update(func(tx *bolt.Tx) error {
 		for _, r := range batch {
 			if err := r.fn(tx); err != nil {
 				return err
@@ -106,7 +147,7 @@ func (s *Store) Commit(cards []Card, jobs ...Job) error {
 	if err != nil {
 		return err
 	}
-	err = s.update(func(tx *bolt.Tx) error {
+	err = s.gc.update(func(tx *bolt.Tx) error {
 		for i := range jobs {
 			if err := putJob(tx, &jobs[i], vals[i], specs[i]); err != nil {
 				return err
@@ -171,12 +212,12 @@ func putJob(tx *bolt.Tx, j *Job, val, spec []byte) error {
 // scheduler probes before it resumes after a persistence failure.
 func (s *Store) Probe() error {
 	scratch := make([]byte, probeBytes)
-	if err := s.update(func(tx *bolt.Tx) error {
+	if err := s.gc.update(func(tx *bolt.Tx) error {
 		return tx.Bucket(BucketMeta).Put(KeyProbe, scratch)
 	}); err != nil {
 		return fmt.Errorf("probing store: %w", err)
 	}
-	if err := s.update(func(tx *bolt.Tx) error {
+	if err := s.gc.update(func(tx *bolt.Tx) error {
 		return tx.Bucket(BucketMeta).Delete(KeyProbe)
 	}); err != nil {
 		return fmt.Errorf("probing store: %w", err)

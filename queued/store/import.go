@@ -53,7 +53,7 @@ func (s *Store) ImportBatch(b ImportBatch) (kept []int, err error) {
 	if err != nil {
 		return nil, err
 	}
-	err = s.update(func(tx *bolt.Tx) error {
+	err = s.gc.update(func(tx *bolt.Tx) error {
 		kept = kept[:0]
 		ids := tx.Bucket(BucketIDs)
 		var last uint64

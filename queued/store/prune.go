@@ -18,7 +18,7 @@ func (s *Store) Prune(cutoff time.Time, keep int) ([]string, error) {
 	var all []string
 	for {
 		var ids []string
-		err := s.update(func(tx *bolt.Tx) error {
+		err := s.gc.update(func(tx *bolt.Tx) error {
 			ids = ids[:0]
 			fin := tx.Bucket(BucketFinished)
 			n := fin.Stats().KeyN

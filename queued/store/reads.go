@@ -15,44 +15,41 @@ import (
 // Job reads one job's whole record, its spec included; ErrNotFound when
 // there is none. It is the one read that touches a spec: for GET /job, a
 // job's start, a resubmit.
-func (s *Store) Job(id string) (Job, error) {
-	return s.read(id, true)
+func (s *Store) Job(id string) (j Job, err error) {
+	err = s.db.View(func(tx *bolt.Tx) error { j, err = readJob(tx, id, true); return err })
+	return j, err
 }
 
 // Brief reads one job's record without its spec (see Briefed);
 // ErrNotFound when there is none.
-func (s *Store) Brief(id string) (Job, error) {
-	return s.read(id, false)
+func (s *Store) Brief(id string) (j Job, err error) {
+	err = s.db.View(func(tx *bolt.Tx) error { j, err = readJob(tx, id, false); return err })
+	return j, err
 }
 
-func (s *Store) read(id string, whole bool) (Job, error) {
+// readJob reads job id's record in tx, whole (with its spec) or brief.
+func readJob(tx *bolt.Tx, id string, whole bool) (Job, error) {
 	var j Job
-	err := s.db.View(func(tx *bolt.Tx) error {
-		seq := tx.Bucket(BucketIDs).Get([]byte(id))
-		if seq == nil {
-			return ErrNotFound
-		}
-		v := tx.Bucket(BucketJobs).Get(seq)
-		if v == nil {
-			return ErrNotFound
-		}
-		if err := decodeBrief(v, &j); err != nil { // json.Unmarshal copies out of the mmap
-			return err
-		}
-		if !whole {
-			return nil
-		}
-		sp, ok, err := readSpec(tx, seq)
-		if err != nil {
-			return err
-		}
-		if ok {
-			j = j.WithSpec(sp)
-		}
-		return nil
-	})
+	seq := tx.Bucket(BucketIDs).Get([]byte(id))
+	if seq == nil {
+		return j, fmt.Errorf("reading job %s: %w", id, ErrNotFound)
+	}
+	v := tx.Bucket(BucketJobs).Get(seq)
+	if v == nil {
+		return j, fmt.Errorf("reading job %s: %w", id, ErrNotFound)
+	}
+	if err := decodeBrief(v, &j); err != nil { // json.Unmarshal copies out of the mmap
+		return Job{}, fmt.Errorf("reading job %s: %w", id, err)
+	}
+	if !whole {
+		return j, nil
+	}
+	sp, ok, err := readSpec(tx, seq)
 	if err != nil {
 		return Job{}, fmt.Errorf("reading job %s: %w", id, err)
+	}
+	if ok {
+		j = j.WithSpec(sp)
 	}
 	return j, nil
 }
@@ -164,15 +161,7 @@ func (s *Store) Finished() ([]string, error) {
 // time), by a backward walk of the finished index: the scheduler seeds its
 // run-time estimates with them at start, so they survive a restart.
 func (s *Store) Recent(max int) ([]Job, error) {
-	return s.RecentMatching(max, 0, nil)
-}
-
-// RecentMatching returns up to max finished jobs for which keep holds
-// (every one when keep is nil), brief, newest first, looking at no more
-// than scan records (0: no bound), so a filter that matches little cannot
-// make one request walk the whole history.
-func (s *Store) RecentMatching(max, scan int, keep func(*Job) bool) ([]Job, error) {
-	jobs, _, _, err := s.FinishedPage(nil, max, scan, keep)
+	jobs, _, _, err := s.FinishedPage(nil, max, 0, nil)
 	return jobs, err
 }
 

@@ -53,7 +53,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -124,22 +123,11 @@ type Options struct {
 
 // Store is the bbolt file plus its commit loop. It is safe for concurrent use.
 type Store struct {
-	db   *bolt.DB
-	dir  string
-	reqs chan *request
-	mu   sync.RWMutex // guards closed against sends on reqs
-	// closed is set under mu before reqs is closed.
-	closed   bool
-	loopDone chan struct{}
-	spillMu  sync.Mutex // guards spill's writes
-	spill    *spill
-	commits  atomic.Uint64
-	writes   atomic.Uint64
-}
-
-type request struct {
-	fn   func(*bolt.Tx) error
-	done chan error
+	db      *bolt.DB
+	dir     string
+	gc      *groupCommit
+	spillMu sync.Mutex // guards spill's writes
+	spill   *spill
 }
 
 // Open opens or creates the store in dir (created 0700 when missing),
@@ -167,8 +155,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("opening %s: %w", path, err)
 	}
-	s := &Store{db: db, dir: dir, reqs: make(chan *request, 1024), loopDone: make(chan struct{})}
-	go s.loop()
+	s := &Store{db: db, dir: dir, gc: newGroupCommit(db)}
 	if err := s.openSpill(); err != nil {
 		s.Close()
 		return nil, err
@@ -213,15 +200,9 @@ func (s *Store) Dir() string { return s.dir }
 // Close stops the commit loop after the requests already sent have run,
 // then closes the file. A second Close is a no-op.
 func (s *Store) Close() error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	if !s.gc.close() {
 		return nil
 	}
-	s.closed = true
-	close(s.reqs)
-	s.mu.Unlock()
-	<-s.loopDone
 	s.spillMu.Lock()
 	if s.spill != nil {
 		s.spill.f.Close()
@@ -244,5 +225,5 @@ type Stats struct {
 
 // Stats returns the counters since Open.
 func (s *Store) Stats() Stats {
-	return Stats{Commits: s.commits.Load(), Writes: s.writes.Load()}
+	return Stats{Commits: s.gc.commits.Load(), Writes: s.gc.writes.Load()}
 }
