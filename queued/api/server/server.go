@@ -201,6 +201,11 @@ func (s *Server) IdleFor() time.Duration {
 	return time.Since(time.Unix(0, s.last.Load()))
 }
 
+// RestingFor is how long no request has been worked on: 0 while one is.
+// Unlike IdleFor, long-polls waiting (a status page left open, a logs -f)
+// do not count: queued is at rest while they wait.
+func (s *Server) RestingFor() time.Duration { return s.slots.restingFor() }
+
 // NewHTTPServer wraps the handler in an http.Server with timeouts that
 // suit long-polls: headers must arrive within 10s and bodies within 30s,
 // an answer must be written within WriteTimeout of its first byte, but a

@@ -35,6 +35,7 @@ type slots struct {
 	queue   []*slotWaiter  // requests waiting, oldest first
 
 	busy    atomic.Int64 // slots held
+	freed   atomic.Int64 // when the last slot held was given back (Unix ns)
 	waiting atomic.Int64 // requests waiting for a slot
 	polling atomic.Int64 // long-polls waiting without a slot
 	closing chan struct{}
@@ -87,6 +88,7 @@ func (ss *slots) takeLocked(w who) {
 func (ss *slots) giveBackLocked(w who) {
 	ss.held--
 	ss.busy.Add(-1)
+	ss.freed.Store(time.Now().UnixNano())
 	if !w.reserved {
 		ss.outside--
 		if ss.byUser[w.uid]--; ss.byUser[w.uid] <= 0 {
@@ -105,6 +107,15 @@ func (ss *slots) giveBackLocked(w who) {
 	}
 	clear(ss.queue[len(rest):])
 	ss.queue = rest
+}
+
+// restingFor is how long no handler has worked: 0 while one does. Long-
+// polls waiting hold none, so a status page left open does not count.
+func (ss *slots) restingFor() time.Duration {
+	if ss.busy.Load() > 0 {
+		return 0
+	}
+	return time.Since(time.Unix(0, ss.freed.Load()))
 }
 
 // wait gives the request's handler slot back, waits for one of the

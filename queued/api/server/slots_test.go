@@ -101,3 +101,35 @@ func TestConns_PerUserRefusalNamesTheBound(t *testing.T) {
 		t.Fatalf("another user's connection was refused: %q", other.refused)
 	}
 }
+
+// TestServer_RestingWhileLongPollsWait: a long-poll waiting holds no
+// handler, so the daemon counts as resting meanwhile (what it gives back
+// at rest depends on it); a request worked on is not rest.
+func TestServer_RestingWhileLongPollsWait(t *testing.T) {
+	t.Parallel()
+	d := start(t, options{})
+	cmd, release := d.gate()
+	defer release()
+	id := d.queue("0", cmd).JobID
+	d.waitOutput(id, "started")
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		d.client.Result(d.ctx(), id, 30*time.Second)
+	}()
+	poll(t, "a long-poll", func() bool { return d.srv.slots.polling.Load() == 1 })
+	poll(t, "rest while it waits", func() bool { return d.srv.RestingFor() > 50*time.Millisecond })
+	if d.srv.IdleFor() != 0 {
+		t.Fatalf("IdleFor %v with a request in progress", d.srv.IdleFor())
+	}
+	sl := d.srv.slots.claim(who{reserved: true})
+	if err := sl.acquire(d.ctx()); err != nil {
+		t.Fatal(err)
+	}
+	if r := d.srv.RestingFor(); r != 0 {
+		t.Fatalf("RestingFor %v while a handler works", r)
+	}
+	sl.release()
+	release()
+	<-done
+}

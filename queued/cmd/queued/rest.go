@@ -28,8 +28,9 @@ const restAfter = 3 * time.Second
 const restWork = 4 << 20
 
 // quiet is what atRest needs of the HTTP server: how long no request has
-// been in progress.
-type quiet interface{ IdleFor() time.Duration }
+// been worked on (server.Server.RestingFor; long-polls waiting do not
+// count).
+type quiet interface{ RestingFor() time.Duration }
 
 // releaser gives the store's touched pages back (store.Store.Release).
 type releaser interface{ Release() error }
@@ -39,12 +40,13 @@ type releaser interface{ Release() error }
 // heap, which the runtime would keep until its next collection (forced
 // only every two minutes when nothing allocates) and then return to the
 // kernel only slowly; and every record read leaves its page of the
-// store's memory map resident. So, once no request has been answered for
+// store's memory map resident. So, once no request has been worked on for
 // restAfter and the heap has allocated restWork since the last time, it
 // collects and returns the free memory at once (debug.FreeOSMemory, a
 // millisecond or two for queued's small heap) and drops the store's pages
 // (the page cache keeps them). What queued holds at rest is then what its
-// active work needs. It returns when stop is closed.
+// active work needs. Jobs starting and ending meanwhile, and long-polls
+// waiting, do not keep it from rest. It returns when stop is closed.
 func atRest(srv quiet, st releaser, stop <-chan struct{}, logf func(msg string, args ...any)) {
 	sample := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
 	allocated := func() uint64 {
@@ -60,7 +62,7 @@ func atRest(srv quiet, st releaser, stop <-chan struct{}, logf func(msg string, 
 			return
 		case <-tick.C:
 		}
-		if srv.IdleFor() < restAfter {
+		if srv.RestingFor() < restAfter {
 			continue
 		}
 		if now := allocated(); now-last >= restWork {
