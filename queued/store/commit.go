@@ -181,7 +181,9 @@ func encodeJob(j *Job) (val, spec []byte, err error) {
 func putJob(tx *bolt.Tx, j *Job, val, spec []byte) error {
 	id, seq := []byte(j.ID), seqKey(j.Seq)
 	ids := tx.Bucket(BucketIDs)
-	switch old := ids.Get(id); {
+	old := ids.Get(id)
+	isNew := old == nil
+	switch {
 	case old == nil && spec == nil:
 		return fmt.Errorf("job %s: a new job's first record must carry its command and environment, not a brief record", j.ID)
 	case old == nil:
@@ -195,7 +197,7 @@ func putJob(tx *bolt.Tx, j *Job, val, spec []byte) error {
 		return fmt.Errorf("putting job %s: %w", j.ID, err)
 	}
 	if spec != nil {
-		if err := putSpec(tx, j.ID, seq, spec); err != nil {
+		if err := putSpec(tx, j.ID, seq, spec, isNew); err != nil {
 			return err
 		}
 	}

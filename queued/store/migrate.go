@@ -103,7 +103,7 @@ func migrateV1(tx *bolt.Tx) error {
 		if err != nil {
 			return fmt.Errorf("encoding the spec of job %s: %w", j.ID, err)
 		}
-		if err := putSpec(tx, j.ID, k, spec); err != nil {
+		if err := putSpec(tx, j.ID, k, spec, true); err != nil {
 			return err
 		}
 		brief, err := json.Marshal(j.Briefed())

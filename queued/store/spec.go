@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -30,11 +31,18 @@ import (
 // jobs apart in a list; the whole command is one GET /job away.
 const PreviewBytes = 256
 
-// BucketSpecs maps a job's sequence number to a bucket of its own holding
-// the job's spec under KeySpec. Each spec sits in its own bucket so that
-// writing or deleting one never rewrites (and so never reads) a page of
-// another: big values sharing a leaf would be copied with it.
+// BucketSpecs maps a job's sequence number to its spec: a spec of at most
+// flatSpecBytes as the value itself, a larger one in a bucket of its own
+// under KeySpec, so that writing or deleting a large spec never rewrites
+// (and so never reads) a page of another: bbolt keeps at least two values
+// in a leaf and copies every value of a leaf it rewrites, so large specs
+// side by side would be copied again with each new one. A bucket of its
+// own costs a little more to write, which the small specs most jobs have
+// (a command and a shell's toolchain variables) do not pay.
 var BucketSpecs = []byte("specs")
+
+// flatSpecBytes is the largest spec stored as a plain value of specs/.
+const flatSpecBytes = 16 << 10
 
 // KeySpec is the key of the spec in a job's bucket under specs/.
 var KeySpec = []byte("spec")
@@ -115,10 +123,19 @@ func cutUTF8(s string, n int) string {
 }
 
 // putSpec stores the spec of the job at seq, unless it has one already:
-// a spec is written once, with the job's first record.
-func putSpec(tx *bolt.Tx, id string, seq []byte, spec []byte) error {
+// a spec is written once, with the job's first record (isNew: the job has
+// no record yet, so no spec either).
+func putSpec(tx *bolt.Tx, id string, seq []byte, spec []byte, isNew bool) error {
 	specs := tx.Bucket(BucketSpecs)
-	if specs.Bucket(seq) != nil {
+	if !isNew {
+		if k, _ := specs.Cursor().Seek(seq); bytes.Equal(k, seq) {
+			return nil
+		}
+	}
+	if len(spec) <= flatSpecBytes {
+		if err := specs.Put(seq, spec); err != nil {
+			return fmt.Errorf("storing the spec of job %s: %w", id, err)
+		}
 		return nil
 	}
 	b, err := specs.CreateBucket(seq)
@@ -134,11 +151,11 @@ func putSpec(tx *bolt.Tx, id string, seq []byte, spec []byte) error {
 // readSpec reads the spec of the job at seq; ok is false when it has none
 // (a record written before specs were kept apart carries its own).
 func readSpec(tx *bolt.Tx, seq []byte) (sp Spec, ok bool, err error) {
-	b := tx.Bucket(BucketSpecs).Bucket(seq)
-	if b == nil {
-		return sp, false, nil
+	specs := tx.Bucket(BucketSpecs)
+	v := specs.Get(seq) // nil for a bucket
+	if b := specs.Bucket(seq); v == nil && b != nil {
+		v = b.Get(KeySpec)
 	}
-	v := b.Get(KeySpec)
 	if v == nil {
 		return sp, false, nil
 	}
@@ -154,10 +171,10 @@ func readSpec(tx *bolt.Tx, seq []byte) (sp Spec, ok bool, err error) {
 // are freed without being read.
 func deleteSpec(tx *bolt.Tx, seq []byte) error {
 	specs := tx.Bucket(BucketSpecs)
-	if specs.Bucket(seq) == nil {
-		return nil
+	if specs.Bucket(seq) != nil {
+		return specs.DeleteBucket(seq)
 	}
-	return specs.DeleteBucket(seq)
+	return specs.Delete(seq)
 }
 
 var pageSize = os.Getpagesize()

@@ -13,9 +13,10 @@
 //	├── jobs/
 //	│   └── <seq>     -> JSON Job, brief          (seq: 8-byte big-endian submission sequence; key order is FIFO order;
 //	│                                              the command cut to PreviewBytes, no environment: see spec.go)
-//	├── specs/
-//	│   └── <seq>/                                (a bucket per job, so no spec shares a page with another)
-//	│       └── spec  -> JSON Spec                (the whole command and environment; written once, with the job)
+//	├── specs/                                    (each job's whole command and environment; written once, with the job)
+//	│   ├── <seq>     -> JSON Spec                (a spec of at most 16 KiB)
+//	│   └── <seq>/                                (a larger one: a bucket of its own, so it shares no page with another)
+//	│       └── spec  -> JSON Spec
 //	├── ids/
 //	│   └── <id>      -> <seq>                    (id: 32 lowercase hex; written once at insert; sorted for prefix search)
 //	├── finished/
