@@ -133,3 +133,40 @@ func TestServer_RestingWhileLongPollsWait(t *testing.T) {
 	release()
 	<-done
 }
+
+// TestConns_AllBusyRefusalNamesTheBound: when every connection is working
+// in a handler (none idle, none a long-poll), a new one is refused with a
+// 503 naming TT_DEVICE_HTTP_MAX_CONNS; when one of them is a long-poll,
+// that long-poll is told to answer instead.
+func TestConns_AllBusyRefusalNamesTheBound(t *testing.T) {
+	t.Parallel()
+	cs := newConns(2, 2, func(uint32) bool { return true })
+	open := func() *connInfo {
+		t.Helper()
+		c, peer := net.Pipe()
+		t.Cleanup(func() { c.Close(); peer.Close() })
+		info := cs.context(context.Background(), c).Value(connKey{}).(*connInfo)
+		cs.hook(c, http.StateNew)
+		return info
+	}
+	a, b := open(), open()
+	cs.mu.Lock()
+	a.serving, b.serving = true, true
+	b.poll = &pollWait{since: time.Now(), early: make(chan struct{})}
+	cs.mu.Unlock()
+	third := open()
+	if third.refused != "" {
+		t.Fatalf("refused %q with a long-poll open", third.refused)
+	}
+	select {
+	case <-b.poll.early:
+	default:
+		t.Fatal("the long-poll was not told to answer")
+	}
+	cs.mu.Lock()
+	third.serving = true
+	cs.mu.Unlock()
+	if fourth := open(); !strings.Contains(fourth.refused, "TT_DEVICE_HTTP_MAX_CONNS") {
+		t.Fatalf("a connection with every other one busy: refused %q", fourth.refused)
+	}
+}
