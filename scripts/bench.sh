@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # make bench: every Go benchmark, the ratios to their floors measured in the
 # same run, then queuebench (queued's drain against tsp, nq and a floor,
-# submission and dispatch latency, CPU and memory).
+# submission and dispatch latency, CPU and memory), then fairbench
+# (queued's memory with the largest records queued, finished and listed,
+# and another user's status while one user floods a shared socket).
 #
-#   QUICK=1   CI mode: shorter benchmark time and queuebench -short
+#   QUICK=1   CI mode: shorter benchmark time, queuebench -short and
+#             fairbench -short
 #
 # Run from the repository root: bash scripts/bench.sh
 set -euo pipefail
@@ -96,3 +99,7 @@ extra NewHolder/attributed NewHolder/identity
 echo
 echo "== queuebench: queued against tsp, nq and a floor =="
 "$GO" run ./test/bench/cmd/queuebench "${short[@]}"
+
+echo
+echo "== fairbench: memory with the largest records, and a shared socket under a flood =="
+"$GO" run ./test/bench/cmd/fairbench "${short[@]}"

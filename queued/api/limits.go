@@ -31,6 +31,12 @@ const (
 	// stack limit, 2 MiB by default), and in the request body limit (1
 	// MiB by default).
 	MaxEnvBytes = 512 << 10
+	// MaxRecordBytes is a job's record budget: its cmd and its env (as
+	// EnvBytes counts it) together. Each job's whole record is kept in
+	// the store until retention deletes it (TT_DEVICE_MAX_COMPLETED_JOBS
+	// of them, 10,000 by default: 2.5 GiB at most), and read whole only
+	// for that one job: listing and the queue in memory keep a preview.
+	MaxRecordBytes = 256 << 10
 	// MaxRepeat bounds a job's repeat count; the specification leaves it
 	// open, and an unbounded count would let one request hold a card
 	// forever.

@@ -290,9 +290,21 @@ type Job struct {
 	ExpiresAt  *time.Time `json:"expires_at,omitempty"`
 	SlurmJobID string     `json:"slurm_job_id,omitempty"`
 
-	Cmd      string            `json:"cmd"`
-	Cwd      string            `json:"cwd"`
+	// Cmd is the job's shell program. In a list (GET /jobs) it is a
+	// preview of at most 256 bytes when CmdTruncated says so; GET /job
+	// has it whole.
+	Cmd string `json:"cmd"`
+	// CmdTruncated says Cmd is a preview; CmdBytes is the whole
+	// command's length.
+	CmdTruncated bool   `json:"cmd_truncated,omitempty"`
+	CmdBytes     int    `json:"cmd_bytes,omitempty"`
+	Cwd          string `json:"cwd"`
+	// Env is the variables added to the job's environment, in GET /job;
+	// a list leaves them out. EnvVars and EnvBytes say how many there
+	// are and their size (as EnvBytes counts it), in both.
 	Env      map[string]string `json:"env,omitempty"`
+	EnvVars  int               `json:"env_vars,omitempty"`
+	EnvBytes int               `json:"env_bytes,omitempty"`
 	Timeout  int64             `json:"timeout"`
 	Repeat   int               `json:"repeat"`
 	ClientID string            `json:"client_id"`
@@ -452,16 +464,19 @@ type JobSummary struct {
 // Status answers GET /status.
 type Status struct {
 	// Version is the daemon's build (see tt-device-queue --version).
-	Version     string       `json:"version,omitempty"`
-	Cards       []CardStatus `json:"cards"`
-	Queued      int          `json:"queued"`
-	MaxQueued   int          `json:"max_queued"`
-	Stopping    bool         `json:"stopping,omitempty"`
-	Persistence Persistence  `json:"persistence"`
-	Retention   Retention    `json:"retention"`
-	Output      Output       `json:"output"`
-	HTTP        HTTPStatus   `json:"http"`
-	Warnings    []string     `json:"warnings,omitempty"`
+	Version   string       `json:"version,omitempty"`
+	Cards     []CardStatus `json:"cards"`
+	Queued    int          `json:"queued"`
+	MaxQueued int          `json:"max_queued"`
+	// MaxQueuedPerUser is how many of them one user may have
+	// (TT_DEVICE_MAX_QUEUED_PER_USER; a system-mode daemon's bound).
+	MaxQueuedPerUser int         `json:"max_queued_per_user,omitempty"`
+	Stopping         bool        `json:"stopping,omitempty"`
+	Persistence      Persistence `json:"persistence"`
+	Retention        Retention   `json:"retention"`
+	Output           Output      `json:"output"`
+	HTTP             HTTPStatus  `json:"http"`
+	Warnings         []string    `json:"warnings,omitempty"`
 	// Mode is "user" (one account's daemon, today's default) or "system"
 	// (one root daemon for every user of the host, each job run as its
 	// submitter); empty from a daemon older than modes, which is user
@@ -652,6 +667,18 @@ type Output struct {
 	// to stay within MaxBytes.
 	Deleted int    `json:"deleted"`
 	Warning string `json:"warning,omitempty"`
+	// MaxBytesPerUser is what one user's finished jobs may keep
+	// (TT_DEVICE_MAX_OUTPUT_BYTES_PER_USER); Users lists whose finished
+	// jobs keep the most, most first: whose output fills the budget.
+	MaxBytesPerUser int64        `json:"max_bytes_per_user,omitempty"`
+	Users           []UserOutput `json:"users,omitempty"`
+}
+
+// UserOutput is the output one user's finished jobs keep.
+type UserOutput struct {
+	UID   uint32 `json:"uid"`
+	User  string `json:"user"`
+	Bytes int64  `json:"bytes"`
 }
 
 // HTTPStatus shows the handler limit at work.
@@ -674,6 +701,18 @@ type HTTPStatus struct {
 	// ones answered 503 because every open connection was busy.
 	Evicted int64 `json:"evicted"`
 	Refused int64 `json:"refused"`
+	// AnsweredEarly counts long-polls answered before their wait ran out
+	// to make room: for a new connection at a bound, or for a newer
+	// long-poll of the same user past WaitsPerUser.
+	AnsweredEarly int64 `json:"answered_early"`
+	// The per-user bounds (system mode; TT_DEVICE_HTTP_*_PER_USER) and
+	// the connections and handlers kept for root, queued's own user and
+	// the admins, whom no per-user bound holds.
+	ConnsPerUser    int `json:"conns_per_user,omitempty"`
+	WorkersPerUser  int `json:"workers_per_user,omitempty"`
+	WaitsPerUser    int `json:"long_polls_per_user,omitempty"`
+	ReservedConns   int `json:"reserved_conns,omitempty"`
+	ReservedWorkers int `json:"reserved_workers,omitempty"`
 }
 
 // ErrorResponse is the body of every 4xx and 5xx answer.

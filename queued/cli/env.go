@@ -100,6 +100,18 @@ func (s *Submission) jobEnv(a *App, given map[string]string) (map[string]string,
 	return env, shell, nil
 }
 
+// checkRecordSize refuses a job whose command and environment together
+// pass the daemon's record budget (api.MaxRecordBytes), naming both sizes.
+func checkRecordSize(cmd string, env map[string]string) error {
+	envBytes := api.EnvBytes(env)
+	if len(cmd)+envBytes <= api.MaxRecordBytes {
+		return nil
+	}
+	return usageErr("the job's command (%d bytes) and environment (%d bytes) take %d bytes together, above the limit of %d for one job; "+
+		"send fewer variables (--no-inherit-env, with --env for those the job needs) or put a long program in a script file",
+		len(cmd), envBytes, len(cmd)+envBytes, api.MaxRecordBytes)
+}
+
 // checkEnvSize refuses an environment the daemon would refuse, naming the
 // largest variables.
 func checkEnvSize(env map[string]string) error {

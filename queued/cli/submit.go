@@ -45,6 +45,9 @@ func (s *Submission) request(a *App, cmd string) (api.QueueRequest, error) {
 	if err != nil {
 		return api.QueueRequest{}, err
 	}
+	if err := checkRecordSize(cmd, env); err != nil {
+		return api.QueueRequest{}, err
+	}
 	cwd := s.Cwd
 	if cwd == "" {
 		if cwd, err = os.Getwd(); err != nil {

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/ttkit/ttkit/queued/api"
+	"github.com/ttkit/ttkit/queued/defaults"
 )
 
 // Config is queued's complete configuration: every setting, after the
@@ -109,6 +110,48 @@ type Config struct {
 
 	SlurmCheck         string        `kong:"-" env:"TT_DEVICE_SLURM_CHECK" doc:"squeue, when it is on PATH" help:"The squeue queued asks (squeue -h -j ID -o %T) whether a held card's Slurm job is gone; off never asks."`
 	SlurmCheckInterval time.Duration `kong:"-" env:"TT_DEVICE_SLURM_CHECK_INTERVAL" type:"seconds" default:"60" min:"1" help:"Seconds between two such questions about each active hold's Slurm job."`
+
+	// System mode: each user's share of what all of them share (see
+	// Shares for the shares in effect when these are not given). Root,
+	// queued's own user and the admin group's members are held only to
+	// the totals.
+
+	MaxQueuedPerUser      int   `kong:"-" env:"TT_DEVICE_MAX_QUEUED_PER_USER" min:"1" mode:"system" doc:"a quarter of TT_DEVICE_MAX_QUEUED_JOBS: 250" help:"System mode: queued jobs one user may have over all cards; more are refused with 429 naming the bound (root, queued's own user and the admin group are held only to TT_DEVICE_MAX_QUEUED_JOBS)."`
+	MaxOutputBytesPerUser int64 `kong:"-" env:"TT_DEVICE_MAX_OUTPUT_BYTES_PER_USER" min:"1" mode:"system" doc:"a quarter of TT_DEVICE_MAX_OUTPUT_BYTES, at least TT_DEVICE_MAX_LOG_BYTES: 1 GiB" help:"System mode: bytes of output one user's finished jobs keep; beyond it that user's oldest output is deleted first, never another user's in its place (admins exempt)."`
+	HTTPMaxConnsPerUser   int   `kong:"-" env:"TT_DEVICE_HTTP_MAX_CONNS_PER_USER" min:"1" mode:"system" doc:"a quarter of TT_DEVICE_HTTP_MAX_CONNS: 64" help:"System mode: open HTTP connections one user may have; a new one past it closes their own connection idle the longest, or answers their oldest long-poll now. An eighth of TT_DEVICE_HTTP_MAX_CONNS is kept for root, queued's own user and the admin group."`
+	HTTPWorkersPerUser    int   `kong:"-" env:"TT_DEVICE_HTTP_WORKERS_PER_USER" min:"1" mode:"system" doc:"a quarter of TT_DEVICE_HTTP_WORKERS: 4" help:"System mode: HTTP handlers working for one user at once; a quarter of TT_DEVICE_HTTP_WORKERS is kept for root, queued's own user and the admin group."`
+	HTTPWaitsPerUser      int   `kong:"-" env:"TT_DEVICE_HTTP_WAITS_PER_USER" min:"1" mode:"system" doc:"half of the connections per user: 32" help:"System mode: long-polls (logs -f, wait, the status page) one user may have waiting at once; a new one makes their oldest answer now."`
+}
+
+// Shares are the per-user bounds a system-mode queued runs with: each
+// per-user setting as given, or its default share of its total
+// (defaults.Share: a quarter; the long-polls half of the connections).
+type Shares struct {
+	Queued, Conns, Workers, Waits int
+	OutputBytes                   int64
+}
+
+// Shares returns the per-user bounds in effect. A user-mode queued has
+// one user, who is the reserve: there they do not apply.
+func (c Config) Shares() Shares {
+	s := Shares{Queued: c.MaxQueuedPerUser, OutputBytes: c.MaxOutputBytesPerUser, Conns: c.HTTPMaxConnsPerUser,
+		Workers: c.HTTPWorkersPerUser, Waits: c.HTTPWaitsPerUser}
+	if s.Queued == 0 {
+		s.Queued = defaults.Share(c.MaxQueued)
+	}
+	if s.OutputBytes == 0 {
+		s.OutputBytes = max(defaults.Share(c.MaxOutputBytes), c.MaxLogBytes)
+	}
+	if s.Conns == 0 {
+		s.Conns = defaults.Share(c.HTTPMaxConns)
+	}
+	if s.Workers == 0 {
+		s.Workers = defaults.Share(c.HTTPWorkers)
+	}
+	if s.Waits == 0 {
+		s.Waits = defaults.Waits(s.Conns)
+	}
+	return s
 }
 
 // The defaults other packages and messages name, each read from its
@@ -284,6 +327,32 @@ func (c Config) Validate() error {
 	if c.MaxOutputBytes < c.MaxLogBytes {
 		return fmt.Errorf("kept output %d bytes (%s) is below one job's output %d bytes (%s): "+
 			"every finished job's output would be deleted at once", c.MaxOutputBytes, names("MaxOutputBytes"), c.MaxLogBytes, names("MaxLogBytes"))
+	}
+	return c.validateShares()
+}
+
+// validateShares refuses a per-user bound that could never apply (above
+// its total) or would delete every finished job's output of a user at
+// once (below one job's output).
+func (c Config) validateShares() error {
+	sh := c.Shares()
+	for _, b := range []struct {
+		share, total int64
+		field, of    string
+	}{
+		{int64(sh.Queued), int64(c.MaxQueued), "MaxQueuedPerUser", "MaxQueued"},
+		{sh.OutputBytes, c.MaxOutputBytes, "MaxOutputBytesPerUser", "MaxOutputBytes"},
+		{int64(sh.Conns), int64(c.HTTPMaxConns), "HTTPMaxConnsPerUser", "HTTPMaxConns"},
+		{int64(sh.Workers), int64(c.HTTPWorkers), "HTTPWorkersPerUser", "HTTPWorkers"},
+		{int64(sh.Waits), int64(sh.Conns), "HTTPWaitsPerUser", "HTTPMaxConnsPerUser"},
+	} {
+		if b.share > b.total {
+			return fmt.Errorf("%s %d is above %s %d: one user's share cannot be more than all there is", names(b.field), b.share, names(b.of), b.total)
+		}
+	}
+	if c.MaxOutputBytesPerUser != 0 && c.MaxOutputBytesPerUser < c.MaxLogBytes {
+		return fmt.Errorf("one user's kept output %d bytes (%s) is below one job's output %d bytes (%s): "+
+			"every finished job's output of theirs would be deleted at once", c.MaxOutputBytesPerUser, names("MaxOutputBytesPerUser"), c.MaxLogBytes, names("MaxLogBytes"))
 	}
 	return nil
 }

@@ -245,3 +245,52 @@ func TestFromEnv_SystemMode(t *testing.T) {
 		}
 	}
 }
+
+// TestShares: each per-user bound is a quarter of its total unless given
+// (the long-polls half of the connections); a bound above its total, or a
+// user's output below one job's, is refused naming both settings; only
+// system mode reads them.
+func TestShares(t *testing.T) {
+	sys := func(extra map[string]string) map[string]string {
+		m := map[string]string{"HOME": "/h", "TT_DEVICE_SOCKET": "/run/q.sock"}
+		for k, v := range extra {
+			m[k] = v
+		}
+		return m
+	}
+	c, err := FromEnv(env(sys(nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := c.Shares(), (Shares{Queued: 250, OutputBytes: 1 << 30, Conns: 64, Workers: 4, Waits: 32}); got != want {
+		t.Fatalf("default shares %+v, want %+v", got, want)
+	}
+	c, err = FromEnv(env(sys(map[string]string{"TT_DEVICE_MAX_QUEUED_JOBS": "40", "TT_DEVICE_HTTP_MAX_CONNS_PER_USER": "10",
+		"TT_DEVICE_MAX_OUTPUT_BYTES": "20000000", "TT_DEVICE_MAX_LOG_BYTES": "10000000"})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := c.Shares(), (Shares{Queued: 10, OutputBytes: 10000000, Conns: 10, Workers: 4, Waits: 5}); got != want {
+		t.Fatalf("shares %+v, want %+v", got, want)
+	}
+	for _, tc := range []struct {
+		env  map[string]string
+		want []string
+	}{
+		{map[string]string{"TT_DEVICE_MAX_QUEUED_PER_USER": "2000"}, []string{"TT_DEVICE_MAX_QUEUED_PER_USER", "2000", "TT_DEVICE_MAX_QUEUED_JOBS", "1000"}},
+		{map[string]string{"TT_DEVICE_HTTP_WAITS_PER_USER": "100"}, []string{"TT_DEVICE_HTTP_WAITS_PER_USER", "TT_DEVICE_HTTP_MAX_CONNS_PER_USER", "64"}},
+		{map[string]string{"TT_DEVICE_MAX_OUTPUT_BYTES_PER_USER": "1000"}, []string{"TT_DEVICE_MAX_OUTPUT_BYTES_PER_USER", "TT_DEVICE_MAX_LOG_BYTES"}},
+	} {
+		_, err := FromEnv(env(sys(tc.env)))
+		for _, w := range tc.want {
+			if err == nil || !strings.Contains(err.Error(), w) {
+				t.Errorf("%v: %v; want an error naming %s", tc.env, err, w)
+			}
+		}
+	}
+	_, err = FromEnv(env(map[string]string{"HOME": "/h", "TT_DEVICE_MAX_QUEUED_PER_USER": "5"}))
+	var ee *EnvError
+	if !errors.As(err, &ee) || ee.Var != "TT_DEVICE_MAX_QUEUED_PER_USER" || !strings.Contains(err.Error(), "TT_DEVICE_SOCKET") {
+		t.Errorf("a per-user bound in user mode: %v, want it refused as system mode's", err)
+	}
+}

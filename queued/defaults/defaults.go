@@ -24,6 +24,23 @@ const (
 	DriverPath                = procscan.DefaultDriverPath // TT_DEVICE_DRIVER_PATH, as the collector reads it
 )
 
+// PerUserShare is the share of a total limit each user may take on a
+// shared (system-mode) daemon unless told otherwise: a quarter, so one
+// user (or a runaway script) leaves three quarters of the queue, the
+// output budget, the connections and the handlers to everyone else. The
+// per-user settings (TT_DEVICE_MAX_QUEUED_PER_USER and the others)
+// default to Share of their total.
+const PerUserShare = 4
+
+// Share is a user's default share of total: total/PerUserShare, at least
+// 1.
+func Share[T int | int64](total T) T { return max(total/PerUserShare, 1) }
+
+// Waits is a user's default number of long-polls waiting at once
+// (TT_DEVICE_HTTP_WAITS_PER_USER): half of their connections, so a user
+// whose long-polls wait still has connections for everything else.
+func Waits(connsPerUser int) int { return max(connsPerUser/2, 1) }
+
 // Vars maps each default's ${Name}, as config's default tags write it, to
 // its value.
 var Vars = map[string]any{

@@ -29,7 +29,12 @@ func checkQueued(h Host, s *api.Status, err error) Check {
 	default:
 		mode := ""
 		if modeOf(*s).System() {
-			mode = " (system mode: one queue for every user of the host)"
+			mode = " (system mode: one queue for every user of the host"
+			if s.MaxQueuedPerUser > 0 {
+				mode += fmt.Sprintf("; each user may have %d of the %d queued jobs, %s of output, %d connections, %d long-polls waiting and %d handlers at once",
+					s.MaxQueuedPerUser, s.MaxQueued, bytesText(s.Output.MaxBytesPerUser), s.HTTP.ConnsPerUser, s.HTTP.WaitsPerUser, s.HTTP.WorkersPerUser)
+			}
+			mode += ")"
 		}
 		c.Status, c.Detail = OK, fmt.Sprintf("queued %s answers at %s%s, serving %d cards", s.Version, h.QueuedAt, mode, len(s.Cards))
 	}

@@ -1,6 +1,7 @@
 package doctor
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/ttkit/ttkit/queued/config"
@@ -30,5 +31,33 @@ func CheckSettings(lookup config.Lookup, from string) (config.Config, Check) {
 		}
 		detail += "given: " + strings.Join(set, ", ")
 	}
+	if cfg.Mode.System() {
+		detail += "; " + SharesText(cfg.Shares(), cfg.MaxQueued)
+	}
 	return cfg, Check{Name: "settings", Status: OK, Detail: detail}
+}
+
+// SharesText says what one user of a shared (system-mode) queued may
+// have, as doctor shows it: the per-user bounds in effect and who is
+// held to none of them.
+func SharesText(sh config.Shares, maxQueued int) string {
+	return fmt.Sprintf("each user may have %d of the %d queued jobs, %s of output, %d connections, %d long-polls waiting and %d handlers at once "+
+		"(root, queued's own user and TT_DEVICE_ADMIN_GROUP's members only the totals)",
+		sh.Queued, maxQueued, bytesText(sh.OutputBytes), sh.Conns, sh.Waits, sh.Workers)
+}
+
+// bytesText is n bytes as people read it: "1 GiB", "16 MiB", "300 bytes".
+func bytesText(n int64) string {
+	for _, u := range []struct {
+		size int64
+		name string
+	}{{1 << 30, "GiB"}, {1 << 20, "MiB"}, {1 << 10, "KiB"}} {
+		if n >= u.size && n%u.size == 0 {
+			return fmt.Sprintf("%d %s", n/u.size, u.name)
+		}
+		if n >= u.size {
+			return fmt.Sprintf("%.1f %s", float64(n)/float64(u.size), u.name)
+		}
+	}
+	return fmt.Sprintf("%d bytes", n)
 }

@@ -65,6 +65,10 @@ type cmdKey [sha256.Size]byte
 
 func keyOf(cmd string) cmdKey { return sha256.Sum256([]byte(cmd)) }
 
+// keyOfRec is the key of a record's command, whole or brief (a brief
+// record carries its whole command's digest).
+func keyOfRec(rec *store.Job) cmdKey { return rec.CmdDigest() }
+
 // recent is a ring of the last HistorySize durations and their median.
 type recent struct {
 	vals   [HistorySize]time.Duration
@@ -268,12 +272,15 @@ func (c *card) tailWait(now time.Time) time.Duration {
 }
 
 // seed feeds the history with finished records, newest first (as
-// store.Recent returns them), so the ring ends on the newest.
+// store.Recent returns them), so the ring ends on the newest. They are
+// brief records: what a run teaches is its card, times, outcome and the
+// digest of its command, never the command itself, so seeding costs the
+// same whatever the commands' size.
 func (s restart) seed(recs []store.Job) {
 	for i := len(recs) - 1; i >= 0; i-- {
 		rec := &recs[i]
 		if c := s.cards[rec.Card()]; c != nil {
-			c.learn(keyOf(rec.Cmd), rec)
+			c.learn(keyOfRec(rec), rec)
 		}
 	}
 }

@@ -23,6 +23,10 @@ const (
 // is not yet settled. Every field is guarded by core.mu except where
 // noted.
 type job struct {
+	// rec is the job's record, brief (store.Job.Briefed): the command cut
+	// to a preview, no environment, so a thousand queued jobs cost the
+	// same whatever their commands; the store holds the whole, read when
+	// the job starts (dispatcher.run) and when asked for (Record).
 	rec     store.Job
 	key     cmdKey // its command, for the estimates
 	durable bool   // the queued record is committed; before that the job is not dispatched or visible
@@ -56,8 +60,10 @@ type job struct {
 	pidDone chan struct{} // closed when the process-record writer has ended
 }
 
+// newJob is a job in memory for rec, whose command's key is taken from
+// its digest (rec may be brief).
 func newJob(rec store.Job, durable bool) *job {
-	return newKeyedJob(rec, keyOf(rec.Cmd), durable)
+	return newKeyedJob(rec, keyOfRec(&rec), durable)
 }
 
 // newKeyedJob is newJob with the command's key already computed, so

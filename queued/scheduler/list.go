@@ -11,6 +11,10 @@ import (
 // that matches little costs no more than a page of history.
 const ListScan = 20000
 
+// listPage is how many finished records one read of the store gives a
+// listing: each page is its own read, handed on before the next.
+const listPage = 100
+
 // ListFilter selects jobs for List. Zero fields select everything.
 type ListFilter struct {
 	// Card selects one card's jobs.
@@ -44,26 +48,40 @@ func (f *ListFilter) match(rec *store.Job) bool {
 		(!f.Active || rec.State != store.StateDone)
 }
 
-// list returns the jobs f selects: the active ones first, card by card
-// (the running job, then the queue in order, resets included), then the
-// finished ones, newest first, up to f.Limit in all.
+// list returns the jobs f selects (see each) in one slice.
 func (s jobIndex) list(f ListFilter) ([]JobInfo, error) {
-	if f.Limit < 1 {
-		return nil, fmt.Errorf("list limit %d: want at least 1", f.Limit)
-	}
 	var out []JobInfo
+	err := s.each(f, func(info JobInfo) error {
+		out = append(out, info)
+		return nil
+	})
+	return out, err
+}
+
+// each calls fn with the jobs f selects, brief, up to f.Limit in all: the
+// active ones first, card by card (the running job, then the queue in
+// order, resets included), from one snapshot of memory; then the finished
+// ones, newest first, read from the store a page (listPage) at a time and
+// handed to fn before the next page is read, so an answer can be written
+// as it is read and costs a page of memory, not a thousand records. An
+// error of fn stops the listing and is returned.
+func (s jobIndex) each(f ListFilter, fn func(JobInfo) error) error {
+	if f.Limit < 1 {
+		return fmt.Errorf("list limit %d: want at least 1", f.Limit)
+	}
+	var active []JobInfo
 	s.mu.Lock()
 	listed := map[*job]bool{} // a job of several cards is in several queues
 	for _, id := range s.order {
 		c := s.cards[id]
-		active := c.queue
+		queue := c.queue
 		if c.current != nil {
-			active = append([]*job{c.current}, c.queue...)
+			queue = append([]*job{c.current}, c.queue...)
 		}
-		for _, j := range active {
-			if len(out) < f.Limit && !listed[j] && j.durable && j.rec.State != store.StateDone && f.match(&j.rec) {
+		for _, j := range queue {
+			if len(active) < f.Limit && !listed[j] && j.durable && j.rec.State != store.StateDone && f.match(&j.rec) {
 				listed[j] = true
-				out = append(out, s.infoLocked(j))
+				active = append(active, s.infoLocked(j))
 			}
 		}
 	}
@@ -73,27 +91,42 @@ func (s jobIndex) list(f ListFilter) ([]JobInfo, error) {
 	for id, j := range s.jobs {
 		if j.rec.State == store.StateDone {
 			inMemory[id] = true
-			if len(out) < f.Limit && f.match(&j.rec) {
-				out = append(out, s.infoLocked(j))
+			if len(active) < f.Limit && f.match(&j.rec) {
+				active = append(active, s.infoLocked(j))
 			}
 		}
 	}
 	s.mu.Unlock()
-	if len(out) >= f.Limit || f.Active || (f.State != "" && f.State != store.StateDone) {
-		return out, nil
+	for _, info := range active {
+		if err := fn(info); err != nil {
+			return err
+		}
+	}
+	left := f.Limit - len(active)
+	if left <= 0 || f.Active || (f.State != "" && f.State != store.StateDone) {
+		return nil
 	}
 	scan := f.Scan
 	if scan <= 0 {
 		scan = ListScan
 	}
-	recs, err := s.st.RecentMatching(f.Limit-len(out), scan, func(rec *store.Job) bool {
-		return !inMemory[rec.ID] && f.match(rec)
-	})
-	if err != nil {
-		return out, err
+	keep := func(rec *store.Job) bool { return !inMemory[rec.ID] && f.match(rec) }
+	var after []byte
+	for left > 0 && scan > 0 {
+		recs, next, scanned, err := s.st.FinishedPage(after, min(left, listPage), scan, keep)
+		if err != nil {
+			return err
+		}
+		for _, rec := range recs {
+			if err := fn(JobInfo{Job: rec}); err != nil {
+				return err
+			}
+		}
+		left, scan = left-len(recs), scan-scanned
+		if next == nil {
+			return nil
+		}
+		after = next
 	}
-	for _, rec := range recs {
-		out = append(out, JobInfo{Job: rec})
-	}
-	return out, nil
+	return nil
 }

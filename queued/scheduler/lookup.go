@@ -56,8 +56,8 @@ func (s jobIndex) resolve(prefix string) (string, error) {
 	return "", fmt.Errorf("%q matches %s%s; give more of the id: %w", prefix, strings.Join(list, ", "), more, ErrAmbiguous)
 }
 
-// job returns a job by full id, from memory when it is active, else from
-// the store.
+// job returns a job by full id, brief (its command a preview, no
+// environment), from memory when it is active, else from the store.
 func (s jobIndex) job(id string) (JobInfo, error) {
 	s.mu.Lock()
 	if j := s.jobs[id]; j != nil && j.durable {
@@ -66,7 +66,7 @@ func (s jobIndex) job(id string) (JobInfo, error) {
 		return info, nil
 	}
 	s.mu.Unlock()
-	rec, err := s.st.Job(id)
+	rec, err := s.st.Brief(id)
 	if errors.Is(err, store.ErrNotFound) {
 		return JobInfo{}, fmt.Errorf("job %s: %w", id, ErrNotFound)
 	}
@@ -74,6 +74,47 @@ func (s jobIndex) job(id string) (JobInfo, error) {
 		return JobInfo{}, err
 	}
 	return JobInfo{Job: rec}, nil
+}
+
+// record returns a job by full id, whole: as job, with its command and
+// environment read from the store.
+func (s jobIndex) record(id string) (JobInfo, error) {
+	info, err := s.job(id)
+	if err != nil || !info.Brief {
+		return info, err
+	}
+	whole, err := s.st.Job(id)
+	if errors.Is(err, store.ErrNotFound) {
+		return JobInfo{}, fmt.Errorf("job %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return JobInfo{}, err
+	}
+	if !whole.Brief {
+		info.Job = info.Job.WithSpec(whole.Spec())
+	}
+	return info, nil
+}
+
+// errNoSpec is a job whose command or environment the store does not
+// hold; it fails rather than run a preview.
+var errNoSpec = errors.New("its whole command and environment are not in the store")
+
+// wholeRecord is rec, a brief record from memory, with its command and
+// environment read from the store, for a job about to start; a reset or
+// a hold runs nothing of its record and is returned as it is.
+func (s *core) wholeRecord(rec store.Job) (store.Job, error) {
+	if rec.Kind != store.KindJob || !rec.Brief {
+		return rec, nil
+	}
+	whole, err := s.st.Job(rec.ID)
+	if err == nil && whole.Brief && (whole.CmdTruncated() || whole.EnvVars > 0) {
+		err = errNoSpec
+	}
+	if err != nil {
+		return rec, fmt.Errorf("reading the command and environment of job %s from the store: %w", rec.ID, err)
+	}
+	return rec.WithSpec(whole.Spec()), nil
 }
 
 // Watch is a job's state and output at one moment, with channels that close

@@ -1,9 +1,11 @@
 package scheduler
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -30,13 +32,30 @@ type OutputStatus struct {
 	Deleted int
 	// Warning is the last deletion round's problem, if any.
 	Warning string
+	// PerUserBudget is Options.MaxOutputBytesPerUser: what one owner's
+	// finished jobs may keep.
+	PerUserBudget int64
+	// Top lists the owners whose finished jobs keep the most output,
+	// most first (at most maxTopOwners): whose output fills the budget.
+	Top []OwnerBytes
 }
 
-// outputBudget keeps the output files within Options.MaxOutputBytes. It
-// knows the size of every finished job's file: counted at start, and as
-// each job ends. When the total with the running jobs' output is over the
-// budget, the oldest finished jobs' files are deleted first, down to 15/16
-// of the budget; a queued or running job's file never is. Each deleted file's record first gets
+// OwnerBytes is the output one owner's finished jobs keep.
+type OwnerBytes struct {
+	UID   uint32
+	Bytes int64
+}
+
+// outputBudget keeps the output files within Options.MaxOutputBytes, and
+// each owner's within Options.MaxOutputBytesPerUser. It knows the size and
+// owner of every finished job's file: counted at start, and as each job
+// ends. When an owner's finished jobs keep more than their share, that
+// owner's oldest files are deleted first, down to 15/16 of the share, so
+// one user's verbose jobs push out their own history, not everyone's
+// (Options.Exempt's owners are held only to the total). When the total
+// with the running jobs' output is over the budget, the oldest finished
+// jobs' files are deleted first, down to 15/16 of the budget; a queued or
+// running job's file never is. Each deleted file's record first gets
 // OutputDeletedAt, durably, so no answer ever shows output that is gone
 // without saying why. Rounds run in the retention goroutine, so they never
 // race with retention deleting the same records. The fields are guarded by
@@ -49,7 +68,8 @@ type outputBudget struct {
 	files     map[string]keptFile
 	order     []orderedFile // oldest first; an entry is stale once its file is gone or counted again
 	next      uint64
-	bytes     int64 // total size of files
+	bytes     int64            // total size of files
+	byOwner   map[uint32]int64 // size of the files of each owner's jobs
 	deleted   int
 	warning   string // the last round's problem
 	uncounted string // why the files found at start could not be counted
@@ -57,8 +77,10 @@ type outputBudget struct {
 
 // keptFile is one finished job's output file.
 type keptFile struct {
-	size int64
-	seq  uint64 // its place in order
+	size  int64
+	seq   uint64 // its place in order
+	owner uint32 // its job's owner, when owned
+	owned bool
 }
 
 type orderedFile struct {
@@ -93,24 +115,70 @@ func (b *outputBudget) ended(id string) {
 	}
 }
 
-// addLocked counts a file as the newest.
-func (b *outputBudget) addLocked(id string, size int64) {
+// addLocked counts a file as the newest, its job owned by owners[id]
+// when owners has it.
+func (b *outputBudget) addLocked(id string, size int64, owners map[string]uint32) {
 	b.removeLocked(id)
 	if b.files == nil {
-		b.files = map[string]keptFile{}
+		b.files, b.byOwner = map[string]keptFile{}, map[uint32]int64{}
 	}
 	b.next++
-	b.files[id] = keptFile{size: size, seq: b.next}
+	f := keptFile{size: size, seq: b.next}
+	f.owner, f.owned = owners[id]
+	b.files[id] = f
 	b.order = append(b.order, orderedFile{id, b.next})
 	b.bytes += size
+	if f.owned {
+		b.byOwner[f.owner] += size
+	}
 }
 
 // removeLocked forgets a file; its order entry goes stale.
 func (b *outputBudget) removeLocked(id string) {
 	if f, ok := b.files[id]; ok {
 		b.bytes -= f.size
+		if f.owned {
+			if b.byOwner[f.owner] -= f.size; b.byOwner[f.owner] <= 0 {
+				delete(b.byOwner, f.owner)
+			}
+		}
 		delete(b.files, id)
 	}
+}
+
+// owners reads the owners of ids' jobs; without them (a store that
+// cannot be read) the files count toward the total alone.
+func (b *outputBudget) owners(ids []string) map[string]uint32 {
+	if len(ids) == 0 {
+		return nil
+	}
+	owners, err := b.core.st.Owners(ids)
+	if err != nil {
+		b.core.log.Warn("output budget: cannot read whose the output files are; they count toward the total alone", "err", err)
+	}
+	return owners
+}
+
+// overShare lists by how much each owner's files are over their share
+// (Options.MaxOutputBytesPerUser), down to its low-water mark; exempt
+// owners are left out. It may read the user database.
+func (b *outputBudget) overShare() map[uint32]int64 {
+	share := b.core.opt.MaxOutputBytesPerUser
+	b.mu.Lock()
+	var over []OwnerBytes
+	for uid, n := range b.byOwner {
+		if n > share {
+			over = append(over, OwnerBytes{uid, n})
+		}
+	}
+	b.mu.Unlock()
+	need := map[uint32]int64{}
+	for _, o := range over {
+		if !b.core.opt.Exempt(o.UID) {
+			need[o.UID] = o.Bytes - (share - share/lowWater)
+		}
+	}
+	return need
 }
 
 // forget forgets files that retention deleted with their records.
@@ -161,7 +229,16 @@ func (b *outputBudget) statusLocked() OutputStatus {
 	if b.uncounted != "" {
 		warning = strings.TrimPrefix(warning+"; "+b.uncounted, "; ")
 	}
-	return OutputStatus{Bytes: b.bytes + running, Budget: b.limit(), Deleted: b.deleted, Warning: warning}
+	st := OutputStatus{Bytes: b.bytes + running, Budget: b.limit(), Deleted: b.deleted, Warning: warning,
+		PerUserBudget: b.core.opt.MaxOutputBytesPerUser}
+	for uid, n := range b.byOwner {
+		st.Top = append(st.Top, OwnerBytes{uid, n})
+	}
+	slices.SortFunc(st.Top, func(x, y OwnerBytes) int { return cmp.Or(cmp.Compare(y.Bytes, x.Bytes), cmp.Compare(x.UID, y.UID)) })
+	if len(st.Top) > maxTopOwners {
+		st.Top = st.Top[:maxTopOwners]
+	}
+	return st
 }
 
 // runningLocked is the output the running jobs have written so far.
@@ -202,11 +279,16 @@ func (b *outputBudget) count() {
 		files = append(files, found{e.id, fi.Size(), fi.ModTime().UnixNano()})
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].mod < files[j].mod })
+	ids := make([]string, len(files))
+	for i, f := range files {
+		ids[i] = f.id
+	}
+	owners := b.owners(ids)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, f := range files {
 		if _, counted := b.files[f.id]; !counted { // ended meanwhile: counted already
-			b.addLocked(f.id, f.size)
+			b.addLocked(f.id, f.size, owners)
 		}
 	}
 }
@@ -220,10 +302,11 @@ func (b *outputBudget) enforce() {
 	pending := b.pending
 	b.pending = nil
 	b.mu.Unlock()
+	owners := b.owners(pending)
 	for _, id := range pending {
 		if fi, err := os.Stat(s.outputPath(id)); err == nil {
 			b.mu.Lock()
-			b.addLocked(id, fi.Size())
+			b.addLocked(id, fi.Size(), owners)
 			b.mu.Unlock()
 		}
 	}
@@ -238,7 +321,8 @@ func (b *outputBudget) enforce() {
 	if failing {
 		return
 	}
-	if total <= budget {
+	need := b.overShare()
+	if total <= budget && len(need) == 0 {
 		b.mu.Lock()
 		b.warning = ""
 		b.mu.Unlock()
@@ -246,14 +330,25 @@ func (b *outputBudget) enforce() {
 	}
 	// Down to the low-water mark, so a busy queue at its budget deletes
 	// (and writes records) once every few jobs, not after each one.
-	over := total - (budget - budget/lowWater)
+	var over int64
+	if total > budget {
+		over = total - (budget - budget/lowWater)
+	}
 	now := s.opt.Now()
 	var problems []string
-	var marks []store.Job // records to mark, then files to delete
-	var gone []string     // records already marked or deleted: files to delete
+	var marks []store.Job        // records to mark, then files to delete
+	var gone []string            // records already marked or deleted: files to delete
+	whose := map[uint32]string{} // the names of the owners over their share
 	for _, o := range b.oldest() {
-		if over <= 0 {
-			break
+		b.mu.Lock()
+		f := b.files[o.id]
+		b.mu.Unlock()
+		mine := f.owned && need[f.owner] > 0 // its owner is over their share
+		if !mine && over <= 0 {
+			if len(need) == 0 {
+				break
+			}
+			continue
 		}
 		s.mu.Lock()
 		active := s.jobs[o.id] != nil
@@ -261,7 +356,7 @@ func (b *outputBudget) enforce() {
 		if active {
 			continue // queued, running, or its end not yet durable
 		}
-		rec, err := s.st.Job(o.id)
+		rec, err := s.st.Brief(o.id)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 			gone = append(gone, o.id) // its record was pruned; only the file was left
@@ -276,9 +371,15 @@ func (b *outputBudget) enforce() {
 		default:
 			gone = append(gone, o.id)
 		}
-		b.mu.Lock()
-		over -= b.files[o.id].size
-		b.mu.Unlock()
+		over -= f.size
+		if mine {
+			if need[f.owner] -= f.size; need[f.owner] <= 0 {
+				delete(need, f.owner)
+			}
+			if err == nil {
+				whose[f.owner] = rec.Owner
+			}
+		}
 	}
 	deleted, freed := 0, int64(0)
 	remove := func(id string) {
@@ -319,10 +420,28 @@ func (b *outputBudget) enforce() {
 	kept, warning := b.bytes, b.warning
 	b.mu.Unlock()
 	if deleted > 0 {
-		s.log.Info("deleted the output of the oldest finished jobs to keep output within TT_DEVICE_MAX_OUTPUT_BYTES",
-			"jobs", deleted, "bytes", freed, "kept_bytes", kept+running, "budget", budget)
+		s.log.Info("deleted the output of the oldest finished jobs to keep output within TT_DEVICE_MAX_OUTPUT_BYTES, and each user's within TT_DEVICE_MAX_OUTPUT_BYTES_PER_USER",
+			"jobs", deleted, "bytes", freed, "kept_bytes", kept+running, "budget", budget, "users_over_their_share", ownersText(whose))
 	}
 	if warning != "" {
 		s.log.Warn("output budget problems", "warning", warning)
 	}
+}
+
+// ownersText names the owners whose output was deleted for their share,
+// as "alice (uid 1001), bob (uid 1002)"; "none" when there are none.
+func ownersText(whose map[uint32]string) string {
+	if len(whose) == 0 {
+		return "none"
+	}
+	uids := make([]uint32, 0, len(whose))
+	for uid := range whose {
+		uids = append(uids, uid)
+	}
+	slices.Sort(uids)
+	parts := make([]string, len(uids))
+	for i, uid := range uids {
+		parts[i] = fmt.Sprintf("%s (uid %d)", whose[uid], uid)
+	}
+	return strings.Join(parts, ", ")
 }

@@ -94,7 +94,7 @@ func (s *retention) sweepOrphans() []string {
 	var problems []string
 	for _, e := range entries {
 		id := e.id
-		if _, err := s.st.Job(id); !errors.Is(err, store.ErrNotFound) {
+		if _, err := s.st.Brief(id); !errors.Is(err, store.ErrNotFound) {
 			continue
 		}
 		if err := os.Remove(s.outputPath(id)); err != nil && !errors.Is(err, os.ErrNotExist) {

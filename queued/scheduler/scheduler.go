@@ -25,8 +25,13 @@ import (
 type Store interface {
 	// Put durably writes job records in one transaction.
 	Put(jobs ...store.Job) error
-	// Job reads one record; store.ErrNotFound when there is none.
+	// Job reads one whole record, its spec (command, environment)
+	// included; store.ErrNotFound when there is none.
 	Job(id string) (store.Job, error)
+	// Brief reads one record without its spec (store.Job.Briefed).
+	Brief(id string) (store.Job, error)
+	// Owners reads the owner uid of each of ids that has one.
+	Owners(ids []string) (map[string]uint32, error)
 	// Match lists up to max ids starting with prefix.
 	Match(prefix string, max int) ([]string, error)
 	// Active lists queued and running records in FIFO order.
@@ -44,9 +49,11 @@ type Store interface {
 	// Recent reads up to max finished records, newest first, to seed the
 	// estimates at start.
 	Recent(max int) ([]store.Job, error)
-	// RecentMatching reads up to max finished records that keep accepts,
-	// newest first, looking at no more than scan of them.
-	RecentMatching(max, scan int, keep func(*store.Job) bool) ([]store.Job, error)
+	// FinishedPage reads up to max finished records that keep accepts,
+	// brief, newest first, looking at no more than scan of them, from
+	// after (the newest when nil); it returns where the next page starts
+	// (nil at the end) and how many records it looked at.
+	FinishedPage(after []byte, max, scan int, keep func(*store.Job) bool) ([]store.Job, []byte, int, error)
 	// Spill durably keeps, in reserved space, the card and job records the
 	// store cannot take now, replacing what it kept; with no records it
 	// clears it. The next store Open writes them in.
@@ -56,7 +63,7 @@ type Store interface {
 // Errors the API maps to status codes with errors.Is.
 var (
 	ErrUnknownCard = errors.New("unknown card")
-	ErrQueueFull   = errors.New("queue full")
+	ErrQueueFull   = errors.New("queue full") // see QueueFullError
 	ErrPersistence = errors.New("persistence failing")
 	ErrStopping    = errors.New("service stopping")
 	ErrNotFound    = errors.New("no such job")
@@ -94,11 +101,26 @@ type Options struct {
 	DefaultTimeout time.Duration
 	// MaxQueued bounds queued jobs over all cards; default TT_DEVICE_MAX_QUEUED_JOBS's.
 	MaxQueued int
+	// MaxQueuedPerUser bounds the queued jobs (and holds) of one owner
+	// (store.Job.OwnerUID) over all cards, so one user cannot take the
+	// whole queue; default a quarter of MaxQueued (defaults.Share, as
+	// TT_DEVICE_MAX_QUEUED_PER_USER). Jobs with no owner (a user-mode
+	// daemon's) and owners Exempt accepts are held only to MaxQueued.
+	MaxQueuedPerUser int
+	// Exempt reports whether an owner is exempt from the per-user limits
+	// (MaxQueuedPerUser, MaxOutputBytesPerUser): the admins. It may read
+	// the user database; it is never called with the lock held. Default:
+	// root and queued's own user.
+	Exempt func(uid uint32) bool
 	// MaxLogBytes caps each output file; default TT_DEVICE_MAX_LOG_BYTES's.
 	MaxLogBytes int64
 	// MaxOutputBytes bounds all output files together; default
 	// TT_DEVICE_MAX_OUTPUT_BYTES's (see outputbudget.go).
 	MaxOutputBytes int64
+	// MaxOutputBytesPerUser bounds the output one owner's finished jobs
+	// keep (see outputbudget.go); default a quarter of MaxOutputBytes, at
+	// least MaxLogBytes (TT_DEVICE_MAX_OUTPUT_BYTES_PER_USER).
+	MaxOutputBytesPerUser int64
 	// KillGrace is the time from SIGINT to SIGKILL; default TT_DEVICE_KILL_GRACE's.
 	KillGrace time.Duration
 	// JobTasksMax (TT_DEVICE_JOB_TASKS_MAX), when above 0, caps each job
@@ -203,6 +225,16 @@ func (o *Options) defaults() error {
 	}
 	if o.MaxOutputBytes <= 0 {
 		o.MaxOutputBytes = defaults.MaxOutputBytes
+	}
+	if o.MaxQueuedPerUser <= 0 {
+		o.MaxQueuedPerUser = defaults.Share(o.MaxQueued)
+	}
+	if o.MaxOutputBytesPerUser <= 0 {
+		o.MaxOutputBytesPerUser = max(defaults.Share(o.MaxOutputBytes), o.MaxLogBytes)
+	}
+	if o.Exempt == nil {
+		self := uint32(os.Getuid())
+		o.Exempt = func(uid uint32) bool { return uid == 0 || uid == self }
 	}
 	if o.RetentionDays <= 0 {
 		o.RetentionDays = defaults.RetentionDays
@@ -341,6 +373,10 @@ func (s *Scheduler) Stop() {
 // OutputPath is where the job's output file lives (it may not exist).
 func (s *Scheduler) OutputPath(id string) string { return s.core.outputPath(id) }
 
+// MaxQueuedPerUser is the queued jobs one owner may have
+// (Options.MaxQueuedPerUser, its default applied).
+func (s *Scheduler) MaxQueuedPerUser() int { return s.core.opt.MaxQueuedPerUser }
+
 // Cards lists the configured card numbers, ascending.
 func (s *Scheduler) Cards() []int { return append([]int(nil), s.core.order...) }
 
@@ -353,14 +389,21 @@ func (s *Scheduler) Kill(id string) (JobInfo, error) { return s.sub.kill(id) }
 // Resolve turns a unique id prefix into the full id; see jobIndex.resolve.
 func (s *Scheduler) Resolve(prefix string) (string, error) { return s.idx.resolve(prefix) }
 
-// Job returns a job by full id; see jobIndex.job.
+// Job returns a job by full id, brief; see jobIndex.job.
 func (s *Scheduler) Job(id string) (JobInfo, error) { return s.idx.job(id) }
+
+// Record returns a job by full id, whole; see jobIndex.record.
+func (s *Scheduler) Record(id string) (JobInfo, error) { return s.idx.record(id) }
 
 // Watch returns the job's current Watch; see jobIndex.watch.
 func (s *Scheduler) Watch(id string) (Watch, error) { return s.idx.watch(id) }
 
 // List returns the jobs f selects; see jobIndex.list.
 func (s *Scheduler) List(f ListFilter) ([]JobInfo, error) { return s.idx.list(f) }
+
+// ListEach hands the jobs f selects to fn one by one, reading the
+// finished ones a page at a time; see jobIndex.each.
+func (s *Scheduler) ListEach(f ListFilter, fn func(JobInfo) error) error { return s.idx.each(f, fn) }
 
 // Reset schedules resets; see resetDesk.request.
 func (s *Scheduler) Reset(req ResetRequest) ([]ResetOutcome, error) { return s.desk.request(req) }

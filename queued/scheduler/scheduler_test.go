@@ -182,8 +182,8 @@ func TestScheduler_ResolveAndLookup(t *testing.T) {
 	if _, err := b.s.Resolve(strings.Repeat("0", 32)); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("unknown = %v", err)
 	}
-	// Two records sharing a prefix.
-	a, c := info.Job, info.Job
+	// Two records sharing a prefix, stored as new jobs: whole.
+	a, c := info.WithSpec(info.Spec()), info.WithSpec(info.Spec())
 	a.ID, c.ID = "abcdef"+strings.Repeat("0", 26), "abcdef"+strings.Repeat("1", 26)
 	if err := b.st.Put(a, c); err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -59,7 +60,9 @@ func withCards(rec store.Job, cards []int, spec string) store.Job {
 // submit durably queues a job at the tail of its card's queue (of each of
 // its cards' queues) and returns it with its position and estimated wait.
 // It fails with ErrUnknownCard, ErrStopping, ErrPersistence (also when
-// this very insert fails), ErrCardDead or ErrQueueFull.
+// this very insert fails), ErrCardDead or ErrQueueFull (a
+// *QueueFullError: the owner's share of the queue, or the whole of it, is
+// taken).
 func (s submitter) submit(spec JobSpec) (JobInfo, error) {
 	timeout := spec.Timeout
 	if timeout <= 0 {
@@ -77,41 +80,29 @@ func (s submitter) submit(spec JobSpec) (JobInfo, error) {
 // the tail of each of its cards' queues, and returns once it is durable.
 func (s submitter) enqueue(rec store.Job, key cmdKey) (JobInfo, error) {
 	s.mu.Lock()
-	var cards cardSet
-	for _, id := range rec.Cards() {
-		c := s.cards[id]
-		if c == nil {
-			s.mu.Unlock()
-			return JobInfo{}, fmt.Errorf("card %d: %w", id, ErrUnknownCard)
-		}
-		cards = append(cards, c)
+	cards, err := s.admitLocked(&rec, nil)
+	if errors.Is(err, errAskExempt) {
+		// Only now may the owner's share matter. Whether they are exempt
+		// may read the user database: asked without the lock.
+		s.mu.Unlock()
+		exempt := s.opt.Exempt(*rec.OwnerUID)
+		s.mu.Lock()
+		cards, err = s.admitLocked(&rec, &exempt)
 	}
-	switch {
-	case s.stopping:
-		s.mu.Unlock()
-		return JobInfo{}, ErrStopping
-	case s.persist.err != nil:
-		err := s.persist.err
-		s.mu.Unlock()
-		return JobInfo{}, fmt.Errorf("%w: %w", ErrPersistence, err)
-	case cards.anyDead() != nil:
-		err := cards.anyDead().deadErrLocked()
+	if err != nil {
 		s.mu.Unlock()
 		return JobInfo{}, err
-	case s.queued >= s.opt.MaxQueued:
-		s.mu.Unlock()
-		return JobInfo{}, fmt.Errorf("%d jobs queued: %w", s.queued, ErrQueueFull)
 	}
 	rec.ID, rec.Seq, rec.State, rec.SubmittedAt = store.NewID(), s.nextSeq, store.StateQueued, s.opt.Now()
-	j := newKeyedJob(rec, key, false)
+	// Memory keeps the record brief; the store gets it whole, once.
+	j := newKeyedJob(rec.Briefed(), key, false)
 	s.nextSeq++
 	cards.push(j)
 	s.jobs[j.rec.ID] = j
 	s.queued++
-	rec = j.rec
 	s.mu.Unlock()
 
-	err := s.st.Put(rec)
+	err = s.st.Put(rec)
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -135,6 +126,46 @@ func (s submitter) enqueue(rec store.Job, key cmdKey) (JobInfo, error) {
 		return s.infoLocked(j), nil
 	}
 	return s.fromTailLocked(cards[0], j), nil
+}
+
+// errAskExempt is admitLocked asking whether the owner is exempt.
+var errAskExempt = errors.New("is the owner exempt from the per-user limit?")
+
+// admitLocked decides whether rec may join its cards' queues now, and
+// returns them: not while the service stops or writes fail, not on a dead
+// card, not past its owner's share of the queue (Options.MaxQueuedPerUser)
+// nor past the whole queue (MaxQueued). exempt says whether rec's owner
+// is exempt from the share; nil when not known yet, in which case
+// errAskExempt asks for it once the share may matter.
+func (s submitter) admitLocked(rec *store.Job, exempt *bool) (cardSet, error) {
+	var cards cardSet
+	for _, id := range rec.Cards() {
+		c := s.cards[id]
+		if c == nil {
+			return nil, fmt.Errorf("card %d: %w", id, ErrUnknownCard)
+		}
+		cards = append(cards, c)
+	}
+	switch {
+	case s.stopping:
+		return nil, ErrStopping
+	case s.persist.err != nil:
+		return nil, fmt.Errorf("%w: %w", ErrPersistence, s.persist.err)
+	case cards.anyDead() != nil:
+		return nil, cards.anyDead().deadErrLocked()
+	}
+	if rec.OwnerUID != nil && s.queued >= s.opt.MaxQueuedPerUser {
+		if exempt == nil {
+			return nil, errAskExempt
+		}
+		if n := s.queuedOfLocked(*rec.OwnerUID); n >= s.opt.MaxQueuedPerUser && !*exempt {
+			return nil, &QueueFullError{PerUser: true, UID: *rec.OwnerUID, Owner: rec.Owner, Count: n, Limit: s.opt.MaxQueuedPerUser}
+		}
+	}
+	if s.queued >= s.opt.MaxQueued {
+		return nil, s.fullLocked(rec)
+	}
+	return cards, nil
 }
 
 // fromTailLocked is a just-submitted job's info, found by walking back

@@ -290,8 +290,14 @@ func (s dispatcher) run(c *card, j *job) (done []*job, recs []store.Job) {
 	s.notify(j)
 	rec := j.rec
 	s.mu.Unlock()
+	// fair-share: memory holds the record brief; the job runs its whole
+	// command and environment, read from the store here (core.wholeRecord).
+	rec, wholeErr := s.wholeRecord(rec)
 	// The user database is read outside the lock: it may be slow (NSS).
 	spec, err := s.launch.spec(&rec)
+	if wholeErr != nil {
+		err = wholeErr
+	}
 	spec.OnStart = func(p runner.Proc) { s.started(j, p) }
 	go s.writeProcess(j)
 	switch {

@@ -7,37 +7,78 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"sync"
+	"sync/atomic"
 
 	bolt "go.etcd.io/bbolt"
 )
 
+// groupCommit is the commit loop: it takes every write request waiting at
+// the moment, runs them in one transaction and answers them all after
+// the fsync. If the shared transaction fails, each request is retried
+// alone so one bad request cannot fail its neighbours (an I/O error fails
+// them all again). It is safe for concurrent use.
+type groupCommit struct {
+	db   *bolt.DB
+	reqs chan *request
+	mu   sync.RWMutex // guards closed against sends on reqs
+	// closed is set under mu before reqs is closed.
+	closed  bool
+	done    chan struct{} // closed when the loop has ended
+	commits atomic.Uint64
+	writes  atomic.Uint64
+}
+
+type request struct {
+	fn   func(*bolt.Tx) error
+	done chan error
+}
+
+// newGroupCommit starts the loop on db.
+func newGroupCommit(db *bolt.DB) *groupCommit {
+	g := &groupCommit{db: db, reqs: make(chan *request, 1024), done: make(chan struct{})}
+	go g.loop()
+	return g
+}
+
 // update runs fn in a write transaction shared with whatever other requests
 // are waiting, and returns once that transaction is durable (or failed).
-func (s *Store) update(fn func(*bolt.Tx) error) error {
+func (g *groupCommit) update(fn func(*bolt.Tx) error) error {
 	r := &request{fn: fn, done: make(chan error, 1)}
-	s.mu.RLock()
-	if s.closed {
-		s.mu.RUnlock()
+	g.mu.RLock()
+	if g.closed {
+		g.mu.RUnlock()
 		return ErrClosed
 	}
-	s.reqs <- r
-	s.mu.RUnlock()
+	g.reqs <- r
+	g.mu.RUnlock()
 	return <-r.done
 }
 
-// loop is the group commit: it takes every request waiting at the moment,
-// runs them in one transaction and answers them all after the fsync. If the
-// shared transaction fails, each request is retried alone so one bad
-// request cannot fail its neighbours (an I/O error fails them all again).
-func (s *Store) loop() {
-	defer close(s.loopDone)
+// close stops the loop after the requests already sent have run and
+// reports whether this call did; a second close is a no-op.
+func (g *groupCommit) close() bool {
+	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		return false
+	}
+	g.closed = true
+	close(g.reqs)
+	g.mu.Unlock()
+	<-g.done
+	return true
+}
+
+func (g *groupCommit) loop() {
+	defer close(g.done)
 	batch := make([]*request, 0, maxBatch)
-	for r := range s.reqs {
+	for r := range g.reqs {
 		batch = append(batch[:0], r)
 	drain:
 		for len(batch) < maxBatch {
 			select {
-			case r, ok := <-s.reqs:
+			case r, ok := <-g.reqs:
 				if !ok {
 					break drain
 				}
@@ -46,23 +87,26 @@ func (s *Store) loop() {
 				break drain
 			}
 		}
-		err := s.commit(batch)
+		err := g.commit(batch)
 		if err != nil && len(batch) > 1 {
 			for _, r := range batch {
-				r.done <- s.commit([]*request{r})
+				r.done <- g.commit([]*request{r})
 			}
-			continue
+		} else {
+			for _, r := range batch {
+				r.done <- err
+			}
 		}
-		for _, r := range batch {
-			r.done <- err
-		}
+		// The requests' records (a spec may be 256 KiB) must not live on
+		// in the batch's array until later batches overwrite them.
+		clear(batch)
 	}
 }
 
-func (s *Store) commit(batch []*request) error {
-	s.commits.Add(1)
-	s.writes.Add(uint64(len(batch)))
-	return s.db.Update(func(tx *bolt.Tx) error {
+func (g *groupCommit) commit(batch []*request) error {
+	g.commits.Add(1)
+	g.writes.Add(uint64(len(batch)))
+	return g.db.Update(func(tx *bolt.Tx) error {
 		for _, r := range batch {
 			if err := r.fn(tx); err != nil {
 				return err
@@ -88,24 +132,24 @@ func (s *Store) Commit(cards []Card, jobs ...Job) error {
 	if len(jobs) == 0 && len(cards) == 0 {
 		return nil
 	}
-	vals := make([][]byte, len(jobs))
+	vals, specs := make([][]byte, len(jobs)), make([][]byte, len(jobs))
 	for i := range jobs {
 		if !ValidID(jobs[i].ID) {
 			return fmt.Errorf("putting job %q: malformed id", jobs[i].ID)
 		}
-		v, err := json.Marshal(jobs[i])
+		v, spec, err := encodeJob(&jobs[i])
 		if err != nil {
-			return fmt.Errorf("encoding job %s: %w", jobs[i].ID, err)
+			return err
 		}
-		vals[i] = v
+		vals[i], specs[i] = v, spec
 	}
 	cardVals, err := encodeCards(cards)
 	if err != nil {
 		return err
 	}
-	err = s.update(func(tx *bolt.Tx) error {
+	err = s.gc.update(func(tx *bolt.Tx) error {
 		for i := range jobs {
-			if err := putJob(tx, &jobs[i], vals[i]); err != nil {
+			if err := putJob(tx, &jobs[i], vals[i], specs[i]); err != nil {
 				return err
 			}
 		}
@@ -117,10 +161,31 @@ func (s *Store) Commit(cards []Card, jobs ...Job) error {
 	return nil
 }
 
-func putJob(tx *bolt.Tx, j *Job, val []byte) error {
+// encodeJob encodes j as jobs/ keeps it (brief) and, unless j is brief,
+// its spec.
+func encodeJob(j *Job) (val, spec []byte, err error) {
+	if !j.Brief {
+		if spec, err = json.Marshal(j.Spec()); err != nil {
+			return nil, nil, fmt.Errorf("encoding the spec of job %s: %w", j.ID, err)
+		}
+	}
+	if val, err = json.Marshal(j.Briefed()); err != nil {
+		return nil, nil, fmt.Errorf("encoding job %s: %w", j.ID, err)
+	}
+	return val, spec, nil
+}
+
+// putJob writes one encoded record (see encodeJob) and its indexes, and
+// its spec when the job has none stored yet. A job's first record must
+// come with its spec.
+func putJob(tx *bolt.Tx, j *Job, val, spec []byte) error {
 	id, seq := []byte(j.ID), seqKey(j.Seq)
 	ids := tx.Bucket(BucketIDs)
-	switch old := ids.Get(id); {
+	old := ids.Get(id)
+	isNew := old == nil
+	switch {
+	case old == nil && spec == nil:
+		return fmt.Errorf("job %s: a new job's first record must carry its command and environment, not a brief record", j.ID)
 	case old == nil:
 		if err := ids.Put(id, seq); err != nil {
 			return fmt.Errorf("indexing job %s: %w", j.ID, err)
@@ -130,6 +195,11 @@ func putJob(tx *bolt.Tx, j *Job, val []byte) error {
 	}
 	if err := tx.Bucket(BucketJobs).Put(seq, val); err != nil {
 		return fmt.Errorf("putting job %s: %w", j.ID, err)
+	}
+	if spec != nil {
+		if err := putSpec(tx, j.ID, seq, spec, isNew); err != nil {
+			return err
+		}
 	}
 	if j.State == StateDone {
 		if err := tx.Bucket(BucketFinished).Put(finishedKey(j.FinishedAt, j.Seq), id); err != nil {
@@ -144,12 +214,12 @@ func putJob(tx *bolt.Tx, j *Job, val []byte) error {
 // scheduler probes before it resumes after a persistence failure.
 func (s *Store) Probe() error {
 	scratch := make([]byte, probeBytes)
-	if err := s.update(func(tx *bolt.Tx) error {
+	if err := s.gc.update(func(tx *bolt.Tx) error {
 		return tx.Bucket(BucketMeta).Put(KeyProbe, scratch)
 	}); err != nil {
 		return fmt.Errorf("probing store: %w", err)
 	}
-	if err := s.update(func(tx *bolt.Tx) error {
+	if err := s.gc.update(func(tx *bolt.Tx) error {
 		return tx.Bucket(BucketMeta).Delete(KeyProbe)
 	}); err != nil {
 		return fmt.Errorf("probing store: %w", err)

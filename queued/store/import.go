@@ -2,7 +2,6 @@ package store
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -54,7 +53,7 @@ func (s *Store) ImportBatch(b ImportBatch) (kept []int, err error) {
 	if err != nil {
 		return nil, err
 	}
-	err = s.update(func(tx *bolt.Tx) error {
+	err = s.gc.update(func(tx *bolt.Tx) error {
 		kept = kept[:0]
 		ids := tx.Bucket(BucketIDs)
 		var last uint64
@@ -82,7 +81,7 @@ func (s *Store) ImportBatch(b ImportBatch) (kept []int, err error) {
 			}
 			if old := tx.Bucket(BucketJobs).Get(seq); old != nil {
 				var prev Job
-				if err := decodeJob(old, &prev); err == nil && prev.State == StateDone {
+				if err := decodeBrief(old, &prev); err == nil && prev.State == StateDone {
 					// Its finish-time index entry moves with the record.
 					if err := tx.Bucket(BucketFinished).Delete(finishedKey(prev.FinishedAt, prev.Seq)); err != nil {
 						return fmt.Errorf("importing job %s again: %w", j.ID, err)
@@ -117,11 +116,11 @@ func (s *Store) ImportBatch(b ImportBatch) (kept []int, err error) {
 }
 
 func putEncoded(tx *bolt.Tx, j *Job) error {
-	v, err := json.Marshal(j)
+	v, spec, err := encodeJob(j)
 	if err != nil {
-		return fmt.Errorf("encoding job %s: %w", j.ID, err)
+		return err
 	}
-	return putJob(tx, j, v)
+	return putJob(tx, j, v, spec)
 }
 
 // ImportRecord is the value stored under meta/imports, nil when no import

@@ -65,8 +65,13 @@ type Job struct {
 	// "0-3"), what the job sees in TT_QUEUE_DEVICE; empty for one card.
 	DeviceSpec string `json:"device_spec,omitempty"`
 
-	Cmd      string            `json:"cmd"`
-	Cwd      string            `json:"cwd"`
+	// Cmd is the job's shell program; on a brief record (see Briefed),
+	// its first PreviewBytes when CmdBytes says it is longer.
+	Cmd string `json:"cmd"`
+	Cwd string `json:"cwd"`
+	// Env is the variables added to the job's environment; a brief
+	// record leaves them out (EnvVars and EnvBytes say how many and how
+	// large they are), as it leaves out EnvFromShell.
 	Env      map[string]string `json:"env,omitempty"`
 	Timeout  int64             `json:"timeout_sec"` // the whole job's, every iteration together; already defaulted
 	Repeat   int               `json:"repeat"`
@@ -137,6 +142,18 @@ type Job struct {
 	Reason     string    `json:"reason,omitempty"`
 	ExpiresAt  time.Time `json:"expires_at,omitzero"`
 	SlurmJobID string    `json:"slurm_job_id,omitempty"`
+
+	// What a brief record leaves out of the job's spec (see spec.go):
+	// the whole command's length and SHA-256 (hex) when Cmd is cut, and
+	// the number and size (EnvSize) of Env's variables.
+	CmdBytes  int    `json:"cmd_bytes,omitempty"`
+	CmdSHA256 string `json:"cmd_sha256,omitempty"`
+	EnvVars   int    `json:"env_vars,omitempty"`
+	EnvBytes  int    `json:"env_bytes,omitempty"`
+	// Brief says this is the record without its spec, as jobs/ holds it:
+	// Cmd may be a preview, Env and EnvFromShell are left out. Writing a
+	// brief record never touches the stored spec. Not stored.
+	Brief bool `json:"-"`
 }
 
 // Card returns the job's card (the first of several), 0 for records

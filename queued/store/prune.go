@@ -18,7 +18,7 @@ func (s *Store) Prune(cutoff time.Time, keep int) ([]string, error) {
 	var all []string
 	for {
 		var ids []string
-		err := s.update(func(tx *bolt.Tx) error {
+		err := s.gc.update(func(tx *bolt.Tx) error {
 			ids = ids[:0]
 			fin := tx.Bucket(BucketFinished)
 			n := fin.Stats().KeyN
@@ -35,6 +35,9 @@ func (s *Store) Prune(cutoff time.Time, keep int) ([]string, error) {
 				id := append([]byte(nil), fin.Get(k)...)
 				if err := jobs.Delete(k[8:]); err != nil {
 					return fmt.Errorf("deleting job %s: %w", id, err)
+				}
+				if err := deleteSpec(tx, k[8:]); err != nil {
+					return fmt.Errorf("deleting the spec of job %s: %w", id, err)
 				}
 				if err := idx.Delete(id); err != nil {
 					return fmt.Errorf("unindexing job %s: %w", id, err)

@@ -3,6 +3,7 @@ package store
 // Reads: one job, id prefixes, the active queue, finished jobs, cards.
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -11,24 +12,72 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// Job reads one job record; ErrNotFound when there is none.
-func (s *Store) Job(id string) (Job, error) {
+// Job reads one job's whole record, its spec included; ErrNotFound when
+// there is none. It is the one read that touches a spec: for GET /job, a
+// job's start, a resubmit.
+func (s *Store) Job(id string) (j Job, err error) {
+	err = s.db.View(func(tx *bolt.Tx) error { j, err = readJob(tx, id, true); return err })
+	return j, err
+}
+
+// Brief reads one job's record without its spec (see Briefed);
+// ErrNotFound when there is none.
+func (s *Store) Brief(id string) (j Job, err error) {
+	err = s.db.View(func(tx *bolt.Tx) error { j, err = readJob(tx, id, false); return err })
+	return j, err
+}
+
+// readJob reads job id's record in tx, whole (with its spec) or brief.
+func readJob(tx *bolt.Tx, id string, whole bool) (Job, error) {
 	var j Job
-	err := s.db.View(func(tx *bolt.Tx) error {
-		seq := tx.Bucket(BucketIDs).Get([]byte(id))
-		if seq == nil {
-			return ErrNotFound
-		}
-		v := tx.Bucket(BucketJobs).Get(seq)
-		if v == nil {
-			return ErrNotFound
-		}
-		return decodeJob(v, &j) // json.Unmarshal copies out of the mmap
-	})
+	seq := tx.Bucket(BucketIDs).Get([]byte(id))
+	if seq == nil {
+		return j, fmt.Errorf("reading job %s: %w", id, ErrNotFound)
+	}
+	v := tx.Bucket(BucketJobs).Get(seq)
+	if v == nil {
+		return j, fmt.Errorf("reading job %s: %w", id, ErrNotFound)
+	}
+	if err := decodeBrief(v, &j); err != nil { // json.Unmarshal copies out of the mmap
+		return Job{}, fmt.Errorf("reading job %s: %w", id, err)
+	}
+	if !whole {
+		return j, nil
+	}
+	sp, ok, err := readSpec(tx, seq)
 	if err != nil {
 		return Job{}, fmt.Errorf("reading job %s: %w", id, err)
 	}
+	if ok {
+		j = j.WithSpec(sp)
+	}
 	return j, nil
+}
+
+// Owners returns the owner (OwnerUID) of each of ids that has one, from
+// the brief records, in one read.
+func (s *Store) Owners(ids []string) (map[string]uint32, error) {
+	out := map[string]uint32{}
+	err := s.db.View(func(tx *bolt.Tx) error {
+		idx, jobs := tx.Bucket(BucketIDs), tx.Bucket(BucketJobs)
+		for _, id := range ids {
+			seq := idx.Get([]byte(id))
+			if seq == nil {
+				continue
+			}
+			var j struct {
+				OwnerUID *uint32 `json:"owner_uid"`
+			}
+			if v := jobs.Get(seq); v != nil && json.Unmarshal(v, &j) == nil && j.OwnerUID != nil {
+				out[id] = *j.OwnerUID
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading the owners of %d jobs: %w", len(ids), err)
+	}
+	return out, nil
 }
 
 // Match returns up to max ids that start with prefix, in id order; callers
@@ -54,13 +103,14 @@ func hasPrefix(k, p []byte) bool {
 }
 
 // Active returns the queued and running jobs in submission (FIFO) order,
-// by one scan of every record; retention bounds how many there are.
+// brief, by one scan of every record; retention bounds how many there
+// are.
 func (s *Store) Active() ([]Job, error) {
 	var jobs []Job
 	err := s.db.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(BucketJobs).ForEach(func(k, v []byte) error {
 			var j Job
-			if err := decodeJob(v, &j); err != nil {
+			if err := decodeBrief(v, &j); err != nil {
 				return fmt.Errorf("job at sequence %d: %w", binary.BigEndian.Uint64(k), err)
 			}
 			if j.State != StateDone {
@@ -107,43 +157,62 @@ func (s *Store) Finished() ([]string, error) {
 	return ids, nil
 }
 
-// Recent returns up to max finished jobs, newest first (by finish time),
-// by a backward walk of the finished index: the scheduler seeds its
+// Recent returns up to max finished jobs, brief, newest first (by finish
+// time), by a backward walk of the finished index: the scheduler seeds its
 // run-time estimates with them at start, so they survive a restart.
 func (s *Store) Recent(max int) ([]Job, error) {
-	return s.RecentMatching(max, 0, nil)
+	jobs, _, _, err := s.FinishedPage(nil, max, 0, nil)
+	return jobs, err
 }
 
-// RecentMatching returns up to max finished jobs for which keep holds
-// (every one when keep is nil), newest first, looking at no more than scan
-// records (0: no bound), so a filter that matches little cannot make one
-// request walk the whole history.
-func (s *Store) RecentMatching(max, scan int, keep func(*Job) bool) ([]Job, error) {
-	var jobs []Job
-	err := s.db.View(func(tx *bolt.Tx) error {
+// FinishedPage returns up to max finished jobs for which keep holds
+// (every one when keep is nil), brief, newest first, starting after the
+// position after (from the newest when nil) and looking at no more than
+// scan records (0: no bound). next is the position to continue from (nil
+// when the history is exhausted) and scanned how many records it looked
+// at. Each page is its own read, so a long listing written to a slow
+// client never holds a read open: a record deleted between two pages is
+// simply not met.
+func (s *Store) FinishedPage(after []byte, max, scan int, keep func(*Job) bool) (jobs []Job, next []byte, scanned int, err error) {
+	err = s.db.View(func(tx *bolt.Tx) error {
 		b := tx.Bucket(BucketJobs)
 		c := tx.Bucket(BucketFinished).Cursor()
-		seen := 0
-		for k, _ := c.Last(); k != nil && len(jobs) < max && (scan <= 0 || seen < scan); k, _ = c.Prev() {
+		var k []byte
+		if after == nil {
+			k, _ = c.Last()
+		} else {
+			// The first key below after, whether after is still there or not.
+			if k, _ = c.Seek(after); k == nil {
+				k, _ = c.Last()
+			}
+			for k != nil && bytes.Compare(k, after) >= 0 {
+				k, _ = c.Prev()
+			}
+		}
+		for ; k != nil && len(jobs) < max && (scan <= 0 || scanned < scan); k, _ = c.Prev() {
+			next = append(next[:0], k...)
 			v := b.Get(k[8:])
 			if v == nil {
 				continue // an index entry whose record is gone; Prune removes both
 			}
-			seen++
+			scanned++
 			var j Job
-			if err := decodeJob(v, &j); err != nil {
+			if err := decodeBrief(v, &j); err != nil {
 				return fmt.Errorf("job at sequence %d: %w", binary.BigEndian.Uint64(k[8:]), err)
 			}
 			if keep == nil || keep(&j) {
 				jobs = append(jobs, j)
 			}
 		}
+		if k == nil {
+			next = nil // nothing older
+		}
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("reading recent finished jobs: %w", err)
+		return nil, nil, scanned, fmt.Errorf("reading recent finished jobs: %w", err)
 	}
-	return jobs, nil
+	return jobs, next, scanned, nil
 }
 
 // Cards returns every card record, in key order.
@@ -169,6 +238,15 @@ func decodeJob(v []byte, j *Job) error {
 	if err := json.Unmarshal(v, j); err != nil {
 		return fmt.Errorf("decoding job record: %w", err)
 	}
+	return nil
+}
+
+// decodeBrief decodes a record of jobs/, which is brief.
+func decodeBrief(v []byte, j *Job) error {
+	if err := decodeJob(v, j); err != nil {
+		return err
+	}
+	j.Brief = true
 	return nil
 }
 

@@ -141,12 +141,13 @@ func readSlot(f *os.File, slot int) (gen uint64, p *spillPayload, ok bool) {
 }
 
 // applySpill writes spilled records into the store. A job record takes its
-// command, working directory and environment from the stored record, and
-// never turns a stored done record back into an active one.
+// command (preview), working directory and the sizes of its spec from the
+// stored record, is written brief (the stored spec stays), and never turns
+// a stored done record back into an active one.
 func (s *Store) applySpill(p *spillPayload) error {
 	var jobs []Job
 	for _, j := range p.Jobs {
-		stored, err := s.Job(j.ID)
+		stored, err := s.Brief(j.ID)
 		if errors.Is(err, ErrNotFound) {
 			continue // its insert never became durable, so nobody was answered about it
 		}
@@ -156,7 +157,9 @@ func (s *Store) applySpill(p *spillPayload) error {
 		if stored.State == StateDone && j.State != StateDone {
 			continue
 		}
-		j.Cmd, j.Cwd, j.Env = stored.Cmd, stored.Cwd, stored.Env
+		j.Cmd, j.Cwd, j.Env, j.EnvFromShell = stored.Cmd, stored.Cwd, nil, nil
+		j.CmdBytes, j.CmdSHA256, j.EnvVars, j.EnvBytes = stored.CmdBytes, stored.CmdSHA256, stored.EnvVars, stored.EnvBytes
+		j.Brief = true
 		jobs = append(jobs, j)
 	}
 	return s.Commit(p.Cards, jobs...)
@@ -179,7 +182,7 @@ func (s *Store) Spill(cards []Card, jobs ...Job) error {
 	}
 	p := spillPayload{Cards: cards}
 	for _, j := range jobs {
-		j.Cmd, j.Cwd, j.Env = "", "", nil
+		j.Cmd, j.Cwd, j.Env, j.EnvFromShell = "", "", nil, nil
 		p.Jobs = append(p.Jobs, j)
 	}
 	var body []byte

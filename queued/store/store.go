@@ -3,21 +3,32 @@
 // still queued or running, a finish-time index for retention, and one record
 // per card.
 //
-// Schema (version 1):
+// Schema (version 2):
 //
 //	queue.db
 //	├── meta/
-//	│   ├── version   -> "1"                      (SchemaVersion, ASCII decimal)
+//	│   ├── version   -> "2"                      (SchemaVersion, ASCII decimal)
 //	│   ├── probe     -> scratch bytes            (written and removed by Probe)
 //	│   └── imports   -> JSON                     (what imports of the Python tool's database brought in; KeyImports)
 //	├── jobs/
-//	│   └── <seq>     -> JSON Job                 (seq: 8-byte big-endian submission sequence; key order is FIFO order)
+//	│   └── <seq>     -> JSON Job, brief          (seq: 8-byte big-endian submission sequence; key order is FIFO order;
+//	│                                              the command cut to PreviewBytes, no environment: see spec.go)
+//	├── specs/                                    (each job's whole command and environment; written once, with the job)
+//	│   ├── <seq>     -> JSON Spec                (a spec of at most 16 KiB)
+//	│   └── <seq>/                                (a larger one: a bucket of its own, so it shares no page with another)
+//	│       └── spec  -> JSON Spec
 //	├── ids/
 //	│   └── <id>      -> <seq>                    (id: 32 lowercase hex; written once at insert; sorted for prefix search)
 //	├── finished/
 //	│   └── <ns><seq> -> <id>                     (ns: 8-byte big-endian finish time in Unix ns; oldest first, for retention)
 //	└── cards/
 //	    └── <card>    -> JSON Card                (card: ASCII decimal card number)
+//
+// Version 1 kept each job's whole command and environment in its record
+// under jobs/, so everything that read records (the queues at start, every
+// list) read them too. Open upgrades such a store: it copies the file to
+// queue.db.v1-<time>.bak first, then moves every spec into specs/ in one
+// transaction (see migrate.go).
 //
 // Beside queue.db, held.spill is a reserve of SpillBytes that keeps, while
 // writes to queue.db fail, the records the daemon could not write but has
@@ -43,7 +54,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -52,7 +62,7 @@ import (
 
 // SchemaVersion is the layout this package reads and writes; a store with
 // any other version is refused rather than guessed at.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // FileName is the bbolt file inside the state directory.
 const FileName = "queue.db"
@@ -76,7 +86,7 @@ var (
 	BucketCards = []byte("cards")
 )
 
-var allBuckets = [][]byte{BucketMeta, BucketJobs, BucketIDs, BucketFinished, BucketCards}
+var allBuckets = [][]byte{BucketMeta, BucketJobs, BucketSpecs, BucketIDs, BucketFinished, BucketCards}
 
 // Errors callers classify with errors.Is.
 var (
@@ -114,22 +124,11 @@ type Options struct {
 
 // Store is the bbolt file plus its commit loop. It is safe for concurrent use.
 type Store struct {
-	db   *bolt.DB
-	dir  string
-	reqs chan *request
-	mu   sync.RWMutex // guards closed against sends on reqs
-	// closed is set under mu before reqs is closed.
-	closed   bool
-	loopDone chan struct{}
-	spillMu  sync.Mutex // guards spill's writes
-	spill    *spill
-	commits  atomic.Uint64
-	writes   atomic.Uint64
-}
-
-type request struct {
-	fn   func(*bolt.Tx) error
-	done chan error
+	db      *bolt.DB
+	dir     string
+	gc      *groupCommit
+	spillMu sync.Mutex // guards spill's writes
+	spill   *spill
 }
 
 // Open opens or creates the store in dir (created 0700 when missing),
@@ -149,12 +148,15 @@ func Open(dir string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", path, err)
 	}
+	if err := upgrade(db, path); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("opening %s: %w", path, err)
+	}
 	if err := db.Update(initSchema); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("opening %s: %w", path, err)
 	}
-	s := &Store{db: db, dir: dir, reqs: make(chan *request, 1024), loopDone: make(chan struct{})}
-	go s.loop()
+	s := &Store{db: db, dir: dir, gc: newGroupCommit(db)}
 	if err := s.openSpill(); err != nil {
 		s.Close()
 		return nil, err
@@ -199,15 +201,9 @@ func (s *Store) Dir() string { return s.dir }
 // Close stops the commit loop after the requests already sent have run,
 // then closes the file. A second Close is a no-op.
 func (s *Store) Close() error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	if !s.gc.close() {
 		return nil
 	}
-	s.closed = true
-	close(s.reqs)
-	s.mu.Unlock()
-	<-s.loopDone
 	s.spillMu.Lock()
 	if s.spill != nil {
 		s.spill.f.Close()
@@ -230,5 +226,5 @@ type Stats struct {
 
 // Stats returns the counters since Open.
 func (s *Store) Stats() Stats {
-	return Stats{Commits: s.commits.Load(), Writes: s.writes.Load()}
+	return Stats{Commits: s.gc.commits.Load(), Writes: s.gc.writes.Load()}
 }

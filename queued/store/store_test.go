@@ -288,7 +288,7 @@ func TestPut_ConcurrentWritersShareCommits(t *testing.T) {
 	for i := 1; i < n; i++ {
 		put(i)
 	}
-	waitFor("63 queued requests", func() bool { return len(s.reqs) == n-1 })
+	waitFor("63 queued requests", func() bool { return len(s.gc.reqs) == n-1 })
 	unlock()
 	wg.Wait()
 	close(errs)

@@ -81,6 +81,16 @@ func (ar *accessRules) admin(c caller) bool {
 	return err == nil && a.Member(*ar.adminGID)
 }
 
+// Admins is who are admins of a daemon in mode whose admin group is
+// adminGID (nil: none), as Config.AdminGID makes them: root, queued's own
+// user and, on a shared daemon, the group's members, read from the user
+// database on each call. The scheduler exempts them from the per-user
+// shares with it.
+func Admins(mode api.Mode, adminGID *uint32) func(uid uint32) bool {
+	ar := &accessRules{mode: mode, adminGID: adminGID}
+	return func(uid uint32) bool { return ar.admin(caller{uid: uid}) }
+}
+
 // owns reports whether c submitted the job.
 func owns(c caller, rec *store.Job) bool {
 	return rec.OwnerUID != nil && *rec.OwnerUID == c.uid

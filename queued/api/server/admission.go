@@ -1,8 +1,11 @@
 package server
 
 import (
+	"bytes"
 	"crypto/subtle"
+	"errors"
 	"fmt"
+	"io"
 	"mime"
 	"net"
 	"net/http"
@@ -41,14 +44,15 @@ type admission struct {
 // answered the request with a refusal.
 func (ad *admission) admit(rw http.ResponseWriter, r *http.Request) (http.ResponseWriter, *slot, bool) {
 	refused := ad.conns.enter(r)
-	sl := ad.slots.claim()
-	aw := &answerWriter{ResponseWriter: rw, rc: http.NewResponseController(rw), slot: sl, timeout: ad.writeTimeout}
+	sl := ad.slots.claim(whoIs(r))
+	aw := &answerWriter{ResponseWriter: rw, rc: http.NewResponseController(rw), slot: sl, timeout: ad.writeTimeout,
+		conns: ad.conns, conn: infoOf(r)}
 	// The deadline of the connection's previous answer must not cut this
 	// one; nothing is written until the answer starts.
 	aw.rc.SetWriteDeadline(time.Time{})
 	var w http.ResponseWriter = aw
-	if refused {
-		ad.conns.refuse(w)
+	if refused != "" {
+		ad.conns.refuse(w, refused)
 		return w, sl, false
 	}
 	w.Header().Set("Cache-Control", "no-store")
@@ -145,6 +149,36 @@ func (ad *admission) checkRequest(w, rw http.ResponseWriter, r *http.Request) bo
 		return false
 	}
 	r.Body = http.MaxBytesReader(rw, r.Body, ad.maxBody)
+	return true
+}
+
+// readBody reads a POST body whole, within bodyReadTimeout, before the
+// request may take a handler slot: a client that sends its body slowly
+// then holds its connection (which may be closed to make room, as a
+// slowloris's is) but no handler, so slow bodies cannot keep anyone
+// else's request waiting. The handler reads the body from memory. It
+// reports false when it has answered the request with a refusal (413 past
+// the limit, 400 when the body could not be read).
+func (ad *admission) readBody(w, rw http.ResponseWriter, r *http.Request) bool {
+	if r.Method != http.MethodPost || r.Body == nil || r.Body == http.NoBody {
+		return true
+	}
+	ad.conns.reading(r, true)
+	defer ad.conns.reading(r, false)
+	rc := http.NewResponseController(rw)
+	rc.SetReadDeadline(time.Now().Add(bodyReadTimeout))
+	defer rc.SetReadDeadline(time.Time{})
+	body, err := io.ReadAll(r.Body)
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		ad.fail(w, r, fmt.Errorf("%w: the limit is %d bytes (TT_DEVICE_MAX_REQUEST_BYTES)", errBodyTooLarge, tooBig.Limit))
+		return false
+	case err != nil:
+		ad.fail(w, r, fieldErr("body", "reading: %v", err))
+		return false
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
 	return true
 }
 

@@ -81,6 +81,10 @@ func (b *base) fail(w http.ResponseWriter, r *http.Request, err error) {
 func errorMessage(err error) string {
 	switch {
 	case errors.Is(err, scheduler.ErrQueueFull):
+		var full *scheduler.QueueFullError
+		if errors.As(err, &full) && full.PerUser {
+			return "queue full for this user: " + err.Error() + " (TT_DEVICE_MAX_QUEUED_PER_USER); try again when some of them have run"
+		}
 		return "queue full: " + err.Error() + " (TT_DEVICE_MAX_QUEUED_JOBS); try again when some have run"
 	case errors.Is(err, scheduler.ErrPersistence):
 		return "refused, nothing changed: the store cannot be written (" + err.Error() + "); see /status"

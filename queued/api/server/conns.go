@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,48 +22,138 @@ const DefaultMaxConns = 256
 // about a MiB, so only a client that stops reading hits it.
 const DefaultWriteTimeout = 30 * time.Second
 
+// ReserveShare sets the connections and handlers kept for the reserve:
+// an eighth of the connections and a quarter of the handlers (at least
+// one of each when there are two or more) are open to root, queued's own
+// user and the admins alone, whatever the other users hold.
+const (
+	ConnReserveShare    = 8
+	WorkersReserveShare = 4
+)
+
+// reserveOf is the share of total kept for the reserve: total/share, at
+// least 1 when total is 2 or more, never all of it.
+func reserveOf(total, share int) int {
+	if total < 2 {
+		return 0
+	}
+	return min(max(total/share, 1), total-1)
+}
+
+// who is the user behind a connection, as the kernel says (SO_PEERCRED on
+// the socket; over TCP, where only a holder of the token gets in,
+// queued's own user), and whether they belong to the reserve: root,
+// queued's own user or, on a shared daemon, an admin. On a user-mode
+// daemon everyone who may connect is its user or root, so everyone is
+// the reserve and only the totals apply.
+type who struct {
+	uid      uint32
+	reserved bool
+}
+
 // conns tracks the open connections, through the http.Server's ConnState
-// and ConnContext hooks, and keeps them within the bound: a connection
-// over the bound closes the one that has waited longest outside a handler
-// (an idle keep-alive connection, or one that has not finished sending its
-// request headers, such as a slowloris client). When every open
-// connection is inside a handler, the new one's request is answered 503
-// and the connection closed; past MaxConns such refused connections still
-// waiting for their request, a new one is closed at once. Connections are
-// never left waiting in the kernel's accept queue, so a client is either
-// served or told why not at once.
+// and ConnContext hooks, and keeps them within their bounds: MaxConns in
+// all, ConnsPerUser for each user outside the reserve, and MaxConns less
+// the reserve for all of those users together. A connection over a bound
+// makes room by closing, within the bound it broke, the connection that
+// has waited longest outside a handler (an idle keep-alive connection, or
+// one slow to send its request headers or body, such as a slowloris
+// client); failing that, by answering at once the oldest long-poll of the
+// user holding the most connections there (the answer says what there is
+// now, as when its wait runs out, and closes its connection). Only when
+// every connection there is working in a handler is the new one's request
+// answered 503 and the connection closed; past MaxConns such refused
+// connections still waiting for their request, a new one is closed at
+// once. Connections are never left waiting in the kernel's accept queue,
+// so a client is either served or told why not at once.
 type conns struct {
-	max int
+	max, perUser, reserve int
+	// reserved says whether a uid belongs to the reserve (see who).
+	reserved func(uid uint32) bool
 
 	mu   sync.Mutex
 	open map[net.Conn]*connInfo
 
-	evicted, refused atomic.Int64
+	evicted, refused, early atomic.Int64
 }
 
 // connInfo is one open connection's place in its life, guarded by conns.mu.
 type connInfo struct {
+	who
 	state   http.ConnState
 	serving bool      // inside Server.ServeHTTP (a request, or its answer being written)
-	closing bool      // closed (or refused) to keep the bound; not counted
-	refused bool      // over the bound with every other one busy: answer 503 and close
+	reading bool      // in ServeHTTP, reading the request body: slow to send, like a slowloris
+	closing bool      // closed (or refused, or its long-poll told to answer) to keep a bound; not counted
+	refused string    // over a bound with every other one there busy: answer 503 with this, and close
 	since   time.Time // when it last entered its state, or left a handler
+	poll    *pollWait // the long-poll waiting on it, if any
+}
+
+// pollWait is a long-poll waiting for a change, without a handler slot.
+type pollWait struct {
+	since time.Time
+	// early is closed to make the long-poll answer now with what it has.
+	early chan struct{}
+	told  bool
+}
+
+// tell makes the long-poll answer now; once.
+func (p *pollWait) tell() {
+	if !p.told {
+		p.told = true
+		close(p.early)
+	}
 }
 
 type connKey struct{}
 
-func newConns(max int) *conns {
-	return &conns{max: max, open: map[net.Conn]*connInfo{}}
+// newConns bounds the connections to max in all and perUser for each
+// user outside the reserve; reserved classifies users.
+func newConns(max, perUser int, reserved func(uint32) bool) *conns {
+	return &conns{max: max, perUser: perUser, reserve: reserveOf(max, ConnReserveShare), reserved: reserved, open: map[net.Conn]*connInfo{}}
 }
 
-// context is the http.Server's ConnContext: it registers the connection and
-// gives its requests a handle on it.
+// context is the http.Server's ConnContext: it registers the connection,
+// with its user (ctx carries the socket's credentials, see ConnContext),
+// and gives its requests a handle on it.
 func (cs *conns) context(ctx context.Context, c net.Conn) context.Context {
-	info := &connInfo{state: http.StateNew, since: time.Now()}
+	info := &connInfo{state: http.StateNew, since: time.Now(), who: cs.whoOf(ctx)}
 	cs.mu.Lock()
 	cs.open[c] = info
 	cs.mu.Unlock()
 	return context.WithValue(ctx, connKey{}, info)
+}
+
+// whoOf is the user behind a connection whose context is ctx.
+func (cs *conns) whoOf(ctx context.Context) who {
+	p, onSocket, err := PeerOf(ctx)
+	switch {
+	case !onSocket:
+		return who{uid: uint32(os.Getuid()), reserved: true} // the token's holder: queued's own user
+	case err != nil:
+		return who{uid: nobody} // refused by authorize; counted as no one's
+	}
+	return who{uid: p.UID, reserved: cs.reserved(p.UID)}
+}
+
+// nobody is the uid a connection whose credentials could not be read
+// counts as.
+const nobody = ^uint32(0)
+
+// infoOf is the connection a request came on; nil outside the hooks (a
+// handler called directly).
+func infoOf(r *http.Request) *connInfo {
+	info, _ := r.Context().Value(connKey{}).(*connInfo)
+	return info
+}
+
+// whoIs is the user behind a request: the reserve when its connection is
+// not known.
+func whoIs(r *http.Request) who {
+	if info := infoOf(r); info != nil {
+		return info.who
+	}
+	return who{uid: uint32(os.Getuid()), reserved: true}
 }
 
 // hook is the http.Server's ConnState hook.
@@ -75,26 +166,14 @@ func (cs *conns) hook(c net.Conn, state http.ConnState) {
 		cs.mu.Unlock()
 		return
 	}
+	var victim net.Conn
 	if info != nil {
 		info.state, info.since = state, time.Now()
 		if state == http.StateIdle {
 			info.serving = false
 		}
-	}
-	over := state == http.StateNew && cs.countLocked() > cs.max
-	var victim net.Conn
-	if over {
-		victim = cs.victimLocked(c)
-		switch {
-		case victim != nil:
-			cs.open[victim].closing = true
-		case info != nil && cs.refusingLocked() < cs.max:
-			info.closing, info.refused = true, true
-		case info != nil:
-			// As many refused connections wait to send their request as
-			// may be open: close this one without an answer.
-			info.closing = true
-			victim = c
+		if state == http.StateNew {
+			victim = cs.admitLocked(c, info)
 		}
 	}
 	cs.mu.Unlock()
@@ -108,25 +187,79 @@ func (cs *conns) hook(c net.Conn, state http.ConnState) {
 	}
 }
 
+// admitLocked keeps the bounds when c, a new connection, opens: it
+// returns the connection to close now (a victim, or c itself when even
+// its refusal cannot wait), tells a long-poll to answer, or marks c
+// refused; nil when nothing is to be closed.
+func (cs *conns) admitLocked(c net.Conn, info *connInfo) net.Conn {
+	total, outside, mine := 0, 0, 0
+	for _, o := range cs.open {
+		if o.closing {
+			continue
+		}
+		total++
+		if !o.reserved {
+			outside++
+			if o.uid == info.uid {
+				mine++
+			}
+		}
+	}
+	var within func(*connInfo) bool // the connections a room is made among
+	var why string
+	switch {
+	case !info.reserved && mine > cs.perUser:
+		within = func(o *connInfo) bool { return !o.reserved && o.uid == info.uid }
+		why = fmt.Sprintf("too many connections: uid %d has %d open, busy with requests, the most one user may have (TT_DEVICE_HTTP_MAX_CONNS_PER_USER); try again", info.uid, cs.perUser)
+	case !info.reserved && outside > cs.max-cs.reserve:
+		within = func(o *connInfo) bool { return !o.reserved }
+		why = fmt.Sprintf("too many connections: all %d open to users (TT_DEVICE_HTTP_MAX_CONNS less the %d kept for root and the admins) are busy with requests; try again", cs.max-cs.reserve, cs.reserve)
+	case total > cs.max:
+		within = func(*connInfo) bool { return true }
+		why = fmt.Sprintf("too many connections: all %d (TT_DEVICE_HTTP_MAX_CONNS) are busy with requests; try again", cs.max)
+	default:
+		return nil
+	}
+	if victim := cs.idlestLocked(c, within); victim != nil {
+		cs.open[victim].closing = true
+		return victim
+	}
+	if p := cs.pollVictimLocked(c, within); p != nil {
+		p.closing = true
+		p.poll.tell()
+		cs.early.Add(1)
+		return nil
+	}
+	info.closing = true
+	if cs.refusingLocked() < cs.max {
+		info.refused = why
+		return nil
+	}
+	// As many refused connections wait to send their request as may be
+	// open: close this one without an answer.
+	return c
+}
+
 // refusingLocked counts refused connections whose request is still to be
 // answered 503; they wait at most the header timeout.
 func (cs *conns) refusingLocked() int {
 	n := 0
 	for _, info := range cs.open {
-		if info.refused {
+		if info.refused != "" {
 			n++
 		}
 	}
 	return n
 }
 
-// victimLocked picks the connection other than c that has waited longest
-// outside a handler; nil when every other one is inside a handler.
-func (cs *conns) victimLocked(c net.Conn) net.Conn {
+// idlestLocked picks, among the connections within selects, the one
+// other than c that has waited longest outside a handler (or reading its
+// body); nil when every one of them is inside a handler.
+func (cs *conns) idlestLocked(c net.Conn, within func(*connInfo) bool) net.Conn {
 	var victim net.Conn
 	var oldest time.Time
 	for oc, info := range cs.open {
-		if oc == c || info.serving || info.closing {
+		if oc == c || (info.serving && !info.reading) || info.closing || !within(info) {
 			continue
 		}
 		if victim == nil || info.since.Before(oldest) {
@@ -136,33 +269,118 @@ func (cs *conns) victimLocked(c net.Conn) net.Conn {
 	return victim
 }
 
+// pollVictimLocked picks, among the connections within selects, the
+// oldest long-poll of the user holding the most of them; nil when none
+// waits.
+func (cs *conns) pollVictimLocked(c net.Conn, within func(*connInfo) bool) *connInfo {
+	held := map[uint32]int{}
+	for oc, info := range cs.open {
+		if oc != c && !info.closing && within(info) {
+			held[info.uid]++
+		}
+	}
+	var victim *connInfo
+	for oc, info := range cs.open {
+		if oc == c || info.closing || info.poll == nil || info.poll.told || !within(info) {
+			continue
+		}
+		if victim == nil || held[info.uid] > held[victim.uid] ||
+			(held[info.uid] == held[victim.uid] && info.poll.since.Before(victim.poll.since)) {
+			victim = info
+		}
+	}
+	return victim
+}
+
 // enter marks the request's connection as inside a handler, until its
-// answer is written (the connection turns idle) or it closes. It reports
-// whether the connection was refused at the bound: its one request is
-// answered 503 and the connection closed (net/http then closes it
+// answer is written (the connection turns idle) or it closes. It returns
+// the refusal when the connection was refused at a bound: its one request
+// is answered 503 and the connection closed (net/http then closes it
 // gracefully, so the client reads the answer rather than a reset).
-func (cs *conns) enter(r *http.Request) (refused bool) {
-	info, _ := r.Context().Value(connKey{}).(*connInfo)
+func (cs *conns) enter(r *http.Request) (refused string) {
+	info := infoOf(r)
+	if info == nil {
+		return ""
+	}
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	info.serving = true
+	if refused = info.refused; refused != "" {
+		info.refused = ""
+		cs.refused.Add(1)
+	}
+	return refused
+}
+
+// reading marks the request's connection as reading its body (on) or
+// done with it: while it reads, a slow sender may be closed to make room,
+// as one slow to send its headers is.
+func (cs *conns) reading(r *http.Request, on bool) {
+	if info := infoOf(r); info != nil {
+		cs.mu.Lock()
+		info.reading = on
+		if on {
+			info.since = time.Now()
+		}
+		cs.mu.Unlock()
+	}
+}
+
+// closingOf reports whether the request's connection is to close after
+// its answer: its long-poll was told to answer to make room.
+func (cs *conns) closingOf(info *connInfo) bool {
 	if info == nil {
 		return false
 	}
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
-	info.serving = true
-	if info.refused {
-		info.refused = false
-		cs.refused.Add(1)
-		return true
-	}
-	return false
+	return info.closing
 }
 
-// refuse answers a request on a connection refused at the bound.
-func (cs *conns) refuse(w http.ResponseWriter) {
+// startPoll registers a long-poll waiting on the request's connection and
+// returns the channel that closes when it must answer early: to make room
+// for a new connection (see admitLocked), or because its user already has
+// waitsPerUser long-polls waiting (outside the reserve), in which case
+// their oldest answers now instead.
+func (cs *conns) startPoll(r *http.Request, waitsPerUser int) (early <-chan struct{}, done func()) {
+	info := infoOf(r)
+	p := &pollWait{since: time.Now(), early: make(chan struct{})}
+	if info == nil {
+		return p.early, func() {}
+	}
+	cs.mu.Lock()
+	if !info.reserved {
+		var oldest *pollWait
+		n := 0
+		for _, o := range cs.open {
+			if o.poll != nil && !o.poll.told && !o.reserved && o.uid == info.uid {
+				n++
+				if oldest == nil || o.poll.since.Before(oldest.since) {
+					oldest = o.poll
+				}
+			}
+		}
+		if n >= waitsPerUser && oldest != nil {
+			oldest.tell()
+			cs.early.Add(1)
+		}
+	}
+	info.poll = p
+	cs.mu.Unlock()
+	return p.early, func() {
+		cs.mu.Lock()
+		if info.poll == p {
+			info.poll = nil
+		}
+		cs.mu.Unlock()
+	}
+}
+
+// refuse answers a request on a connection refused at a bound.
+func (cs *conns) refuse(w http.ResponseWriter, why string) {
 	w.Header().Set("Connection", "close")
 	w.Header().Set("Retry-After", "1")
-	writeError(w, http.StatusServiceUnavailable, fmt.Sprintf(
-		"too many connections: all %d (TT_DEVICE_HTTP_MAX_CONNS) are busy with requests; try again", cs.max))
+	writeError(w, http.StatusServiceUnavailable, why)
 }
 
 // count is the number of open connections, not counting those already
@@ -170,10 +388,6 @@ func (cs *conns) refuse(w http.ResponseWriter) {
 func (cs *conns) count() int {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
-	return cs.countLocked()
-}
-
-func (cs *conns) countLocked() int {
 	n := 0
 	for _, info := range cs.open {
 		if !info.closing {
@@ -186,12 +400,15 @@ func (cs *conns) countLocked() int {
 // answerWriter arms the write deadline when the answer starts and gives
 // the handler slot back then: writing to a slow client is no work, and a
 // client that stops reading then holds its connection until the deadline,
-// never a handler.
+// never a handler. An answer on a connection closed to make room (its
+// long-poll told to answer early) says Connection: close.
 type answerWriter struct {
 	http.ResponseWriter
 	rc      *http.ResponseController
 	slot    *slot
 	timeout time.Duration
+	conns   *conns
+	conn    *connInfo
 	started bool
 }
 
@@ -200,6 +417,9 @@ func (a *answerWriter) start() {
 		return
 	}
 	a.started = true
+	if a.conns.closingOf(a.conn) {
+		a.Header().Set("Connection", "close")
+	}
 	a.rc.SetWriteDeadline(time.Now().Add(a.timeout))
 	a.slot.release()
 }

@@ -168,10 +168,12 @@ func TestLongPollOutlastsWriteTimeout(t *testing.T) {
 	}
 }
 
-// TestConnsAllBusyAnswer503: when every open connection is inside a
-// handler (here two long-polls), a new one is answered 503 with the
-// setting to raise, and served again once one is free.
-func TestConnsAllBusyAnswer503(t *testing.T) {
+// TestConns_OldestLongPollAnsweredEarly: when every open connection is
+// inside a handler and the oldest of them are long-polls (here two, at a
+// bound of two), a new connection is not refused: the oldest long-poll is
+// answered at once, with what there is now (the job's record, not done),
+// its connection closed, and the new one is served.
+func TestConns_OldestLongPollAnsweredEarly(t *testing.T) {
 	t.Parallel()
 	d := start(t, options{api: func(c *Config) { c.MaxConns = 2 }})
 	cmd, release := d.gate()
@@ -182,51 +184,40 @@ func TestConnsAllBusyAnswer503(t *testing.T) {
 	// and start the polls one at a time, so the bound never evicts a poll
 	// that is still sending its request.
 	d.client.Close()
+	type answer struct {
+		at   time.Time
+		done bool
+		err  error
+	}
+	answered := make(chan answer, 2)
 	var polls sync.WaitGroup
-	var pollers []*api.Client
 	for i := range 2 {
 		c := api.NewClient(d.url, d.token)
 		defer c.Close()
-		pollers = append(pollers, c)
-		polls.Go(func() { c.Result(d.ctx(), id, 30*time.Second) })
+		polls.Go(func() {
+			j, err := c.Result(d.ctx(), id, 30*time.Second)
+			answered <- answer{time.Now(), j.Done(), err}
+		})
 		poll(t, "a long-poll", func() bool { return d.srv.slots.polling.Load() == int64(i+1) })
 	}
 	c := api.NewClient(d.url, d.token)
 	defer c.Close()
-	_, err := c.Status(d.ctx())
-	var ae *api.Error
-	if !errors.As(err, &ae) || ae.StatusCode != 503 || !strings.Contains(ae.Message, "TT_DEVICE_HTTP_MAX_CONNS") {
-		t.Fatalf("a third connection with two busy: %v", err)
+	t0 := time.Now()
+	st, err := c.Status(d.ctx())
+	if err != nil {
+		t.Fatalf("a third connection with two long-polls open: %v", err)
 	}
-	// Refused connections that send nothing wait for their request (up
-	// to the header timeout); past MaxConns of them, a new one is closed
-	// at once.
-	stalled := []net.Conn{d.stalledConn(), d.stalledConn()}
-	extra := d.stalledConn()
-	extra.SetReadDeadline(time.Now().Add(5 * time.Second))
-	var b [64]byte
-	if n, err := extra.Read(b[:]); err == nil || isTimeout(err) {
-		t.Fatalf("a connection past the refused ones was not closed: %q, %v", b[:n], err)
+	select {
+	case a := <-answered:
+		if a.err != nil || a.done || a.at.Sub(t0) > 5*time.Second {
+			t.Fatalf("the oldest long-poll answered %v after the new connection: done %v, %v; want the record, not done", a.at.Sub(t0), a.done, a.err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no long-poll was answered early")
+	}
+	if st.HTTP.AnsweredEarly < 1 {
+		t.Errorf("status counts %d long-polls answered early", st.HTTP.AnsweredEarly)
 	}
 	release()
 	polls.Wait()
-	// Free the bound before asking again: the pollers' kept-alive
-	// connections and the stalled ones still count against MaxConns.
-	for _, c := range pollers {
-		c.Close()
-	}
-	for _, c := range stalled {
-		c.Close()
-	}
-	// The server learns of those closes as it reads them; until then a new
-	// connection may still be refused, so ask again within a deadline.
-	var st api.Status
-	poll(t, "a connection served once the others closed", func() bool {
-		var err error
-		st, err = d.client.Status(d.ctx())
-		return err == nil
-	})
-	if st.HTTP.Refused < 1 {
-		t.Fatalf("refused connections not counted: %+v", st.HTTP)
-	}
 }

@@ -29,6 +29,11 @@ func jobView(info scheduler.JobInfo) api.Job {
 		ExitCode: info.ExitCode, Outcome: string(info.Outcome), Error: info.Error, Iterations: info.Iterations,
 		LogBytes: info.LogBytes, LogTruncated: info.LogTruncated, DroppedLogBytes: info.DroppedLogBytes,
 		LogError: info.LogError, LogCutAt: info.LogCutAt, LogCutBytes: info.LogCutBytes, Held: info.Held, OutputDeletedAt: timePtr(info.OutputDeletedAt),
+		CmdTruncated: info.CmdTruncated(), CmdBytes: len(info.Cmd), EnvVars: len(info.Env), EnvBytes: api.EnvBytes(info.Env),
+	}
+	if info.Brief {
+		// What the brief record left out, as it says.
+		j.CmdBytes, j.EnvVars, j.EnvBytes = max(info.CmdBytes, len(info.Cmd)), info.EnvVars, info.EnvBytes
 	}
 	if j.Kind == "" {
 		j.Kind = string(store.KindJob)
@@ -66,7 +71,8 @@ func statusView(st scheduler.Status) api.Status {
 		Persistence: api.Persistence{OK: st.Persistence.OK, Error: st.Persistence.Error, Since: timePtr(st.Persistence.Since),
 			HeldRecords: st.Persistence.Held, Attempts: st.Persistence.Attempts},
 		Retention: api.Retention{LastRun: timePtr(st.Retention.LastRun), Deleted: st.Retention.Deleted, Warning: st.Retention.Warning},
-		Output:    api.Output{Bytes: st.Output.Bytes, MaxBytes: st.Output.Budget, Deleted: st.Output.Deleted, Warning: st.Output.Warning},
+		Output: api.Output{Bytes: st.Output.Bytes, MaxBytes: st.Output.Budget, Deleted: st.Output.Deleted, Warning: st.Output.Warning,
+			MaxBytesPerUser: st.Output.PerUserBudget},
 	}
 	if st.VisibleBDF {
 		out.VisibleDevices = "bdf"

@@ -333,6 +333,11 @@ func (h *submissions) decodeQueue(r *http.Request) (scheduler.JobSpec, error) {
 			spec.Env = env
 		}
 	}
+	if envBytes := api.EnvBytes(spec.Env); len(spec.Cmd)+envBytes > api.MaxRecordBytes {
+		// Only env can take a record past it: cmd alone is bounded lower.
+		return spec, fieldErr("env", "cmd (%d bytes) and env (%d bytes) take %d bytes together, the limit of a job's record is %d; send fewer or smaller variables",
+			len(spec.Cmd), envBytes, len(spec.Cmd)+envBytes, api.MaxRecordBytes)
+	}
 	if spec.EnvFromShell, err = decodeEnvFromShell(fields, spec.Env); err != nil {
 		return spec, err
 	}

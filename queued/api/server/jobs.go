@@ -1,6 +1,8 @@
 package server
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -22,6 +24,9 @@ type jobHandlers struct {
 // handleJob is GET /job/<id>.
 func (h *jobHandlers) handleJob(w http.ResponseWriter, r *http.Request) {
 	info, err := h.jobFor(r, "job id", r.PathValue("id"), true)
+	if err == nil {
+		info, err = h.sched.Record(info.ID) // whole: its command and environment from the store
+	}
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -195,16 +200,61 @@ func (h *jobHandlers) handleList(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f.Limit = max(int(limit), 1)
-	infos, err := h.sched.List(f)
-	if err != nil {
+	h.streamList(w, r, f)
+}
+
+// listChunk is how much of a list answer is gathered before it is
+// written: the first chunk decides the status (an error before it is
+// answered as one), the rest is written as it is read.
+const listChunk = 32 << 10
+
+// streamList answers GET /jobs with the jobs f selects as an api.JobList,
+// encoding each as the scheduler hands it over (ListEach reads the
+// finished ones a page at a time), so the answer to a thousand jobs costs
+// a chunk of memory, not the whole list; each job is brief (a preview of
+// its command, no environment: the whole record is one GET /job away). A
+// store error once the answer has begun aborts the connection, so a
+// client never takes a cut list for a whole one.
+func (h *jobHandlers) streamList(w http.ResponseWriter, r *http.Request, f scheduler.ListFilter) {
+	a := h.rules.of(r)
+	var buf bytes.Buffer
+	buf.WriteString(`{"jobs":[`)
+	started, n := false, 0
+	flush := func() error {
+		if !started {
+			started = true
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusOK)
+		}
+		_, err := w.Write(buf.Bytes())
+		buf.Reset()
+		return err
+	}
+	err := h.sched.ListEach(f, func(info scheduler.JobInfo) error {
+		j := h.views.view(info)
+		redact(a, &j, &info.Job)
+		b, err := json.Marshal(j)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			buf.WriteByte(',')
+		}
+		buf.Write(b)
+		n++
+		if buf.Len() >= listChunk {
+			return flush()
+		}
+		return nil
+	})
+	switch {
+	case err != nil && !started:
 		h.fail(w, r, err)
 		return
+	case err != nil:
+		h.log.Warn("GET /jobs: cut off", "jobs_written", n, "err", err)
+		panic(http.ErrAbortHandler)
 	}
-	out := api.JobList{Jobs: make([]api.Job, len(infos))}
-	a := h.rules.of(r)
-	for i, info := range infos {
-		out.Jobs[i] = h.views.view(info)
-		redact(a, &out.Jobs[i], &infos[i].Job)
-	}
-	writeJSON(w, http.StatusOK, out)
+	buf.WriteString("]}\n")
+	flush()
 }

@@ -30,9 +30,23 @@ func (p *statusPage) handleStatus(w http.ResponseWriter, r *http.Request) {
 	st.PythonStatus = p.views.pythonStatus(sched, time.Now())
 	st.Version = p.version
 	st.Mode, st.Caller = p.rules.mode, p.rules.callerView(r)
-	st.HTTP = api.HTTPStatus{Workers: cap(p.slots.ch), Busy: int(p.slots.busy.Load()), Waiting: int(p.slots.waiting.Load()),
+	st.HTTP = api.HTTPStatus{Workers: p.slots.max, Busy: int(p.slots.busy.Load()), Waiting: int(p.slots.waiting.Load()),
 		LongPolls: int(p.slots.polling.Load()), Conns: p.conns.count(), MaxConns: p.conns.max,
-		Evicted: p.conns.evicted.Load(), Refused: p.conns.refused.Load()}
+		Evicted: p.conns.evicted.Load(), Refused: p.conns.refused.Load(), AnsweredEarly: p.conns.early.Load(),
+		ConnsPerUser: p.conns.perUser, WorkersPerUser: p.slots.perUser, WaitsPerUser: p.slots.waitsPerUser,
+		ReservedConns: p.conns.reserve, ReservedWorkers: p.slots.reserve}
+	if p.rules.shared() {
+		// Whose output fills the budget, and each user's bounds: only a
+		// shared daemon has more than one user.
+		st.MaxQueuedPerUser = p.sched.MaxQueuedPerUser()
+		for _, u := range sched.Output.Top {
+			st.Output.Users = append(st.Output.Users, api.UserOutput{UID: u.UID, User: userName(u.UID), Bytes: u.Bytes})
+		}
+	} else {
+		st.Output.MaxBytesPerUser = 0
+		st.HTTP.ConnsPerUser, st.HTTP.WorkersPerUser, st.HTTP.WaitsPerUser = 0, 0, 0
+		st.HTTP.ReservedConns, st.HTTP.ReservedWorkers = 0, 0
+	}
 	writeJSON(w, http.StatusOK, st)
 }
 

@@ -27,8 +27,9 @@ func TestResubmit(t *testing.T) {
 		if m["resubmitted_from"] != q.JobID || m["device_id"] != "0" {
 			t.Fatalf("answer %v", m)
 		}
-		j := d.result(m["job_id"].(string))
-		if j.Cmd != "echo $X" || j.Cwd != d.work || j.Env["X"] != "y" || j.Timeout != 77 || j.Repeat != 2 || *j.ExitCode != 0 {
+		d.result(m["job_id"].(string))
+		j, err := d.client.Job(d.ctx(), m["job_id"].(string)) // whole, environment included
+		if err != nil || j.Cmd != "echo $X" || j.Cwd != d.work || j.Env["X"] != "y" || j.Timeout != 77 || j.Repeat != 2 || *j.ExitCode != 0 {
 			t.Errorf("the copy: %+v", j)
 		}
 	})

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/ttkit/ttkit/queued/api"
+	"github.com/ttkit/ttkit/queued/defaults"
 	"github.com/ttkit/ttkit/queued/scheduler"
 )
 
@@ -70,6 +71,15 @@ type Config struct {
 	// MaxConns bounds the open connections (TT_DEVICE_HTTP_MAX_CONNS);
 	// default DefaultMaxConns. See conns for what happens at the bound.
 	MaxConns int
+	// ConnsPerUser, WorkersPerUser and WaitsPerUser bound, for each user
+	// outside the reserve (root, queued's own user and the admins; see
+	// who), the open connections (TT_DEVICE_HTTP_MAX_CONNS_PER_USER;
+	// default a quarter of MaxConns), the handlers working for them at
+	// once (TT_DEVICE_HTTP_WORKERS_PER_USER; a quarter of Workers) and
+	// their long-polls waiting at once (TT_DEVICE_HTTP_WAITS_PER_USER;
+	// half of ConnsPerUser). On a user-mode daemon everyone is the
+	// reserve, so only the totals apply.
+	ConnsPerUser, WorkersPerUser, WaitsPerUser int
 	// WriteTimeout is how long an answer may take to be written, from its
 	// first byte (TT_DEVICE_HTTP_WRITE_TIMEOUT); default
 	// DefaultWriteTimeout. A long-poll's wait comes before its answer, so
@@ -122,6 +132,15 @@ func NewServer(cfg Config) (*Server, error) {
 	if cfg.MaxConns < 1 {
 		cfg.MaxConns = DefaultMaxConns
 	}
+	if cfg.ConnsPerUser < 1 {
+		cfg.ConnsPerUser = defaults.Share(cfg.MaxConns)
+	}
+	if cfg.WorkersPerUser < 1 {
+		cfg.WorkersPerUser = defaults.Share(cfg.Workers)
+	}
+	if cfg.WaitsPerUser < 1 {
+		cfg.WaitsPerUser = defaults.Waits(cfg.ConnsPerUser)
+	}
 	if cfg.WriteTimeout <= 0 {
 		cfg.WriteTimeout = DefaultWriteTimeout
 	}
@@ -134,8 +153,9 @@ func NewServer(cfg Config) (*Server, error) {
 	b := &base{sched: cfg.Scheduler, log: cfg.Logger,
 		rules: &accessRules{mode: cfg.Mode, adminGID: cfg.AdminGID, adminGroup: cfg.AdminGroup}}
 	views := &pythonViews{sched: cfg.Scheduler}
-	sl := newSlots(cfg.Workers)
-	cs := newConns(cfg.MaxConns)
+	rr := &reserveRule{rules: b.rules}
+	cs := newConns(cfg.MaxConns, cfg.ConnsPerUser, rr.reserved)
+	sl := newSlots(cfg.Workers, cfg.WorkersPerUser, cfg.WaitsPerUser, cs)
 	s := &Server{cfg: cfg, log: cfg.Logger, slots: sl,
 		admission: &admission{base: b, token: cfg.Token, listenAddr: cfg.ListenAddr, allowPeer: cfg.AllowPeer,
 			extraHosts: cfg.ExtraHosts, maxBody: cfg.MaxRequestBytes, writeTimeout: cfg.WriteTimeout, conns: cs, slots: sl},
@@ -180,6 +200,11 @@ func (s *Server) IdleFor() time.Duration {
 	}
 	return time.Since(time.Unix(0, s.last.Load()))
 }
+
+// RestingFor is how long no request has been worked on: 0 while one is.
+// Unlike IdleFor, long-polls waiting (a status page left open, a logs -f)
+// do not count: queued is at rest while they wait.
+func (s *Server) RestingFor() time.Duration { return s.slots.restingFor() }
 
 // NewHTTPServer wraps the handler in an http.Server with timeouts that
 // suit long-polls: headers must arrive within 10s and bodies within 30s,
@@ -230,7 +255,7 @@ func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	if s.page.servePage(w, r) { // the status page's files; no data, so no token (page.go)
 		return
 	}
-	if !s.admission.authorize(w, r) || !s.admission.checkRequest(w, rw, r) {
+	if !s.admission.authorize(w, r) || !s.admission.checkRequest(w, rw, r) || !s.admission.readBody(w, rw, r) {
 		return
 	}
 	if err := sl.acquire(r.Context()); err != nil {

@@ -71,6 +71,9 @@ func (h *submissions) handleResubmit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	old, err := h.jobFor(r, "job_id", raw, true)
+	if err == nil {
+		old, err = h.sched.Record(old.ID) // whole: the copy runs its command and environment
+	}
 	if err != nil {
 		h.fail(w, r, err)
 		return

@@ -180,10 +180,14 @@ func listenAddr(cfg config.Config) (string, []string, error) {
 // ~3 MiB more peak RSS (27 MiB after that burst; the target is 40 MiB).
 const gcPercent = 200
 
-// tuneGC applies gcPercent unless the operator chose GOGC themselves.
+// tuneGC applies gcPercent unless the operator chose GOGC themselves,
+// and memoryLimit (rest.go) unless they chose GOMEMLIMIT.
 func tuneGC() {
 	if _, set := os.LookupEnv("GOGC"); !set {
 		debug.SetGCPercent(gcPercent)
+	}
+	if _, set := os.LookupEnv("GOMEMLIMIT"); !set {
+		debug.SetMemoryLimit(memoryLimit)
 	}
 }
 
@@ -322,6 +326,7 @@ func run(cfg config.Config, envErr error, log *slog.Logger) error {
 		slurmGone = slurmcheck.Gone(squeue)
 		log.Info("holds taken for Slurm jobs end when squeue says their job is gone", "squeue", squeue, "every", cfg.SlurmCheckInterval)
 	}
+	shares := cfg.Shares()
 	sched, err := scheduler.New(scheduler.Options{
 		Store: st, Devices: cfg.Devices, OutputDir: filepath.Join(cfg.StateDir, "output"),
 		DefaultTimeout: cfg.DefaultTimeout, MaxQueued: cfg.MaxQueued, MaxLogBytes: cfg.MaxLogBytes,
@@ -331,6 +336,7 @@ func run(cfg config.Config, envErr error, log *slog.Logger) error {
 		Mode: cfg.Mode, ResetAccount: sys.reset, JobTasksMax: cfg.JobTasksMax, JobOOMScoreAdj: cfg.ChildOOMScoreAdj,
 		SysfsPath: cfg.SysfsPath, VisibleBDF: cfg.Visible == "bdf", CrossCard: cfg.CrossCard,
 		SlurmJobGone: slurmGone, SlurmCheckInterval: cfg.SlurmCheckInterval,
+		MaxQueuedPerUser: shares.Queued, MaxOutputBytesPerUser: shares.OutputBytes, Exempt: server.Admins(cfg.Mode, sys.adminGID),
 	})
 	if err != nil {
 		return err
@@ -338,7 +344,8 @@ func run(cfg config.Config, envErr error, log *slog.Logger) error {
 	defer sched.Stop()
 	scfg := server.Config{Scheduler: sched, Token: token, ListenAddr: listenTCP, Version: version.String(), MaxTimeout: cfg.MaxTimeout,
 		MaxRequestBytes: cfg.MaxRequestBytes, Workers: cfg.HTTPWorkers, ExtraHosts: extraHosts, Logger: log,
-		MaxConns: cfg.HTTPMaxConns, WriteTimeout: cfg.HTTPWriteTimeout, Mode: cfg.Mode}
+		MaxConns: cfg.HTTPMaxConns, WriteTimeout: cfg.HTTPWriteTimeout, Mode: cfg.Mode,
+		ConnsPerUser: shares.Conns, WorkersPerUser: shares.Workers, WaitsPerUser: shares.Waits}
 	if cfg.Mode.System() {
 		scfg.AllowPeer, scfg.AdminGID, scfg.AdminGroup = everyone, sys.adminGID, cfg.AdminGroup
 	}
@@ -347,6 +354,9 @@ func run(cfg config.Config, envErr error, log *slog.Logger) error {
 		return err
 	}
 	hs := srv.NewHTTPServer()
+	rested := make(chan struct{})
+	defer close(rested)
+	go atRest(srv, st, rested, log.Warn)
 	served := make(chan error, 2)
 	if ln != nil {
 		go func() { served <- hs.Serve(ln) }()

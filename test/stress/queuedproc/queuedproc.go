@@ -251,6 +251,10 @@ type Usage struct {
 	ChildCPU time.Duration
 	// RSS is the resident set now; PeakRSS its high-water mark (VmHWM).
 	RSS, PeakRSS int64
+	// RSSAnon and RSSFile split RSS: the process's own memory (the Go
+	// heap and stacks) and the pages of files it maps (bbolt's file)
+	// that it has touched, which count as resident too.
+	RSSAnon, RSSFile int64
 }
 
 // Usage reads the daemon's CPU time and memory.
@@ -295,9 +299,24 @@ func ReadUsage(pid int) (Usage, error) {
 			u.RSS = kb << 10
 		case "VmHWM":
 			u.PeakRSS = kb << 10
+		case "RssAnon":
+			u.RSSAnon = kb << 10
+		case "RssFile":
+			u.RSSFile = kb << 10
 		}
 	}
 	return u, nil
+}
+
+// ResetPeak resets the process's RSS high-water mark (VmHWM) to its RSS
+// now, so a later Usage's PeakRSS is the peak since (Linux 4.0 and
+// later; needs the right to write /proc/<pid>/clear_refs: its owner or
+// root).
+func ResetPeak(pid int) error {
+	if err := os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0); err != nil {
+		return fmt.Errorf("resetting the peak RSS of pid %d: %w", pid, err)
+	}
+	return nil
 }
 
 // MiB formats a byte count in MiB.
