@@ -528,7 +528,7 @@ func TestShippedSettings(t *testing.T) {
 	cmd := exec.Command("/bin/bash", "-c", `. "$1/tt-slurm.sh" && tt_load && echo "$PATH|$TT_DEVICE_URL|$HOME"`, "-", h.scripts)
 	cmd.Env = []string{}
 	out, err := cmd.CombinedOutput()
-	if err != nil || string(out) != "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin|unix:///run/tt-device-queue/queued.sock|/\n" {
+	if err != nil || string(out) != "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin|unix:///run/tt-device-queue/queued.sock|\n" {
 		t.Errorf("loading the shipped tt-slurm.env: %v: %q", err, out)
 	}
 }

@@ -62,9 +62,7 @@ tt_load() {
 		ok=1
 	fi
 	export PATH=$TT_SLURM_PATH
-	# The CLI wants a home to resolve its own state directory, even when
-	# it is given a socket; Slurm gives the Prolog and Epilog none.
-	export HOME=${HOME:-/}
+	# No HOME is needed: given a socket, the CLI reads no state directory.
 	export TT_DEVICE_URL=unix://$TT_SLURM_SOCKET
 	unset TT_DEVICE_PORT
 	return "$ok"

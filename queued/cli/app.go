@@ -66,9 +66,12 @@ func (a *App) connect() (*api.Client, error) {
 	if a.client != nil {
 		return a.client, nil
 	}
-	dir, err := config.StateDir(os.LookupEnv)
-	if err != nil {
-		return nil, usageErr("%w", err)
+	// Without HOME there is no state directory, and none is needed to
+	// reach a socket: only a TCP address (its token) or the user's own
+	// daemon (its socket) lives there.
+	dir, dirErr := config.StateDir(os.LookupEnv)
+	if dirErr != nil && !errors.Is(dirErr, config.ErrNoHome) {
+		return nil, usageErr("%w", dirErr)
 	}
 	a.stateDir = dir
 	host := strings.TrimSpace(a.Host)
@@ -82,7 +85,11 @@ func (a *App) connect() (*api.Client, error) {
 		a.via = viaGiven
 		return a.useSocket(sock), nil
 	case host == "" && a.Port == 0:
-		sock, isSystem, err := pickSocket(a.ctx, filepath.Join(dir, api.SocketFile), api.SystemSocket)
+		own := ""
+		if dirErr == nil {
+			own = filepath.Join(dir, api.SocketFile)
+		}
+		sock, isSystem, err := pickSocket(a.ctx, own, api.SystemSocket)
 		if err != nil {
 			return nil, err
 		}
@@ -93,6 +100,9 @@ func (a *App) connect() (*api.Client, error) {
 		return a.useSocket(sock), nil
 	}
 	a.via = viaTCP
+	if dirErr != nil {
+		return nil, usageErr("%w (a TCP address's token is read from there; a socket's address, unix:///path, needs none)", dirErr)
+	}
 	if a.url, err = a.baseURL(); err != nil {
 		return nil, err
 	}

@@ -61,9 +61,14 @@ func unixSocketPath(raw string) (path string, ok bool, err error) {
 // host's system-mode daemon (system). "Answers" means a connection is
 // made within the client's dial timeout; a socket file left by a daemon
 // that stopped does not. When neither answers, the error (exit 1) names
-// both places, what went wrong at each and how to get a daemon.
+// both places, what went wrong at each and how to get a daemon. own is
+// "" when there is no state directory (HOME unset): only the system
+// daemon is tried.
 func pickSocket(ctx context.Context, own, system string) (path string, isSystem bool, err error) {
-	ownErr := api.ProbeUnix(ctx, own)
+	ownErr := errNoOwnSocket
+	if own != "" {
+		ownErr = api.ProbeUnix(ctx, own)
+	}
 	if ownErr == nil {
 		return own, false, nil
 	}
@@ -79,6 +84,10 @@ func pickSocket(ctx context.Context, own, system string) (path string, isSystem 
 	}
 	return "", false, &Error{Code: ExitUnreachable, Err: &noDaemonError{own: own, system: system, ownErr: ownErr, sysErr: sysErr}}
 }
+
+// errNoOwnSocket is why the user's own daemon was not tried: without HOME
+// there is no state directory to find its socket in.
+var errNoOwnSocket = errors.New("HOME is unset, so there is no state directory to find it in (set TT_DEVICE_LOG_DIR)")
 
 // noDaemonError is pickSocket's error when neither daemon answers. It
 // unwraps to both dial errors, so errors.Is finds ENOENT or ECONNREFUSED.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ttkit/ttkit/queued/api"
+	"github.com/ttkit/ttkit/queued/config"
 )
 
 // QueuePythonCmd submits a Python script so that it runs as `python3
@@ -206,6 +207,9 @@ func (p *QueuePythonCmd) scriptPath(jobCwd string) (abs, argv0 string, err error
 func (p *QueuePythonCmd) store(a *App, src []byte) (string, error) {
 	if _, err := a.connect(); err != nil {
 		return "", err
+	}
+	if a.stateDir == "" {
+		return "", usageErr("%w (the script's copy is kept there)", config.ErrNoHome)
 	}
 	path, err := storeScript(filepath.Join(a.stateDir, ScriptsDir), src, retentionDays(), time.Now())
 	if err != nil {

@@ -402,6 +402,12 @@ func Discover(devDir string) ([]int, error) {
 	return ids, nil
 }
 
+// ErrNoHome is StateDir's error when neither TT_DEVICE_LOG_DIR nor HOME
+// names a directory. The CLI forgives it where it needs no state
+// directory: given a socket's address, as a Slurm Prolog (run without
+// HOME) is.
+var ErrNoHome = errors.New("cannot find the state directory: HOME is unset; set TT_DEVICE_LOG_DIR")
+
 // StateDir resolves the state directory: TT_DEVICE_LOG_DIR, else
 // $XDG_STATE_HOME/tt-device-queue/logs-v2, else
 // ~/.local/state/tt-device-queue/logs-v2. The daemon and the CLI both call it
@@ -418,7 +424,7 @@ func StateDir(lookup Lookup) (string, error) {
 	if !ok || !filepath.IsAbs(base) {
 		home, _ := lookup("HOME")
 		if home == "" || !filepath.IsAbs(home) {
-			return "", errors.New("cannot find the state directory: HOME is unset; set TT_DEVICE_LOG_DIR")
+			return "", ErrNoHome
 		}
 		base = filepath.Join(home, ".local", "state")
 	}
