@@ -59,11 +59,12 @@ func decodeChecks(t *testing.T, r result) map[string]doctor.Check {
 	return out
 }
 
-// With queued running on the fake host's driver tree, every check passes
+// With queued running on the fake host's driver tree, and each job seeing
+// only its own cards (TT_DEVICE_VISIBLE=bdf), every check passes
 // and doctor exits 0, in text and in JSON.
 func TestDoctorOnHealthyHostWithDaemon(t *testing.T) {
 	r := doctortest.New(t, t.TempDir(), 2)
-	d := startDaemon(t, "TT_DEVICE_DRIVER_PATH="+r.KMD.Dir)
+	d := startDaemon(t, "TT_DEVICE_DRIVER_PATH="+r.KMD.Dir, "TT_DEVICE_VISIBLE=bdf")
 	env := append(doctorEnv(r), "TT_DEVICE_LOG_DIR="+d.state)
 	res := runDoctor(t, env, "doctor", "--root", r.Dir)
 	if res.code != 0 || !strings.Contains(res.stdout, "ok    queued ") || strings.Contains(res.stdout, "fail  ") ||
@@ -72,7 +73,7 @@ func TestDoctorOnHealthyHostWithDaemon(t *testing.T) {
 	}
 	res = runDoctor(t, env, "--json", "doctor", "--root", r.Dir)
 	checks := decodeChecks(t, res)
-	if res.code != 0 || len(checks) != 13 {
+	if res.code != 0 || len(checks) != 14 {
 		t.Fatalf("doctor --json: %d checks\n%s", len(checks), res)
 	}
 	for name, c := range checks {
@@ -107,7 +108,7 @@ func TestDoctorReadsQueuedEnv(t *testing.T) {
 	r := doctortest.New(t, t.TempDir(), 2)
 	r.SetKMDVersion("2.5.0")
 	r.Write("/home/.config/tt-device-queue/queued.env", "# cards\nTT_DEVICE_IDS=0,1\n", 0o644)
-	d := startDaemon(t, "TT_DEVICE_DRIVER_PATH="+r.KMD.Dir)
+	d := startDaemon(t, "TT_DEVICE_DRIVER_PATH="+r.KMD.Dir, "TT_DEVICE_VISIBLE=bdf")
 	env := append(doctorEnv(r), "TT_DEVICE_LOG_DIR="+d.state)
 	checks := decodeChecks(t, runDoctor(t, env, "--json", "doctor", "--root", r.Dir))
 	if c := checks["kmd-version"]; c.Status != doctor.Warn {

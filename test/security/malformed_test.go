@@ -204,7 +204,8 @@ func (tg *target) attacks() []attack {
 		{name: "env twice", body: also("env object twice", nil, `"env":{"A":"1"},"env":{"B":"2"}`), status: 400, want: "env: given more than once"},
 		{name: "kill job_id twice", path: "/kill", body: []byte(`{"job_id":"fedcba9876","job_id":"` + finishedID + `"}`), status: 400, want: "job_id: given more than once"},
 		{name: "reset device_id twice", path: "/reset", body: []byte(`{"device_id":"0","device_id":"1"}`), status: 400, want: "device_id: given more than once"},
-		{name: "reset unknown field", path: "/reset", body: []byte(`{"device_id":"0","force":true}`), status: 400, want: "force"},
+		{name: "reset unknown field", path: "/reset", body: []byte(`{"device_id":"0","forced":true}`), status: 400, want: "forced"},
+		{name: "reset force not a bool", path: "/reset", body: []byte(`{"device_id":"0","force":"yes"}`), status: 400, want: "force"},
 		// Types and values.
 		{name: "cmd a number", fields: map[string]any{"cmd": 5}, status: 400, want: "cmd"},
 		{name: "cmd an array", fields: map[string]any{"cmd": []string{"touch", "x"}}, status: 400, want: "cmd"},
