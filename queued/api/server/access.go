@@ -126,10 +126,12 @@ func (a *access) owned(rec *store.Job) bool {
 // allowed reports whether the caller may read the job's record and output
 // (see) or stop it (see false). On a user-mode daemon everyone who gets in
 // is its user or root, so everything is allowed. On a shared one a job is
-// its owner's and the admins'; the record and output of a reset are
-// everyone's (they are about the card), stopping one is not.
+// its owner's and the admins'; the record and output of a reset or a
+// hold are everyone's (they are about the card: a Slurm job's TaskProlog,
+// run as the job's user, waits on the hold root's Prolog took), stopping
+// or releasing one is not.
 func (a *access) allowed(rec *store.Job, see bool) bool {
-	return a.owned(rec) || (see && rec.Kind == store.KindReset) || a.admin()
+	return a.owned(rec) || (see && (rec.Kind == store.KindReset || rec.Kind == store.KindHold)) || a.admin()
 }
 
 // mayTouch is nil when allowed, else the refusal, naming the owner.

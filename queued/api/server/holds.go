@@ -16,6 +16,9 @@ import (
 // FIFO turn and keeps them until released (for Slurm, maintenance).
 type holds struct {
 	*base
+	// maxTimeout bounds a non-admin's hold on a shared daemon, as it
+	// bounds their jobs.
+	maxTimeout time.Duration
 }
 
 var holdRequestFields = wireFields[api.HoldRequest]()
@@ -32,6 +35,10 @@ func (h *holds) handleHold(w http.ResponseWriter, r *http.Request) {
 	}
 	spec, err := h.decodeHold(fields)
 	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if err := h.boundHold(r, &spec); err != nil {
 		h.fail(w, r, err)
 		return
 	}
@@ -80,6 +87,24 @@ func (h *holds) decodeHold(fields map[string]json.RawMessage) (scheduler.HoldSpe
 	}
 	spec.Expires = time.Duration(expires) * time.Second
 	return spec, nil
+}
+
+// boundHold keeps a user's hold on a shared daemon within what a job of
+// theirs could take: a hold that never ends (expires_sec 0) ends after
+// the longest timeout, and a longer one is refused. Admins (root's Slurm
+// Prolog, an operator's maintenance) hold as long as they ask.
+func (h *holds) boundHold(r *http.Request, spec *scheduler.HoldSpec) error {
+	if !h.rules.shared() || h.rules.of(r).admin() {
+		return nil
+	}
+	switch {
+	case spec.Expires == 0:
+		spec.Expires = h.maxTimeout
+	case spec.Expires > h.maxTimeout:
+		return fieldErr("expires_sec", "%d is above %d, the longest a job may run (TT_DEVICE_MAX_TIMEOUT); only admins (%s) may hold a card longer",
+			int64(spec.Expires/time.Second), int64(h.maxTimeout/time.Second), h.rules.adminsText())
+	}
+	return nil
 }
 
 // handleRelease is POST /release: end hold_id, or every live hold taken

@@ -161,7 +161,7 @@ func NewServer(cfg Config) (*Server, error) {
 			extraHosts: cfg.ExtraHosts, maxBody: cfg.MaxRequestBytes, writeTimeout: cfg.WriteTimeout, conns: cs, slots: sl},
 		submissions: &submissions{base: b, maxTimeout: cfg.MaxTimeout, cwd: &cwdProber{}},
 		resets:      &resets{base: b},
-		holds:       &holds{base: b},
+		holds:       &holds{base: b, maxTimeout: cfg.MaxTimeout},
 		page:        &statusPage{base: b, views: views, slots: sl, conns: cs, version: cfg.Version},
 	}
 	jobs := &jobHandlers{base: b, views: views}
