@@ -106,7 +106,7 @@ func (s holdDesk) releaseSlurm(slurmID, why string) ([]JobInfo, error) {
 	return out, nil
 }
 
-// slurmLoop ends, every SlurmCheckInterval, the active holds whose Slurm
+// slurmLoop ends, every SlurmCheckInterval, the live holds whose Slurm
 // job is gone: a node that rebooted or a slurmd that crashed never ran
 // the Epilog that would have released them.
 func (s holdDesk) slurmLoop() {
@@ -123,12 +123,16 @@ func (s holdDesk) slurmLoop() {
 	}
 }
 
-// checkSlurm asks about each Slurm job an active hold is for, once.
+// checkSlurm asks about each Slurm job a live hold is for, once. Queued
+// holds are asked about too: a job cancelled while its Prolog waited for
+// the card leaves a queued hold that would otherwise take the card and
+// keep it until the next check.
 func (s holdDesk) checkSlurm() {
 	s.mu.Lock()
 	jobs := map[string]bool{}
 	for _, j := range s.jobs {
-		if j.rec.Kind == store.KindHold && j.rec.State == store.StateRunning && j.rec.SlurmJobID != "" {
+		live := j.rec.State == store.StateRunning || j.rec.State == store.StateQueued
+		if j.rec.Kind == store.KindHold && live && j.rec.SlurmJobID != "" {
 			jobs[j.rec.SlurmJobID] = true
 		}
 	}

@@ -252,6 +252,18 @@ func TestHold_ExpiryRestartAndSlurm(t *testing.T) {
 		t.Errorf("after a restart card 1 runs %v, want the hold", st.Cards[1].Current)
 	}
 	job := b.submit(1, "echo after")
+	// A hold still queued whose Slurm job is gone (cancelled while its
+	// Prolog waited) leaves the queue then, not once it has taken the card.
+	behind, _ := b.s.Hold(HoldSpec{Cards: []int{1}, SlurmJobID: "88"})
+	mu.Lock()
+	gone["88"] = true
+	mu.Unlock()
+	if j := b.waitDone(behind.ID); j.Outcome != store.OutcomeReleased || !j.StartedAt.IsZero() || !strings.Contains(j.Error, "Slurm job 88 is gone") {
+		t.Errorf("a queued hold whose Slurm job is gone: %s started %v %q", j.Outcome, j.StartedAt, j.Error)
+	}
+	if st := b.s.Status(); st.Cards[1].Current == nil || st.Cards[1].Current.ID != active.ID {
+		t.Errorf("card 1 runs %v, want the hold of Slurm job 77", st.Cards[1].Current)
+	}
 	mu.Lock()
 	gone["77"] = true
 	mu.Unlock()

@@ -18,6 +18,8 @@ case "$3" in
 1) cat "$(dirname "$0")/state" ;;
 2) echo "slurm_load_jobs error: Invalid job id specified" >&2; exit 1 ;;
 3) ;;
+5) [ -n "$SLURM_CONF" ] && [ -f "$SLURM_CONF" ] && echo RUNNING ||
+   { echo "slurm_load_jobs error: Unable to contact slurm controller (connect failure)" >&2; exit 1; } ;;
 *) echo "slurm_load_jobs error: Unable to contact slurm controller" >&2; exit 1 ;;
 esac
 `
@@ -38,6 +40,21 @@ func TestGone(t *testing.T) {
 		{"1", "RUNNING", false, false},
 		{"1", "COMPLETED", true, false},
 		{"1", "NODE_FAIL", true, false},
+		// Requeued: Slurm starts it again later, maybe on another node,
+		// whose Prolog takes a hold of its own.
+		{"1", "PENDING", true, false},
+		{"1", "REQUEUED", true, false},
+		{"1", "REQUEUE_HOLD", true, false},
+		{"1", "REQUEUE_FED", true, false},
+		{"1", "REVOKED", true, false},
+		// Still on the node: suspended, or ending (the Epilog releases).
+		{"1", "SUSPENDED", false, false},
+		{"1", "COMPLETING", false, false},
+		{"1", "CONFIGURING", false, false},
+		// A heterogeneous or array job prints a line per component: gone
+		// once none of them holds the node.
+		{"1", "RUNNING\nCOMPLETED", false, false},
+		{"1", "COMPLETED\nCANCELLED", true, false},
 		{"2", "", true, false},
 		{"3", "", true, false},
 		{"4", "", false, true},
@@ -56,5 +73,21 @@ func TestGone(t *testing.T) {
 	}
 	if _, err := Find("/nonexistent/squeue"); err == nil {
 		t.Error("a missing squeue was taken")
+	}
+}
+
+// A host whose slurm.conf is not at the compiled-in path names it with
+// SLURM_CONF in queued's environment; squeue gets it, or it cannot find
+// slurmctld and every hold would stay forever.
+func TestGone_PassesSlurmConf(t *testing.T) {
+	p := fakeSqueue(t)
+	conf := filepath.Join(t.TempDir(), "slurm.conf")
+	if err := os.WriteFile(conf, []byte("ClusterName=test\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("SLURM_CONF", conf)
+	g, why, err := Gone(p)(context.Background(), "5")
+	if g || err != nil || why != "running" {
+		t.Errorf("with SLURM_CONF=%s: gone %v (%s), %v", conf, g, why, err)
 	}
 }
