@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/alecthomas/kong"
 	"strings"
 	"time"
+
+	"github.com/alecthomas/kong"
 
 	"github.com/ttkit/ttkit/queued/api"
 )
@@ -222,8 +223,9 @@ func holdDetail(v holdView) string {
 	return " (" + strings.Join(parts, "; ") + ")"
 }
 
-// slurmHold finds the live hold taken for Slurm job id (the newest when
-// there are several).
+// slurmHold finds the hold taken for Slurm job id: the newest live one,
+// else the newest that has ended, so that a TaskProlog waiting on a hold
+// a forced reset or an Epilog already ended is told how it ended.
 func slurmHold(a *App, c *api.Client, id string) (string, error) {
 	list, err := c.List(a.ctx, api.ListQuery{Kind: "hold", SlurmJobID: id, Limit: 50})
 	if err != nil {
@@ -234,7 +236,10 @@ func slurmHold(a *App, c *api.Client, id string) (string, error) {
 			return j.ID, nil
 		}
 	}
-	return "", &Error{Code: ExitRefused, Err: fmt.Errorf("no live hold for Slurm job %s", termText(id))}
+	if len(list) > 0 {
+		return list[0].ID, nil
+	}
+	return "", &Error{Code: ExitRefused, Err: fmt.Errorf("no hold for Slurm job %s", termText(id))}
 }
 
 // cardsText names a job's cards in a message: "card 1", or "cards 0,1"

@@ -57,6 +57,11 @@ func TestHold_Commands(t *testing.T) {
 	d.run("release", "--slurm-job", "4242").want(t, 0, []string{"no live hold for Slurm job 4242"}, nil)
 	d.run("release", hold).want(t, 1, nil, []string{"already finished"})
 	d.run("--json", "hold-status", hold).want(t, 0, []string{`"state":"done"`, `"outcome":"released"`}, nil)
+	// A Slurm job's hold that has ended is shown, with how it ended, not
+	// lost: a TaskProlog waiting on it learns it was released.
+	d.run("hold-status", "--slurm-job", "4242").want(t, 0, []string{hold, "done", "released"}, nil)
+	d.run("hold-status", "--slurm-job", "4242", "--wait=5s").want(t, 1, []string{hold, "done", "released"}, nil)
+	d.run("hold-status", "--slurm-job", "9999").want(t, 1, nil, []string{"no hold for Slurm job 9999"})
 
 	// Forced, a reset ends a hold.
 	h2 := strings.TrimSpace(d.run("hold", "--device", "1", "--reason", "firmware flash", "--wait").stdout)
