@@ -6,8 +6,6 @@
 package slurm_test
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -16,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ttkit/ttkit/internal/cmdtest"
 	"github.com/ttkit/ttkit/internal/kmdtest"
 )
 
@@ -150,18 +149,8 @@ func (h *host) run(t *testing.T, script string, env ...string) result {
 	t.Helper()
 	cmd := exec.Command("/bin/bash", filepath.Join(h.scripts, script))
 	cmd.Env = env
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	r := result{stdout: out.String(), stderr: errb.String()}
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee):
-		r.code = ee.ExitCode()
-	default:
-		t.Fatal(err)
-	}
+	c := cmdtest.Run(t, cmd)
+	r := result{code: c.Code, stdout: c.Stdout, stderr: c.Stderr}
 	b, _ := os.ReadFile(h.log)
 	r.log = string(b) + r.stderr // the log is stderr when not run as root
 	return r

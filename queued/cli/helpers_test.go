@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -21,6 +20,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/ttkit/ttkit/internal/cmdtest"
 	"github.com/ttkit/ttkit/queued/api"
 )
 
@@ -170,19 +170,8 @@ func (r result) String() string {
 // command that cannot be run at all fails the test.
 func runCmd(t testing.TB, cmd *exec.Cmd) result {
 	t.Helper()
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	r := result{stdout: out.String(), stderr: errb.String()}
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee):
-		r.code = ee.ExitCode()
-	default:
-		t.Fatalf("running %s: %v", cmd, err)
-	}
-	return r
+	r := cmdtest.Run(t, cmd)
+	return result{code: r.Code, stdout: r.Stdout, stderr: r.Stderr}
 }
 
 // command prepares a CLI run with the daemon's environment plus env.

@@ -3,9 +3,7 @@
 package slurm
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -16,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ttkit/ttkit/internal/cmdtest"
 	"github.com/ttkit/ttkit/internal/usertest"
 )
 
@@ -121,19 +120,8 @@ func run(t *testing.T, u *usertest.User, env []string, argv ...string) result {
 		cmd.Dir = u.Home
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: u.UID, Gid: u.GID}}
 	}
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	r := result{stdout: out.String(), stderr: errb.String()}
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee):
-		r.code = ee.ExitCode()
-	default:
-		t.Fatalf("running %v: %v", argv, err)
-	}
-	return r
+	r := cmdtest.Run(t, cmd)
+	return result{code: r.Code, stdout: r.Stdout, stderr: r.Stderr}
 }
 
 // eventually polls check every 100 ms until it reports done, and fails
