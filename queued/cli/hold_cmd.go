@@ -19,7 +19,7 @@ import (
 type HoldCmd struct {
 	Device      string   `short:"d" required:"" placeholder:"N" help:"The card (or cards: 0,1 or 0-3) to hold."`
 	Reason      string   `placeholder:"TEXT" help:"Why, for status: \"slurm job 4242\", \"firmware flash\"."`
-	Expires     Duration `placeholder:"DURATION" help:"End the hold by itself this long after it is taken (seconds, or such as 2h); 0 (the default): never."`
+	Expires     Duration `placeholder:"DURATION" help:"End the hold by itself this long from now, time spent queued included (seconds, or such as 2h); 0 (the default): never (on a shared queued, a non-admin's hold ends after TT_DEVICE_MAX_TIMEOUT)."`
 	SlurmJob    string   `name:"slurm-job" placeholder:"ID" help:"The Slurm job the hold is for: queued ends it when that job is gone."`
 	Wait        WaitFlag `placeholder:"[=DURATION]" help:"Wait until the hold is active: its cards held; --wait=5m at most that long (exit 124 then; the hold stays queued)."`
 	WaitTimeout Duration `placeholder:"DURATION" help:"With --wait, stop waiting after this long and exit 124, as --wait=DURATION does."`
