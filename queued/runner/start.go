@@ -1,0 +1,189 @@
+package runner
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ttkit/ttkit/queued/execjob"
+	"github.com/ttkit/ttkit/queued/jobcgroup"
+)
+
+// Starting a job: the queued-exec helper is checked, given its request
+// and started in a session of its own.
+
+// CheckHelper resolves path (following links) and checks it can serve as
+// queued's exec helper: a regular executable file that, for a root
+// queued, belongs to root and no one else may write (it runs as root
+// until it drops to the job's user).
+func CheckHelper(path string) (string, error) {
+	p, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return "", fmt.Errorf("exec helper %s: %w", path, err)
+	}
+	fi, err := os.Stat(p)
+	if err != nil {
+		return "", fmt.Errorf("exec helper %s: %w", path, err)
+	}
+	st, _ := fi.Sys().(*syscall.Stat_t)
+	switch {
+	case !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0:
+		return "", fmt.Errorf("exec helper %s is not an executable file", p)
+	case os.Geteuid() == 0 && (st == nil || st.Uid != 0 || fi.Mode().Perm()&0o022 != 0):
+		return "", fmt.Errorf("exec helper %s must belong to root and be writable by root alone (it runs as root)", p)
+	}
+	return p, nil
+}
+
+// startUmask is queued's umask when it started (the unit's). Every
+// program gets it explicitly, whatever queued does to its own since.
+var startUmask = func() int {
+	m := unix.Umask(0o022)
+	unix.Umask(m)
+	return m
+}()
+
+// start starts one iteration's helper in a session of its own, draining
+// its output into out. It returns once the helper runs; the program's
+// start is watched through r.start.
+func start(spec *Spec, out *Log) (*running, error) {
+	if len(spec.Shell) == 0 {
+		return nil, errors.New("no shell configured")
+	}
+	req := execjob.Request{
+		Path: spec.Shell[0], Argv: append(append([]string(nil), spec.Shell...), spec.Cmd), Env: spec.Env, Dir: spec.Dir,
+		Umask: startUmask, OOMScoreAdj: spec.OOMScoreAdj, Keyring: spec.Keyring || spec.Account != nil,
+	}
+	if req.Dir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return nil, fmt.Errorf("reading queued's working directory: %w", err)
+		}
+		req.Dir = wd
+	}
+	if a := spec.Account; a != nil {
+		req.Cred = &execjob.Cred{UID: a.UID, GID: a.GID, Groups: a.Groups}
+	}
+	reqFile, err := requestFile(&req)
+	if err != nil {
+		return nil, err
+	}
+	defer reqFile.Close()
+	sr, sw, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("creating status pipe: %w", err)
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		sr.Close()
+		sw.Close()
+		return nil, fmt.Errorf("creating output pipe: %w", err)
+	}
+	marker := markerOf(spec.Env)
+	helper := defaultHelper()
+	if spec.Helper != "" {
+		helper = []string{spec.Helper}
+	}
+	cmd := exec.Command(helper[0], helper[1:]...)
+	cmd.Args[0] = "queued-exec"
+	cmd.Env = []string{} // nothing of queued's: the request carries the program's
+	if marker != "" {
+		// Only the marker, so a restart finds a helper still stuck in its
+		// start by it, as it finds the job's processes.
+		cmd.Env = []string{JobEnvVar + "=" + marker}
+	}
+	cmd.Dir = "/"
+	cmd.Stdout, cmd.Stderr = pw, pw
+	cmd.ExtraFiles = []*os.File{reqFile, sw}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	// Where queued's cgroup is delegated, the iteration starts in a cgroup
+	// of its own, so a kill reaches its whole process tree (setsid or not)
+	// and the OOM killer's victim is the job, not the queue; elsewhere cg
+	// is nil and the process group, the session and the job's marker find
+	// what is left.
+	cg, _ := jobcgroup.Default().New(jobcgroup.NameFromEnv(spec.Env, JobEnvVar))
+	if spec.TasksMax > 0 {
+		if err := cg.LimitTasks(spec.TasksMax); err != nil && !errors.Is(err, jobcgroup.ErrNoController) {
+			cg.Close()
+			pr.Close()
+			pw.Close()
+			sr.Close()
+			sw.Close()
+			return nil, fmt.Errorf("limiting the job to %d tasks: %w", spec.TasksMax, err)
+		}
+	}
+	cg.Place(cmd.SysProcAttr)
+	err = cmd.Start()
+	pw.Close()
+	sw.Close()
+	if err != nil {
+		cg.Close()
+		pr.Close()
+		sr.Close()
+		return nil, fmt.Errorf("starting queued's exec helper: %w", err)
+	}
+	pid := cmd.Process.Pid
+	// Read the start time before anything can reap the child: until then
+	// the PID is still its own. The program keeps it across the execve.
+	st, _ := StartTime("/proc", pid)
+	r := &running{cmd: cmd, pr: pr, proc: Proc{PID: pid, Start: st}, copied: make(chan struct{}), cg: cg,
+		marker: marker, start: watchStart(sr)}
+	go func() {
+		defer close(r.copied)
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := pr.Read(buf)
+			if n > 0 {
+				out.Write(buf[:n])
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return r, nil
+}
+
+// requestFile is the helper's request in an anonymous memory file, read
+// from its start.
+func requestFile(req *execjob.Request) (*os.File, error) {
+	b, err := json.Marshal(req)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the exec request: %w", err)
+	}
+	fd, err := unix.MemfdCreate("queued-exec-request", unix.MFD_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("creating the exec request: %w", err)
+	}
+	f := os.NewFile(uintptr(fd), "exec-request")
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("writing the exec request: %w", err)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("rewinding the exec request: %w", err)
+	}
+	return f, nil
+}
+
+// markerOf is the value of the job marker in env (the last one, as the
+// kernel's environ lists them in order and the scheduler appends its own
+// last), or "".
+func markerOf(env []string) string {
+	m := ""
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, JobEnvVar+"="); ok {
+			m = v
+		}
+	}
+	return m
+}
