@@ -106,6 +106,14 @@ func readBody(w http.ResponseWriter, r *http.Request, known []string) (map[strin
 	return readOptionalObject(r, known)
 }
 
+// isBlank reports whether body holds nothing but JSON whitespace (space,
+// tab, CR, LF): an empty optional body. Other Unicode spaces (U+0085,
+// U+00A0) are not JSON whitespace, so a body of them is refused as not
+// JSON rather than read as {}.
+func isBlank(body []byte) bool {
+	return len(bytes.Trim(body, " \t\r\n")) == 0
+}
+
 func readBodyObject(r *http.Request, emptyOK bool, known []string) (map[string]json.RawMessage, error) {
 	body, err := io.ReadAll(r.Body)
 	var tooBig *http.MaxBytesError
@@ -118,7 +126,7 @@ func readBodyObject(r *http.Request, emptyOK bool, known []string) (map[string]j
 	if !utf8.Valid(body) {
 		return nil, fieldErr("body", "not valid UTF-8")
 	}
-	if emptyOK && len(bytes.TrimSpace(body)) == 0 {
+	if emptyOK && isBlank(body) {
 		return map[string]json.RawMessage{}, nil
 	}
 	return decodeObject(body, known)

@@ -169,6 +169,7 @@ func FuzzDecodeResetRequest(f *testing.F) {
 	for _, seed := range []string{
 		`{}`, `{"device_id":"1"}`, `{"device_id":0,"no_interrupt":true}`, `{"job_id":"abcdef"}`,
 		`{"job_id":"abcdef","device_id":"0"}`, `{"device_id":"7"}`, `{"no_interrupt":"yes"}`, `{"job_id":5}`, `[]`,
+		``, " \r\n\t", "\u0085", `{"force":1}`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -178,7 +179,14 @@ func FuzzDecodeResetRequest(f *testing.F) {
 			if errors.Is(err, scheduler.ErrNotFound) || errors.Is(err, scheduler.ErrAmbiguous) {
 				return
 			}
-			checkDecodeError(t, err, body, []string{"device_id", "job_id", "no_interrupt"})
+			checkDecodeError(t, err, body, []string{"device_id", "job_id", "no_interrupt", "force", "client_id"})
+			return
+		}
+		// An empty body is {} (the Python tool posts none): every card.
+		if isBlank(body) {
+			if req.Card != nil || req.JobID != "" || req.NoInterrupt || req.Force {
+				t.Fatalf("empty body %q read as %+v", body, req)
+			}
 			return
 		}
 		if !json.Valid(body) {

@@ -217,7 +217,7 @@ func TestPython_StatusShowsTheDefaultCardAsThePythonTool(t *testing.T) {
 func TestPython_KillWithoutJobID(t *testing.T) {
 	t.Parallel()
 	d := start(t, options{})
-	for _, body := range []string{`{}`, `{"job_id":""}`, ``} {
+	for _, body := range []string{`{}`, `{"job_id":""}`, ``, " \r\n\t"} {
 		m := d.object(http.MethodPost, "/kill", body, 200)
 		if m["error"] != "Nothing running" {
 			t.Errorf("POST /kill %q with nothing running = %v", body, m)
@@ -273,6 +273,22 @@ func TestPython_KillWithoutJobID(t *testing.T) {
 	m = d.object(http.MethodPost, "/kill", `{"job_id":"`+q.JobID+`"}`, 200)
 	if k := m["killed"].(map[string]any); k["id"] != q.JobID || k["signal"] != nil {
 		t.Errorf("POST /kill of a queued job = %v", m)
+	}
+}
+
+// The Python tool posts /kill and /reset with no body, so an empty body
+// is {}; but only JSON's own whitespace makes a body empty. A body of
+// other Unicode spaces is not JSON and is refused, not read as {} (which
+// on /reset means every card, on /hold card 0).
+func TestPython_OnlyJSONWhitespaceIsAnEmptyBody(t *testing.T) {
+	t.Parallel()
+	d := start(t, options{})
+	for _, path := range []string{"/kill", "/reset", "/hold", "/release"} {
+		for _, body := range []string{"\u0085", "\u00a0", "\u2028", "\u3000{}"} {
+			if code, answer := d.raw(http.MethodPost, path, body, nil); code != http.StatusBadRequest || !strings.Contains(answer, "body") {
+				t.Errorf("POST %s %q = %d %s; want 400 naming the body", path, body, code, answer)
+			}
+		}
 	}
 }
 
