@@ -48,7 +48,9 @@ import (
 // about to take ({"stage":"chdir"}), and, when a step fails, one with the
 // error ({"stage":"chdir","errno":13}) before it exits with
 // helperFailCode. A successful execve closes descriptor 4 (close-on-exec)
-// with no failure written.
+// with no failure written. Where queued holds queued-exec open, the
+// helper was executed through descriptor 5, queued-exec itself; like
+// every descriptor above 4 it is closed at the program's execve.
 
 // Arg is the argument that makes queued (or a test binary) the exec
 // helper when it has no queued-exec beside it.

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -90,9 +89,9 @@ func start(spec *Spec, out *Log) (*running, error) {
 	marker := markerOf(spec.Env)
 	helper := defaultHelper()
 	if spec.Helper != "" {
-		helper = []string{spec.Helper}
+		helper = helperExec{argv: []string{spec.Helper}}
 	}
-	cmd := exec.Command(helper[0], helper[1:]...)
+	cmd := helper.command(reqFile, sw)
 	cmd.Args[0] = "queued-exec"
 	cmd.Env = []string{} // nothing of queued's: the request carries the program's
 	if marker != "" {
@@ -102,7 +101,6 @@ func start(spec *Spec, out *Log) (*running, error) {
 	}
 	cmd.Dir = "/"
 	cmd.Stdout, cmd.Stderr = pw, pw
-	cmd.ExtraFiles = []*os.File{reqFile, sw}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	// Where queued's cgroup is delegated, the iteration starts in a cgroup
 	// of its own, so a kill reaches its whole process tree (setsid or not)
