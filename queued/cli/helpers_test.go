@@ -258,7 +258,14 @@ type gate string
 
 func newGate(t *testing.T) gate { return gate(filepath.Join(t.TempDir(), "open")) }
 
-func (g gate) wait() string { return fmt.Sprintf("while [ ! -e %s ]; do sleep 0.02; done", g) }
+// wait's loop dies of the first SIGINT, as a kill expects (exit 130).
+// Without the trap, bash can swallow it: a SIGINT that arrives while
+// bash reaps a sleep which had already exited 0 counts as handled by the
+// child (bash's wait-and-cooperative-exit), the loop goes on, and the
+// kill grace ends it with SIGKILL (137), as it once did under load.
+func (g gate) wait() string {
+	return fmt.Sprintf("trap 'trap - INT; kill -INT $$' INT; while [ ! -e %s ]; do sleep 0.02; done", g)
+}
 
 func (g gate) open(t *testing.T) {
 	if err := os.WriteFile(string(g), nil, 0o600); err != nil {
