@@ -283,7 +283,7 @@ func TestPython_KillWithoutJobID(t *testing.T) {
 func TestPython_OnlyJSONWhitespaceIsAnEmptyBody(t *testing.T) {
 	t.Parallel()
 	d := start(t, options{})
-	for _, path := range []string{"/kill", "/reset", "/hold", "/release"} {
+	for _, path := range []string{"/kill", "/reset", "/hold", "/release", "/resubmit"} {
 		for _, body := range []string{"\u0085", "\u00a0", "\u2028", "\u3000{}"} {
 			if code, answer := d.raw(http.MethodPost, path, body, nil); code != http.StatusBadRequest || !strings.Contains(answer, "body") {
 				t.Errorf("POST %s %q = %d %s; want 400 naming the body", path, body, code, answer)
