@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
@@ -65,5 +66,23 @@ func BenchmarkRunAsUser(b *testing.B) {
 			b.Fatalf("%+v", res)
 		}
 		l.Close()
+	}
+}
+
+// BenchmarkScanJob is the sweep that follows every job's end where no
+// cgroup holds the job: one pass over /proc for what left its process
+// group (its session, or its marker on a process started since it).
+// BenchmarkRun pays it once per job.
+func BenchmarkScanJob(b *testing.B) {
+	self := os.Getpid()
+	marks := [][]byte{[]byte(JobEnvVar + "=bench-none\x00")}
+	st, err := readStat("/proc", self)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if pids := scanJob("/proc", 1<<30, st.start, marks, self); len(pids) != 0 {
+			b.Fatalf("found %v", pids)
+		}
 	}
 }

@@ -137,17 +137,18 @@ func killStragglers(procRoot string, sid int, started uint64, marker string) {
 // self, in session sid, or started at or after started and carrying one of
 // marks in their environment.
 func scanJob(procRoot string, sid int, started uint64, marks [][]byte, self int) []int {
-	entries, err := os.ReadDir(procRoot)
+	names, err := pidNames(procRoot)
 	if err != nil {
 		return nil
 	}
+	r := newStatReader(procRoot)
 	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
+	for _, name := range names {
+		pid, err := strconv.Atoi(name)
 		if err != nil || pid == self || pid == sid {
 			continue
 		}
-		st, err := readStat(procRoot, pid)
+		st, err := r.read(name)
 		if err != nil || st.state == 'Z' {
 			continue
 		}
@@ -155,11 +156,22 @@ func scanJob(procRoot string, sid int, started uint64, marks [][]byte, self int)
 			pids = append(pids, pid)
 			continue
 		}
-		if len(marks) > 0 && st.start >= started && hasMark(procRoot, e.Name(), marks) {
+		if len(marks) > 0 && st.start >= started && hasMark(procRoot, name, marks) {
 			pids = append(pids, pid)
 		}
 	}
 	return pids
+}
+
+// pidNames lists the names in procRoot, unsorted (the sweep has no use for
+// an order, and os.ReadDir's sort and entries cost more than the list).
+func pidNames(procRoot string) ([]string, error) {
+	d, err := os.Open(procRoot)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	return d.Readdirnames(-1)
 }
 
 // hasMark reports whether the environment of /proc/<name> holds one of

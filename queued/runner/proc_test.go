@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -74,5 +75,42 @@ func TestResumeLog_AppendsToExistingOutput(t *testing.T) {
 	fresh.Close()
 	if data, _ := os.ReadFile(fresh.Path()); string(data) != "new" {
 		t.Fatalf("output of a resumed missing file = %q", data)
+	}
+}
+
+// parseStat takes the fields after the command name's last ')', whatever
+// the name holds, and the statReader reads a live process's stat as
+// os.ReadFile does.
+func TestParseStat(t *testing.T) {
+	for _, tc := range []struct {
+		line string
+		want procStat
+		ok   bool
+	}{
+		{"42 (bash) S 1 42 42 0 -1 4194560 1 2 3 4 5 6 7 8 20 0 1 0 123456 9 10\n", procStat{state: 'S', pgrp: 42, session: 42, start: 123456}, true},
+		{"7 (a) b) (c) R 1 9 8 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 99 0 0", procStat{state: 'R', pgrp: 9, session: 8, start: 99}, true},
+		{"7 (x) Z 1 2 3", procStat{}, false},
+		{"7 x S 1 2 3 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 99 0 0", procStat{}, false},
+		{"7 (x) S 1 2 three 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 99 0 0", procStat{}, false},
+		{"7 (x) SS 1 2 3 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 99 0 0", procStat{}, false},
+	} {
+		got, err := parseStat("stat", []byte(tc.line))
+		if (err == nil) != tc.ok || got != tc.want {
+			t.Errorf("parseStat(%q) = %+v, %v; want %+v, ok %v", tc.line, got, err, tc.want, tc.ok)
+		}
+	}
+	self := os.Getpid()
+	want, err := readStat("/proc", self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newStatReader("/proc")
+	for range 2 { // the buffer is reused
+		if got, err := r.read(strconv.Itoa(self)); err != nil || got != want {
+			t.Fatalf("statReader = %+v, %v; os.ReadFile's %+v", got, err, want)
+		}
+	}
+	if _, err := r.read("0"); err == nil {
+		t.Fatal("statReader read /proc/0/stat")
 	}
 }
