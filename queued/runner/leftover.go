@@ -84,17 +84,17 @@ func KillLeftovers(procRoot string, jobs []Leftover, timeout time.Duration) ([]i
 // environment contains one of marks. Processes that vanish or cannot be
 // read (another user's, when not root) are skipped.
 func scanEnv(procRoot string, marks [][]byte, self int) ([]int, error) {
-	entries, err := os.ReadDir(procRoot)
+	names, err := pidNames(procRoot)
 	if err != nil {
 		return nil, fmt.Errorf("listing %s: %w", procRoot, err)
 	}
 	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
+	for _, name := range names {
+		pid, err := strconv.Atoi(name)
 		if err != nil || pid == self {
 			continue
 		}
-		if hasMark(procRoot, e.Name(), marks) {
+		if hasMark(procRoot, name, marks) {
 			if st, err := readStat(procRoot, pid); err == nil && st.state != 'Z' {
 				pids = append(pids, pid)
 			}
@@ -141,14 +141,14 @@ func scanJob(procRoot string, sid int, started uint64, marks [][]byte, self int)
 	if err != nil {
 		return nil
 	}
-	r := newStatReader(procRoot)
+	buf := make([]byte, statMax)
 	var pids []int
 	for _, name := range names {
 		pid, err := strconv.Atoi(name)
 		if err != nil || pid == self || pid == sid {
 			continue
 		}
-		st, err := r.read(name)
+		st, err := readStatFile(procRoot+"/"+name+"/stat", buf)
 		if err != nil || st.state == 'Z' {
 			continue
 		}
@@ -163,8 +163,8 @@ func scanJob(procRoot string, sid int, started uint64, marks [][]byte, self int)
 	return pids
 }
 
-// pidNames lists the names in procRoot, unsorted (the sweep has no use for
-// an order, and os.ReadDir's sort and entries cost more than the list).
+// pidNames lists the names in procRoot, unsorted (the scans have no use
+// for an order, and os.ReadDir's sort and entries cost more than the list).
 func pidNames(procRoot string) ([]string, error) {
 	d, err := os.Open(procRoot)
 	if err != nil {

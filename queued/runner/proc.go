@@ -18,13 +18,33 @@ type procStat struct {
 	start   uint64 // field 22: start time in clock ticks since boot
 }
 
+// statMax bounds a /proc/<pid>/stat line: 52 numeric fields and a command
+// name of at most 64 bytes (escaped) take well under a kilobyte.
+const statMax = 4096
+
+// readStat reads <procRoot>/<pid>/stat.
 func readStat(procRoot string, pid int) (procStat, error) {
-	path := filepath.Join(procRoot, strconv.Itoa(pid), "stat")
-	b, err := os.ReadFile(path)
+	return readStatFile(filepath.Join(procRoot, strconv.Itoa(pid), "stat"), make([]byte, statMax))
+}
+
+// readStatFile reads the stat file at path through buf (statMax bytes)
+// with a plain open, read and close: the sweep after every job reads every
+// process's, reusing one buffer, and os.ReadFile's fstat, poller
+// registration and buffer for each made most of the sweep's cost.
+func readStatFile(path string, buf []byte) (procStat, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
 	if err != nil {
 		return procStat{}, fmt.Errorf("reading %s: %w", path, err)
 	}
-	return parseStat(path, b)
+	n, err := unix.Read(fd, buf)
+	unix.Close(fd)
+	switch {
+	case err != nil:
+		return procStat{}, fmt.Errorf("reading %s: %w", path, err)
+	case n == len(buf):
+		return procStat{}, fmt.Errorf("reading %s: longer than %d bytes", path, len(buf))
+	}
+	return parseStat(path, buf[:n])
 }
 
 // parseStat reads the fields procStat holds from the text of path, a
@@ -36,88 +56,17 @@ func parseStat(path string, b []byte) (procStat, error) {
 	if i < 0 {
 		return procStat{}, fmt.Errorf("parsing %s: no ')'", path)
 	}
-	var f [20][]byte // fields 3 to 22, without a slice for each line
-	n := 0
-	for rest := b[i+1:]; n < len(f); n++ {
-		rest = bytes.TrimLeft(rest, " \n")
-		if len(rest) == 0 {
-			break
-		}
-		end := bytes.IndexAny(rest, " \n")
-		if end < 0 {
-			end = len(rest)
-		}
-		f[n], rest = rest[:end], rest[end:]
+	f := bytes.Fields(b[i+1:])
+	if len(f) < 20 || len(f[0]) != 1 {
+		return procStat{}, fmt.Errorf("parsing %s: %d fields", path, len(f))
 	}
-	if n < len(f) || len(f[0]) != 1 {
-		return procStat{}, fmt.Errorf("parsing %s: %d fields", path, n)
-	}
-	pgrp, err1 := atoi(f[2])
-	session, err3 := atoi(f[3])
-	start, err2 := atoi(f[19])
-	if err1 != nil || err2 != nil || err3 != nil || start < 0 {
+	pgrp, err1 := strconv.Atoi(string(f[2]))
+	session, err3 := strconv.Atoi(string(f[3]))
+	start, err2 := strconv.ParseUint(string(f[19]), 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil {
 		return procStat{}, fmt.Errorf("parsing %s: bad pgrp, session or start time", path)
 	}
-	return procStat{state: f[0][0], pgrp: pgrp, session: session, start: uint64(start)}, nil
-}
-
-// atoi is strconv.Atoi of b without converting it to a string first.
-func atoi(b []byte) (int, error) {
-	if len(b) == 0 || len(b) > 18 {
-		return 0, strconv.ErrSyntax
-	}
-	neg := b[0] == '-'
-	if neg {
-		b = b[1:]
-		if len(b) == 0 {
-			return 0, strconv.ErrSyntax
-		}
-	}
-	n := 0
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return 0, strconv.ErrSyntax
-		}
-		n = n*10 + int(c-'0')
-	}
-	if neg {
-		n = -n
-	}
-	return n, nil
-}
-
-// statReader reads many /proc/<pid>/stat files through one buffer, with
-// a plain open, read and close each: the sweep after every job reads every
-// process's, and os.ReadFile's fstat, poller registration and allocations
-// made it most of the sweep's cost.
-type statReader struct {
-	root string
-	path []byte
-	buf  [4096]byte
-}
-
-func newStatReader(procRoot string) *statReader {
-	return &statReader{root: procRoot}
-}
-
-// read returns pid's stat; name is pid as the directory names it.
-func (r *statReader) read(name string) (procStat, error) {
-	r.path = append(append(append(r.path[:0], r.root...), '/'), name...)
-	r.path = append(r.path, "/stat"...)
-	path := string(r.path)
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
-	if err != nil {
-		return procStat{}, fmt.Errorf("reading %s: %w", path, err)
-	}
-	n, err := unix.Read(fd, r.buf[:])
-	unix.Close(fd)
-	switch {
-	case err != nil:
-		return procStat{}, fmt.Errorf("reading %s: %w", path, err)
-	case n == len(r.buf):
-		return procStat{}, fmt.Errorf("reading %s: longer than %d bytes", path, len(r.buf))
-	}
-	return parseStat(path, r.buf[:n])
+	return procStat{state: f[0][0], pgrp: pgrp, session: session, start: start}, nil
 }
 
 // StartTime returns field 22 of <procRoot>/<pid>/stat: when the process

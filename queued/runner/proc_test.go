@@ -79,8 +79,8 @@ func TestResumeLog_AppendsToExistingOutput(t *testing.T) {
 }
 
 // parseStat takes the fields after the command name's last ')', whatever
-// the name holds, and the statReader reads a live process's stat as
-// os.ReadFile does.
+// the name holds, and readStatFile reads a live process's stat through a
+// reused buffer as readStat does.
 func TestParseStat(t *testing.T) {
 	for _, tc := range []struct {
 		line string
@@ -104,13 +104,13 @@ func TestParseStat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := newStatReader("/proc")
+	buf := make([]byte, statMax)
 	for range 2 { // the buffer is reused
-		if got, err := r.read(strconv.Itoa(self)); err != nil || got != want {
-			t.Fatalf("statReader = %+v, %v; os.ReadFile's %+v", got, err, want)
+		if got, err := readStatFile("/proc/"+strconv.Itoa(self)+"/stat", buf); err != nil || got != want {
+			t.Fatalf("readStatFile = %+v, %v; readStat's %+v", got, err, want)
 		}
 	}
-	if _, err := r.read("0"); err == nil {
-		t.Fatal("statReader read /proc/0/stat")
+	if _, err := readStatFile("/proc/0/stat", buf); err == nil {
+		t.Fatal("read /proc/0/stat")
 	}
 }
