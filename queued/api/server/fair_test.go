@@ -135,19 +135,10 @@ func TestFair_OneUsersLongPollsLockNoOneOut(t *testing.T) {
 		// A long-poll told to answer counts until its goroutine has run,
 		// which on two busy cores can take a moment: the share is what
 		// the counts come down to, not what one sample shows.
-		var st api.Status
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			st = s.statusWithin(2 * time.Second) // root, over TCP
-			if st.HTTP.Conns <= st.HTTP.ConnsPerUser+4 && st.HTTP.LongPolls <= st.HTTP.WaitsPerUser+4 {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%d connections open and %d long-polls waiting for 10 s; want one user's at most %d and %d of them",
-					st.HTTP.Conns, st.HTTP.LongPolls, st.HTTP.ConnsPerUser, st.HTTP.WaitsPerUser)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		poll(t, "the open connections and waiting long-polls to come down to one user's share", func() bool {
+			st := s.statusWithin(2 * time.Second) // root, over TCP
+			return st.HTTP.Conns <= st.HTTP.ConnsPerUser+4 && st.HTTP.LongPolls <= st.HTTP.WaitsPerUser+4
+		})
 	}
 	if st := s.statusWithin(2 * time.Second); st.HTTP.AnsweredEarly == 0 && st.HTTP.Evicted == 0 {
 		t.Errorf("the flood was neither answered early nor evicted: %+v", st.HTTP)
