@@ -356,7 +356,7 @@ func run(cfg config.Config, envErr error, log *slog.Logger) error {
 	hs := srv.NewHTTPServer()
 	rested := make(chan struct{})
 	defer close(rested)
-	go atRest(srv, st, rested, log.Warn)
+	go atRest(srv, st, heapAllocated, rested, log.Warn)
 	served := make(chan error, 2)
 	if ln != nil {
 		go func() { served <- hs.Serve(ln) }()

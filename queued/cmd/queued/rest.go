@@ -46,13 +46,11 @@ type releaser interface{ Release() error }
 // millisecond or two for queued's small heap) and drops the store's pages
 // (the page cache keeps them). What queued holds at rest is then what its
 // active work needs. Jobs starting and ending meanwhile, and long-polls
-// waiting, do not keep it from rest. It returns when stop is closed.
-func atRest(srv quiet, st releaser, stop <-chan struct{}, logf func(msg string, args ...any)) {
-	sample := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
-	allocated := func() uint64 {
-		metrics.Read(sample)
-		return sample[0].Value.Uint64()
-	}
+// waiting, do not keep it from rest. allocated is the heap's running
+// total of bytes allocated (heapAllocated; a test passes its own, since
+// the process's total counts every test running beside it). It returns
+// when stop is closed.
+func atRest(srv quiet, st releaser, allocated func() uint64, stop <-chan struct{}, logf func(msg string, args ...any)) {
 	var last uint64 // from start: what recovering the queues read counts too
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
@@ -73,4 +71,12 @@ func atRest(srv quiet, st releaser, stop <-chan struct{}, logf func(msg string, 
 			last = allocated()
 		}
 	}
+}
+
+// heapAllocated is the Go heap's running total of bytes allocated since
+// the process started: what atRest measures work by.
+func heapAllocated() uint64 {
+	sample := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+	metrics.Read(sample)
+	return sample[0].Value.Uint64()
 }
