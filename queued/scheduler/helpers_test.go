@@ -198,13 +198,18 @@ func (b *bundle) waitDone(id string) JobInfo {
 	return b.wait(id, "done", func(w Watch) bool { return w.Done && !w.Info.Held }).Info
 }
 
-// waitOutput waits until the job's output contains want.
+// waitOutput waits until the job's output contains want; a job that
+// ended without it fails the test at once, since no more output comes.
 func (b *bundle) waitOutput(id, want string) {
 	b.t.Helper()
-	b.wait(id, "output "+want, func(w Watch) bool {
-		data, _ := os.ReadFile(w.Path)
-		return strings.Contains(string(data), want)
+	var data []byte
+	w := b.wait(id, "output "+want, func(w Watch) bool {
+		data, _ = os.ReadFile(w.Path)
+		return strings.Contains(string(data), want) || w.Done && !w.Info.Held
 	})
+	if !strings.Contains(string(data), want) {
+		b.t.Fatalf("job %s ended (%s %q) without output %q; its output: %q", id[:8], w.Info.Outcome, w.Info.Error, want, data)
+	}
 }
 
 // poll waits for cond with a deadline, for state that has no channel.
