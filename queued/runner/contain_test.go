@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -75,9 +76,16 @@ func (b *bundle) hostileSpec(t *testing.T, mode string, env ...string) Spec {
 		t.Fatal(err)
 	}
 	spec := b.spec("exec " + self)
-	spec.Env = append(append(testEnv(), hostileEnv+"="+mode, JobEnvVar+"=hostile-"+mode+"-"+strconv.Itoa(os.Getpid())), env...)
+	marker := fmt.Sprintf("hostile-%s-%d-%d", mode, os.Getpid(), hostileJobs.Add(1))
+	spec.Env = append(append(testEnv(), hostileEnv+"="+mode, JobEnvVar+"="+marker), env...)
 	return spec
 }
+
+// hostileJobs numbers the hostile jobs, so that each has a marker of its
+// own, as each of queued's jobs has: with one marker for every job of a
+// mode, the sweep after one test's job killed the job of another test
+// running beside it (one started later, carrying the same marker).
+var hostileJobs atomic.Int64
 
 // field returns the value of name=... in out.
 func field(t *testing.T, out, name string) string {
