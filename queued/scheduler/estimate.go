@@ -33,6 +33,10 @@ import (
 // the card's own past resets, else the card's jobs, else the default. Its
 // duration is not counted among the card's jobs.
 //
+// An active hold with an expiry runs until it expires (it may be released
+// sooner, as a job may end sooner) and is never overdue; any other hold is
+// estimated like a job.
+//
 // Memory is bounded: HistorySize durations per card and per command, and
 // at most MaxCommands commands per card (the least recently finished one
 // is forgotten first; its queued jobs fall back to the card's median). At
@@ -230,9 +234,23 @@ func (c *card) learn(k cmdKey, rec *store.Job) {
 // known reports whether command k has runs of its own on the card.
 func (e *estimator) known(k cmdKey) bool { return e.cmds[k] != nil }
 
+// estimateKnown reports whether j's run estimate is more than a guess:
+// its command has runs of its own on the card, or it is an active hold
+// that expires.
+func (c *card) estimateKnown(j *job) bool {
+	if _, ok := holdEnds(j); ok && !j.rec.StartedAt.IsZero() {
+		return true
+	}
+	return c.est.known(j.key)
+}
+
 // overdue is how far a running job's current iteration is past its
-// iteration estimate, 0 when it is not; a running reset is timed whole.
+// iteration estimate, 0 when it is not; a running reset is timed whole. A
+// hold is never overdue: it lasts until it is released or expires.
 func (c *card) overdue(j *job, now time.Time) time.Duration {
+	if j.rec.Kind == store.KindHold {
+		return 0
+	}
 	iter := c.est.iteration(j.key)
 	since := j.iterStart
 	if j.rec.Kind == store.KindReset {
@@ -241,13 +259,21 @@ func (c *card) overdue(j *job, now time.Time) time.Duration {
 	return max(now.Sub(since)-iter, 0)
 }
 
-// runEstimate is the expected run time of a whole job.
+// runEstimate is the expected run time of a whole job. An active hold
+// with an expiry runs from its start to its expiry.
 func (c *card) runEstimate(j *job) time.Duration {
+	if until, ok := holdEnds(j); ok && !j.rec.StartedAt.IsZero() {
+		return max(until.Sub(j.rec.StartedAt), 0)
+	}
 	return c.est.iteration(j.key) * time.Duration(j.repeats())
 }
 
-// remaining is the expected time until a running job ends.
+// remaining is the expected time until a running job ends; for an
+// active hold with an expiry, the time until it expires.
 func (c *card) remaining(j *job, now time.Time) time.Duration {
+	if until, ok := holdEnds(j); ok {
+		return max(until.Sub(now), 0)
+	}
 	iter := c.est.iteration(j.key)
 	if j.rec.Kind == store.KindReset {
 		return max(iter-now.Sub(j.rec.StartedAt), 0)
@@ -255,6 +281,12 @@ func (c *card) remaining(j *job, now time.Time) time.Duration {
 	started := max(j.rec.Iterations, 1) // the first is under way from dispatch on
 	left := max(j.rec.Repeat-started, 0)
 	return max(iter-now.Sub(j.iterStart), 0) + iter*time.Duration(left)
+}
+
+// holdEnds is when hold j expires; false for a job, a reset or a hold
+// that never expires (its length is guessed like a job's).
+func holdEnds(j *job) (time.Time, bool) {
+	return j.rec.ExpiresAt, j.rec.Kind == store.KindHold && !j.rec.ExpiresAt.IsZero()
 }
 
 // currentRemaining is the running job's remainder, 0 when none runs.

@@ -414,3 +414,57 @@ func TestEstimates_Accuracy(t *testing.T) {
 }
 
 func abs(d time.Duration) time.Duration { return max(d, -d) }
+
+// An active hold with an expiry is expected to last until it expires,
+// not a job's median: the jobs behind an operator's two-hour maintenance
+// hold wait about two hours. It is never overdue; a hold without an
+// expiry is still guessed at the card's median.
+func TestEstimates_ActiveHoldLastsUntilItsExpiry(t *testing.T) {
+	t.Parallel()
+	clk := newClock()
+	b := setup(t, func(o *Options) { o.Now = clk.Now })
+	h, err := b.s.Hold(HoldSpec{Cards: []int{0}, Reason: "firmware flash", Expires: 2 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.wait(h.ID, "active", func(w Watch) bool { return w.Info.State == store.StateRunning })
+	clk.Advance(30 * time.Minute)
+	one := b.submit(0, "true")
+	if one.EstimatedWait != 90*time.Minute {
+		t.Errorf("a job behind the hold waits %s, want 1h30m", one.EstimatedWait)
+	}
+	if info, _ := b.s.Job(one.ID); info.EstimatedWait != 90*time.Minute {
+		t.Errorf("the job's wait looked up: %s, want 1h30m", info.EstimatedWait)
+	}
+	clk.Advance(90 * time.Minute) // the clock passes the hold's start + median many times over
+	c := b.s.Status().Cards[0]
+	if c.Current == nil || c.Current.ID != h.ID || c.Current.EstimatedWait != 0 || c.Current.EstimatedRun != 2*time.Hour || !c.Current.EstimateKnown || c.Current.Overdue != 0 {
+		t.Fatalf("the hold in card 0's status: %+v", c.Current)
+	}
+	if info, _ := b.s.Job(h.ID); info.EstimatedRun != 2*time.Hour || !info.EstimateKnown || info.Overdue != 0 {
+		t.Errorf("the hold looked up: run %s (known %v) overdue %s", info.EstimatedRun, info.EstimateKnown, info.Overdue)
+	}
+	clk.Advance(-2 * time.Hour)
+	if _, err := b.s.Release(h.ID, "done"); err != nil {
+		t.Fatal(err)
+	}
+	b.waitDone(one.ID)
+	open, err := b.s.Hold(HoldSpec{Cards: []int{1}, Reason: "no end"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.wait(open.ID, "active", func(w Watch) bool { return w.Info.State == store.StateRunning })
+	clk.Advance(10 * time.Second)
+	two := b.submit(1, "true")
+	clk.Advance(time.Hour)
+	if two.EstimatedWait != DefaultRunEstimate-10*time.Second {
+		t.Errorf("a job behind a hold without expiry waits %s, want the median's rest", two.EstimatedWait)
+	}
+	if info, _ := b.s.Job(open.ID); info.Overdue != 0 {
+		t.Errorf("a hold without expiry is overdue by %s", info.Overdue)
+	}
+	if _, err := b.s.Release(open.ID, "done"); err != nil {
+		t.Fatal(err)
+	}
+	b.waitDone(two.ID)
+}

@@ -190,7 +190,7 @@ func (s *core) infoLocked(j *job) JobInfo {
 		// A job of several cards starts when the last of them is free for
 		// it: its place and wait are the worst over its cards.
 		for _, c := range cards {
-			info.EstimatedRun, info.EstimateKnown = c.runEstimate(j), c.est.known(j.key)
+			info.EstimatedRun, info.EstimateKnown = c.runEstimate(j), c.estimateKnown(j)
 			wait := c.currentRemaining(now)
 			for i, q := range c.queue {
 				if q == j {
@@ -203,7 +203,7 @@ func (s *core) infoLocked(j *job) JobInfo {
 		}
 	case store.StateRunning:
 		c := cards[0]
-		info.EstimatedRun, info.EstimateKnown = c.runEstimate(j), c.est.known(j.key)
+		info.EstimatedRun, info.EstimateKnown = c.runEstimate(j), c.estimateKnown(j)
 		info.EstimatedWait = c.remaining(j, now)
 		info.Overdue = c.overdue(j, now)
 		if j.log != nil {

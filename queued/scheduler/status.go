@@ -134,7 +134,7 @@ func (s reporter) statusLocked() (Status, []ownJob) {
 		var o ownJob
 		if c.current != nil {
 			info := JobInfo{Job: c.current.rec, EstimatedWait: c.remaining(c.current, now), EstimatedRun: c.runEstimate(c.current),
-				EstimateKnown: c.est.known(c.current.key), Overdue: c.overdue(c.current, now)}
+				EstimateKnown: c.estimateKnown(c.current), Overdue: c.overdue(c.current, now)}
 			cs.Current = &info
 			o = ownJob{id: c.current.rec.ID, pgid: c.current.rec.PGID}
 		}
@@ -156,7 +156,7 @@ func (s reporter) statusLocked() (Status, []ownJob) {
 		wait := c.currentRemaining(now)
 		for i, j := range c.queue {
 			run := c.runEstimate(j)
-			cs.Queue[i] = JobInfo{Job: j.rec, Position: i + 1, EstimatedWait: wait, EstimatedRun: run, EstimateKnown: c.est.known(j.key)}
+			cs.Queue[i] = JobInfo{Job: j.rec, Position: i + 1, EstimatedWait: wait, EstimatedRun: run, EstimateKnown: c.estimateKnown(j)}
 			wait += run
 		}
 		cs.EstimatedWait = wait

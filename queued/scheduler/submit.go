@@ -183,7 +183,7 @@ func (s submitter) fromTailLocked(c *card, j *job) JobInfo {
 			continue
 		}
 		run := c.runEstimate(j)
-		return JobInfo{Job: j.rec, Position: i + 1, EstimatedRun: run, EstimateKnown: c.est.known(j.key),
+		return JobInfo{Job: j.rec, Position: i + 1, EstimatedRun: run, EstimateKnown: c.estimateKnown(j),
 			EstimatedWait: c.tailWait(s.opt.Now()) - behind - run}
 	}
 	return s.infoLocked(j)
