@@ -388,9 +388,10 @@ func (b *outputBudget) enforce() {
 			problems = append(problems, fmt.Sprintf("removing output of %s: %v", id, err))
 			return
 		}
-		b.mu.Lock()
+		b.mu.Lock() // the bytes and the count move together, as status reads them
 		freed += b.files[id].size
 		b.removeLocked(id)
+		b.deleted++
 		b.mu.Unlock()
 		deleted++
 	}
@@ -409,7 +410,6 @@ func (b *outputBudget) enforce() {
 		}
 	}
 	b.mu.Lock()
-	b.deleted += deleted
 	b.warning = ""
 	if len(problems) > 0 {
 		if len(problems) > 3 {

@@ -150,3 +150,48 @@ func BenchmarkOutputBudgetRound(b *testing.B) {
 		s.core.budget.enforce()
 	}
 }
+
+// TestOutputBudget_StatusCountsEachDeletionWithItsBytes: status never
+// shows a file's bytes gone without its deletion counted. CI read
+// "Bytes 92168, Deleted 3" where four files were gone: the bytes went
+// down with each file, the count only after the round. Here a restart
+// with a small budget finds 400 files of pruned jobs and deletes nearly
+// all of them in one round, while status is read throughout: kept bytes
+// plus deleted files' bytes is the whole once counted.
+func TestOutputBudget_StatusCountsEachDeletionWithItsBytes(t *testing.T) {
+	t.Parallel()
+	const n, each = 400, 1 << 10
+	b := setup(t, func(o *Options) { o.MaxOutputBytes = 1 << 30 })
+	b.s.Stop()
+	recs := make([]store.Job, n) // finished records, or the start's sweep removes the files
+	now := time.Now()
+	for i := range recs {
+		id, code := store.NewID(), 0
+		if err := os.WriteFile(filepath.Join(b.opt.OutputDir, id+".log"), make([]byte, each), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		recs[i] = store.Job{ID: id, Seq: uint64(i + 1), Kind: store.KindJob, Cmd: "true", Cwd: b.work, State: store.StateDone,
+			SubmittedAt: now, FinishedAt: now.Add(time.Duration(i)), ExitCode: &code, Outcome: store.OutcomeSuccess}
+	}
+	if err := b.st.Put(recs...); err != nil {
+		t.Fatal(err)
+	}
+	b.opt.MaxOutputBytes = 16 << 10
+	b.start()
+	deadline := time.Now().Add(30 * time.Second)
+	samples := 0
+	for {
+		st := b.s.Status().Output
+		samples++
+		if time.Now().After(deadline) {
+			t.Fatalf("after %d samples: %+v", samples, st)
+		}
+		if sum := st.Bytes + int64(st.Deleted)*each; sum != 0 && sum != n*each {
+			t.Fatalf("sample %d: %d bytes kept and %d files deleted: %d bytes of %d accounted for", samples, st.Bytes, st.Deleted, sum, n*each)
+		}
+		if st.Bytes <= 16<<10 && st.Deleted > 0 {
+			break
+		}
+	}
+	t.Logf("%d samples", samples)
+}
