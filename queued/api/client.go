@@ -212,6 +212,17 @@ func (c *Client) Job(ctx context.Context, id string) (Job, error) {
 	return out, err
 }
 
+// JobBrief is Job without the spec: the record as Jobs lists it (a
+// preview of the command, no environment), with the job's place in its
+// queue. It is what a client asks again and again while it waits, and
+// costs the daemon the same whatever the job's command and environment
+// take (Job reads them whole from the store).
+func (c *Client) JobBrief(ctx context.Context, id string) (Job, error) {
+	var out Job
+	_, err := c.do(ctx, http.MethodGet, "/job/"+url.PathEscape(id)+"?brief=1", nil, &out)
+	return out, err
+}
+
 // Kill stops a job: a queued one at once, a running one with SIGINT and,
 // after the grace period, SIGKILL. An empty id is refused here: the
 // daemon would take it as no id, and stop the caller's running job

@@ -83,7 +83,7 @@ func waitActive(a *App, c *api.Client, id string, limit time.Duration) (string, 
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		j, err := c.Job(ctx, id)
+		j, err := c.JobBrief(ctx, id)
 		switch {
 		case errors.Is(ctx.Err(), context.DeadlineExceeded):
 			return "queued", &Error{Code: ExitWaitTimeout, Err: fmt.Errorf("hold %s is still queued after %s", id, limit)}

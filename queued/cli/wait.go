@@ -131,7 +131,7 @@ func (a *App) follow(ctx context.Context, sub api.QueueResponse) (api.Job, error
 			return api.Job{}, err
 		}
 		if queued && ch.State == "queued" {
-			j, err := c.Job(ctx, sub.JobID)
+			j, err := c.JobBrief(ctx, sub.JobID)
 			if err != nil {
 				return api.Job{}, err
 			}
@@ -200,7 +200,7 @@ func (a *App) stoppedWaiting(ctx context.Context, id string, limit time.Duration
 func (a *App) jobWhereabouts(id string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	j, err := a.client.Job(ctx, id)
+	j, err := a.client.JobBrief(ctx, id)
 	switch {
 	case err != nil:
 		return "queued or running"

@@ -258,6 +258,19 @@ func queryInt(r *http.Request, name string, def, max int64) (int64, error) {
 	return n, nil
 }
 
+// queryBool reads a yes-or-no query parameter: 1 or true, 0 or false,
+// absent (false).
+func queryBool(r *http.Request, name string) (bool, error) {
+	switch v := r.URL.Query().Get(name); v {
+	case "", "0", "false":
+		return false, nil
+	case "1", "true":
+		return true, nil
+	default:
+		return false, fieldErr(name, "%q: want 1 or true, 0 or false", cut(v, 40))
+	}
+}
+
 // queryWait reads wait= in seconds (fractions allowed), at most api.MaxWait.
 func queryWait(r *http.Request) (time.Duration, error) {
 	v := r.URL.Query().Get("wait")

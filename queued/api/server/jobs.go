@@ -21,10 +21,18 @@ type jobHandlers struct {
 	views *pythonViews
 }
 
-// handleJob is GET /job/<id>.
+// handleJob is GET /job/<id>: the whole record, or with brief=1 the
+// record as GET /jobs lists it, which costs the same whatever the job's
+// command and environment take (what a client waiting for the job asks
+// every second or two).
 func (h *jobHandlers) handleJob(w http.ResponseWriter, r *http.Request) {
+	brief, err := queryBool(r, "brief")
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
 	info, err := h.jobFor(r, "job id", r.PathValue("id"), true)
-	if err == nil {
+	if err == nil && !brief {
 		info, err = h.sched.Record(info.ID) // whole: its command and environment from the store
 	}
 	if err != nil {

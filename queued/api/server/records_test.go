@@ -81,3 +81,51 @@ func TestList_AnswersPreviews(t *testing.T) {
 		t.Fatalf("the job ended %+v", out)
 	}
 }
+
+// TestJob_BriefAnswersWithoutTheSpec: GET /job/<id>?brief=1, what the
+// CLI asks every second or two while it waits for a queued job, answers
+// the record as /jobs lists it (a preview of the command, no environment)
+// with the job's place in the queue, not the 256 KiB the spec may take;
+// a brief= that is not a yes or no is refused naming it.
+func TestJob_BriefAnswersWithoutTheSpec(t *testing.T) {
+	t.Parallel()
+	d := start(t, options{})
+	gate, release := d.gate()
+	defer release()
+	first, err := d.client.Queue(d.ctx(), api.QueueRequest{Cmd: gate, Cwd: d.work})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"BIG": strings.Repeat("e", 100<<10)}
+	cmd := ": " + strings.Repeat("c", 100<<10) + "; echo end"
+	r, err := d.client.Queue(d.ctx(), api.QueueRequest{Cmd: cmd, Cwd: d.work, Env: env, DeviceID: first.DeviceID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"?brief=1", "?brief=true"} {
+		code, body := d.raw(http.MethodGet, "/job/"+r.JobID+q, "", nil)
+		var j api.Job
+		if err := json.Unmarshal([]byte(body), &j); code != http.StatusOK || err != nil {
+			t.Fatalf("GET /job%s: %d %s", q, code, cut(body, 200))
+		}
+		if len(body) > 8<<10 || len(j.Cmd) > 256 || !j.CmdTruncated || j.CmdBytes != len(cmd) || j.Env != nil || j.EnvVars != 1 ||
+			j.State != "queued" || j.Position != 1 {
+			t.Errorf("GET /job%s: %d bytes; %d of command (of %d), %d variables, %s at %d", q, len(body), len(j.Cmd), j.CmdBytes, len(j.Env), j.State, j.Position)
+		}
+	}
+	brief, err := d.client.JobBrief(d.ctx(), r.JobID)
+	if err != nil || brief.Env != nil || !brief.CmdTruncated || brief.Position != 1 {
+		t.Errorf("Client.JobBrief: %d variables, truncated %v, position %d, %v", len(brief.Env), brief.CmdTruncated, brief.Position, err)
+	}
+	for _, q := range []string{"?brief=0", "?brief=false", ""} {
+		code, body := d.raw(http.MethodGet, "/job/"+r.JobID+q, "", nil)
+		var whole api.Job
+		if err := json.Unmarshal([]byte(body), &whole); code != http.StatusOK || err != nil || whole.Cmd != cmd || whole.Env["BIG"] != env["BIG"] {
+			t.Errorf("GET /job%s: %d; %d bytes of command, %d variables, %v", q, code, len(whole.Cmd), len(whole.Env), err)
+		}
+	}
+	code, body := d.raw(http.MethodGet, "/job/"+r.JobID+"?brief=yes-please", "", nil)
+	if code != http.StatusBadRequest || !strings.Contains(body, "brief") || !strings.Contains(body, "yes-please") {
+		t.Errorf("brief=yes-please: %d %s; want 400 naming the value", code, cut(body, 300))
+	}
+}
