@@ -56,6 +56,10 @@ import (
 // helper when it has no queued-exec beside it.
 const Arg = "exec-job"
 
+// Name is the helper's process name (comm) until it becomes the program,
+// whatever path or descriptor it was executed by.
+const Name = "queued-exec"
+
 // FailCode is the helper's exit status when it could not run the program;
 // queued reads the reason from the status pipe, not from it.
 const FailCode = 127
@@ -121,6 +125,12 @@ func execJob() int {
 		fmt.Fprintln(os.Stderr, "queued exec helper: no status descriptor; this is queued's own helper, not a command")
 		return 2
 	}
+	// Executed through a descriptor, the helper would show in ps and top
+	// by the descriptor's number ("5") until its execve, which may be long
+	// for a working directory that never answers. Writing the comm of
+	// /proc/self names the process (its leader thread), whichever thread
+	// this is.
+	os.WriteFile("/proc/self/comm", []byte(Name), 0)
 	status := os.NewFile(4, "status")
 	report := func(st Status) {
 		b, _ := json.Marshal(st)

@@ -92,7 +92,7 @@ func start(spec *Spec, out *Log) (*running, error) {
 		helper = helperExec{argv: []string{spec.Helper}}
 	}
 	cmd := helper.command(reqFile, sw)
-	cmd.Args[0] = "queued-exec"
+	cmd.Args[0] = execjob.Name
 	cmd.Env = []string{} // nothing of queued's: the request carries the program's
 	if marker != "" {
 		// Only the marker, so a restart finds a helper still stuck in its

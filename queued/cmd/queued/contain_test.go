@@ -243,3 +243,39 @@ echo session=$(awk '{print ($6 == $1) ? "own" : "shared"}' /proc/$$/stat)`,
 		t.Errorf("the reset's environment is not the minimal one:\n%s", out)
 	}
 }
+
+// The exec helper is named queued-exec while it lives, in ps and top as
+// in its command line: queued executes it through a descriptor, which
+// would name it by the descriptor's number ("5"), and a helper stuck
+// entering a working directory that never answers can live for long.
+func TestSystem_HelperIsNamedWhileItStarts(t *testing.T) {
+	alice := usertest.New(t, "ttqn")
+	hang, _ := fusetest.HangingDir(t)
+	s := startSystem(t, t.TempDir(), "TT_DEVICE_RESET_CMD=true #", "TT_DEVICE_HEALTH_CHECK_CMD=true")
+	r := s.as(alice, "POST", "/queue", fmt.Sprintf(`{"cmd":"echo never","cwd":%q,"device_id":"0"}`, hang))
+	if r.code != 201 {
+		t.Fatalf("queue: %v", r)
+	}
+	id := strings.Split(strings.Split(r.body, `"job_id":"`)[1], `"`)[0]
+	deadline := time.Now().Add(20 * time.Second)
+	var j api.Job
+	for j = s.job(id); j.State != "running" || j.PID == 0; j = s.job(id) {
+		if time.Now().After(deadline) {
+			t.Fatalf("job %s never started: %+v", id, j)
+		}
+		time.Sleep(10 * time.Millisecond) // polling the job's state
+	}
+	comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", j.PID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(string(comm)); got != "queued-exec" {
+		t.Errorf("the helper stuck entering its directory is named %q, want queued-exec", got)
+	}
+	if _, err := s.client.Kill(ctx(t), id); err != nil {
+		t.Fatal(err)
+	}
+	if j := s.waitResult(id); j.Outcome != "killed" {
+		t.Errorf("the job: %s %q", j.Outcome, j.Error)
+	}
+}
