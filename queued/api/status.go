@@ -42,13 +42,16 @@ type Status struct {
 	MaxQueued int          `json:"max_queued"`
 	// MaxQueuedPerUser is how many of them one user may have
 	// (TT_DEVICE_MAX_QUEUED_PER_USER; a system-mode daemon's bound).
-	MaxQueuedPerUser int         `json:"max_queued_per_user,omitempty"`
-	Stopping         bool        `json:"stopping,omitempty"`
-	Persistence      Persistence `json:"persistence"`
-	Retention        Retention   `json:"retention"`
-	Output           Output      `json:"output"`
-	HTTP             HTTPStatus  `json:"http"`
-	Warnings         []string    `json:"warnings,omitempty"`
+	MaxQueuedPerUser int `json:"max_queued_per_user,omitempty"`
+	// MaxCompletedPerUser is how many finished jobs one user keeps
+	// (TT_DEVICE_MAX_COMPLETED_JOBS_PER_USER; a system-mode daemon's bound).
+	MaxCompletedPerUser int         `json:"max_completed_per_user,omitempty"`
+	Stopping            bool        `json:"stopping,omitempty"`
+	Persistence         Persistence `json:"persistence"`
+	Retention           Retention   `json:"retention"`
+	Output              Output      `json:"output"`
+	HTTP                HTTPStatus  `json:"http"`
+	Warnings            []string    `json:"warnings,omitempty"`
 	// Mode is "user" (one account's daemon, today's default) or "system"
 	// (one root daemon for every user of the host, each job run as its
 	// submitter); empty from a daemon older than modes, which is user

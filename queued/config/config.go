@@ -118,6 +118,7 @@ type Config struct {
 
 	MaxQueuedPerUser      int   `kong:"-" env:"TT_DEVICE_MAX_QUEUED_PER_USER" min:"1" mode:"system" doc:"a quarter of TT_DEVICE_MAX_QUEUED_JOBS: 250" help:"System mode: queued jobs one user may have over all cards; more are refused with 429 naming the bound (root, queued's own user and the admin group are held only to TT_DEVICE_MAX_QUEUED_JOBS)."`
 	MaxOutputBytesPerUser int64 `kong:"-" env:"TT_DEVICE_MAX_OUTPUT_BYTES_PER_USER" min:"1" mode:"system" doc:"a quarter of TT_DEVICE_MAX_OUTPUT_BYTES, at least TT_DEVICE_MAX_LOG_BYTES: 1 GiB" help:"System mode: bytes of output one user's finished jobs keep; beyond it that user's oldest output is deleted first, never another user's in its place (admins exempt)."`
+	MaxCompletedPerUser   int   `kong:"-" env:"TT_DEVICE_MAX_COMPLETED_JOBS_PER_USER" min:"1" mode:"system" doc:"a quarter of TT_DEVICE_MAX_COMPLETED_JOBS: 2500" help:"System mode: finished jobs one user keeps; beyond it that user's oldest records (and their output) are deleted first, never another user's in their place (admins exempt)."`
 	HTTPMaxConnsPerUser   int   `kong:"-" env:"TT_DEVICE_HTTP_MAX_CONNS_PER_USER" min:"1" mode:"system" doc:"a quarter of TT_DEVICE_HTTP_MAX_CONNS: 64" help:"System mode: open HTTP connections one user may have; a new one past it closes their own connection idle the longest, or answers their oldest long-poll now. An eighth of TT_DEVICE_HTTP_MAX_CONNS is kept for root, queued's own user and the admin group."`
 	HTTPWorkersPerUser    int   `kong:"-" env:"TT_DEVICE_HTTP_WORKERS_PER_USER" min:"1" mode:"system" doc:"a quarter of TT_DEVICE_HTTP_WORKERS: 4" help:"System mode: HTTP handlers working for one user at once; a quarter of TT_DEVICE_HTTP_WORKERS is kept for root, queued's own user and the admin group."`
 	HTTPWaitsPerUser      int   `kong:"-" env:"TT_DEVICE_HTTP_WAITS_PER_USER" min:"1" mode:"system" doc:"half of the connections per user: 32" help:"System mode: long-polls (logs -f, wait, the status page) one user may have waiting at once; a new one makes their oldest answer now."`
@@ -127,17 +128,20 @@ type Config struct {
 // per-user setting as given, or its default share of its total
 // (defaults.Share: a quarter; the long-polls half of the connections).
 type Shares struct {
-	Queued, Conns, Workers, Waits int
-	OutputBytes                   int64
+	Queued, Completed, Conns, Workers, Waits int
+	OutputBytes                              int64
 }
 
 // Shares returns the per-user bounds in effect. A user-mode queued has
 // one user, who is the reserve: there they do not apply.
 func (c Config) Shares() Shares {
-	s := Shares{Queued: c.MaxQueuedPerUser, OutputBytes: c.MaxOutputBytesPerUser, Conns: c.HTTPMaxConnsPerUser,
-		Workers: c.HTTPWorkersPerUser, Waits: c.HTTPWaitsPerUser}
+	s := Shares{Queued: c.MaxQueuedPerUser, Completed: c.MaxCompletedPerUser, OutputBytes: c.MaxOutputBytesPerUser,
+		Conns: c.HTTPMaxConnsPerUser, Workers: c.HTTPWorkersPerUser, Waits: c.HTTPWaitsPerUser}
 	if s.Queued == 0 {
 		s.Queued = defaults.Share(c.MaxQueued)
+	}
+	if s.Completed == 0 {
+		s.Completed = defaults.Share(c.MaxCompleted)
 	}
 	if s.OutputBytes == 0 {
 		s.OutputBytes = max(defaults.Share(c.MaxOutputBytes), c.MaxLogBytes)
@@ -341,6 +345,7 @@ func (c Config) validateShares() error {
 		field, of    string
 	}{
 		{int64(sh.Queued), int64(c.MaxQueued), "MaxQueuedPerUser", "MaxQueued"},
+		{int64(sh.Completed), int64(c.MaxCompleted), "MaxCompletedPerUser", "MaxCompleted"},
 		{sh.OutputBytes, c.MaxOutputBytes, "MaxOutputBytesPerUser", "MaxOutputBytes"},
 		{int64(sh.Conns), int64(c.HTTPMaxConns), "HTTPMaxConnsPerUser", "HTTPMaxConns"},
 		{int64(sh.Workers), int64(c.HTTPWorkers), "HTTPWorkersPerUser", "HTTPWorkers"},

@@ -262,15 +262,15 @@ func TestShares(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := c.Shares(), (Shares{Queued: 250, OutputBytes: 1 << 30, Conns: 64, Workers: 4, Waits: 32}); got != want {
+	if got, want := c.Shares(), (Shares{Queued: 250, Completed: 2500, OutputBytes: 1 << 30, Conns: 64, Workers: 4, Waits: 32}); got != want {
 		t.Fatalf("default shares %+v, want %+v", got, want)
 	}
 	c, err = FromEnv(env(sys(map[string]string{"TT_DEVICE_MAX_QUEUED_JOBS": "40", "TT_DEVICE_HTTP_MAX_CONNS_PER_USER": "10",
-		"TT_DEVICE_MAX_OUTPUT_BYTES": "20000000", "TT_DEVICE_MAX_LOG_BYTES": "10000000"})))
+		"TT_DEVICE_MAX_OUTPUT_BYTES": "20000000", "TT_DEVICE_MAX_LOG_BYTES": "10000000", "TT_DEVICE_MAX_COMPLETED_JOBS": "100"})))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := c.Shares(), (Shares{Queued: 10, OutputBytes: 10000000, Conns: 10, Workers: 4, Waits: 5}); got != want {
+	if got, want := c.Shares(), (Shares{Queued: 10, Completed: 25, OutputBytes: 10000000, Conns: 10, Workers: 4, Waits: 5}); got != want {
 		t.Fatalf("shares %+v, want %+v", got, want)
 	}
 	for _, tc := range []struct {
@@ -278,6 +278,7 @@ func TestShares(t *testing.T) {
 		want []string
 	}{
 		{map[string]string{"TT_DEVICE_MAX_QUEUED_PER_USER": "2000"}, []string{"TT_DEVICE_MAX_QUEUED_PER_USER", "2000", "TT_DEVICE_MAX_QUEUED_JOBS", "1000"}},
+		{map[string]string{"TT_DEVICE_MAX_COMPLETED_JOBS_PER_USER": "20000"}, []string{"TT_DEVICE_MAX_COMPLETED_JOBS_PER_USER", "20000", "TT_DEVICE_MAX_COMPLETED_JOBS", "10000"}},
 		{map[string]string{"TT_DEVICE_HTTP_WAITS_PER_USER": "100"}, []string{"TT_DEVICE_HTTP_WAITS_PER_USER", "TT_DEVICE_HTTP_MAX_CONNS_PER_USER", "64"}},
 		{map[string]string{"TT_DEVICE_MAX_OUTPUT_BYTES_PER_USER": "1000"}, []string{"TT_DEVICE_MAX_OUTPUT_BYTES_PER_USER", "TT_DEVICE_MAX_LOG_BYTES"}},
 	} {

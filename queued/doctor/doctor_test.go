@@ -277,7 +277,7 @@ func TestCheckSettings_SharesOfASharedQueued(t *testing.T) {
 	env := map[string]string{"HOME": "/h", "TT_DEVICE_SOCKET": "/run/tt-device-queue/queued.sock",
 		"TT_DEVICE_MAX_QUEUED_JOBS": "2000", "TT_DEVICE_HTTP_WORKERS_PER_USER": "2"}
 	_, c := doctor.CheckSettings(func(k string) (string, bool) { v, ok := env[k]; return v, ok }, "the test")
-	want := "each user may have 500 of the 2000 queued jobs, 1 GiB of output, 64 connections, 32 long-polls waiting and 2 handlers at once"
+	want := "each user may have 500 of the 2000 queued jobs, 2500 finished jobs, 1 GiB of output, 64 connections, 32 long-polls waiting and 2 handlers at once"
 	if c.Status != doctor.OK || !strings.Contains(c.Detail, want) {
 		t.Fatalf("settings check %+v; want it to say %q", c, want)
 	}
@@ -289,11 +289,11 @@ func TestQueuedCheck_SharesOfARunningSharedQueued(t *testing.T) {
 	_, h := healthy(t)
 	h.Queued = func(context.Context) (api.Status, error) {
 		return api.Status{Version: "test", Mode: api.SystemMode, Cards: []api.CardStatus{{DeviceID: "0"}}, Persistence: api.Persistence{OK: true},
-			MaxQueued: 1000, MaxQueuedPerUser: 250, Output: api.Output{MaxBytesPerUser: 1 << 30},
+			MaxQueued: 1000, MaxQueuedPerUser: 250, MaxCompletedPerUser: 2500, Output: api.Output{MaxBytesPerUser: 1 << 30},
 			HTTP: api.HTTPStatus{ConnsPerUser: 64, WaitsPerUser: 32, WorkersPerUser: 4}}, nil
 	}
 	c := byName(t, doctor.Run(context.Background(), h), "queued")
-	want := "each user may have 250 of the 1000 queued jobs, 1 GiB of output, 64 connections, 32 long-polls waiting and 4 handlers at once"
+	want := "each user may have 250 of the 1000 queued jobs, 2500 finished jobs, 1 GiB of output, 64 connections, 32 long-polls waiting and 4 handlers at once"
 	if c.Status != doctor.OK || !strings.Contains(c.Detail, want) {
 		t.Fatalf("queued check %+v; want it to say %q", c, want)
 	}

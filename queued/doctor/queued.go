@@ -31,8 +31,8 @@ func checkQueued(h Host, s *api.Status, err error) Check {
 		if modeOf(*s).System() {
 			mode = " (system mode: one queue for every user of the host"
 			if s.MaxQueuedPerUser > 0 {
-				mode += fmt.Sprintf("; each user may have %d of the %d queued jobs, %s of output, %d connections, %d long-polls waiting and %d handlers at once",
-					s.MaxQueuedPerUser, s.MaxQueued, bytesText(s.Output.MaxBytesPerUser), s.HTTP.ConnsPerUser, s.HTTP.WaitsPerUser, s.HTTP.WorkersPerUser)
+				mode += fmt.Sprintf("; each user may have %d of the %d queued jobs, %d finished jobs, %s of output, %d connections, %d long-polls waiting and %d handlers at once",
+					s.MaxQueuedPerUser, s.MaxQueued, s.MaxCompletedPerUser, bytesText(s.Output.MaxBytesPerUser), s.HTTP.ConnsPerUser, s.HTTP.WaitsPerUser, s.HTTP.WorkersPerUser)
 			}
 			mode += ")"
 		}

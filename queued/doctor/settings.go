@@ -41,9 +41,9 @@ func CheckSettings(lookup config.Lookup, from string) (config.Config, Check) {
 // have, as doctor shows it: the per-user bounds in effect and who is
 // held to none of them.
 func SharesText(sh config.Shares, maxQueued int) string {
-	return fmt.Sprintf("each user may have %d of the %d queued jobs, %s of output, %d connections, %d long-polls waiting and %d handlers at once "+
+	return fmt.Sprintf("each user may have %d of the %d queued jobs, %d finished jobs, %s of output, %d connections, %d long-polls waiting and %d handlers at once "+
 		"(root, queued's own user and TT_DEVICE_ADMIN_GROUP's members only the totals)",
-		sh.Queued, maxQueued, bytesText(sh.OutputBytes), sh.Conns, sh.Waits, sh.Workers)
+		sh.Queued, maxQueued, sh.Completed, bytesText(sh.OutputBytes), sh.Conns, sh.Waits, sh.Workers)
 }
 
 // bytesText is n bytes as people read it: "1 GiB", "16 MiB", "300 bytes".

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 )
 
 // submitBy submits cmd to card as the user uid (named name).
@@ -133,5 +134,41 @@ func TestOutputBudget_PerUserShare(t *testing.T) {
 		if kept == !info.OutputDeletedAt.IsZero() {
 			t.Errorf("alice's job %d of %d: output_deleted_at %v; want kept %v", i+1, len(alices), info.OutputDeletedAt, kept)
 		}
+	}
+}
+
+// TestRetention_OneUsersFinishedJobsPushOutOnlyTheirOwn: on a shared
+// daemon, a user who runs many jobs pushes out their own oldest records,
+// never another user's (whose results would then be lost): each user
+// keeps their newest MaxCompletedPerUser (a quarter of MaxCompleted by
+// default) finished jobs; root, exempt, only the total.
+func TestRetention_OneUsersFinishedJobsPushOutOnlyTheirOwn(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(o *Options) { o.MaxCompleted = 12; o.RetentionInterval = 20 * time.Millisecond })
+	const alice, bob = 1001, 1002
+	run := func(n int, uid uint32, name string) []string {
+		var ids []string
+		for range n {
+			j, err := b.submitBy(0, "true", uid, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.waitDone(j.ID)
+			ids = append(ids, j.ID)
+		}
+		return ids
+	}
+	bobs := run(2, bob, "bob") // the oldest of all
+	roots := run(4, 0, "root")
+	alices := run(12, alice, "alice")
+	kept := func(id string) bool { _, err := b.s.Job(id); return !errors.Is(err, ErrNotFound) }
+	poll(t, "alice's oldest records pruned", func() bool { return !kept(alices[8]) })
+	for _, id := range append(append(bobs, roots...), alices[9:]...) {
+		if !kept(id) {
+			t.Errorf("job %s pruned; want bob's two, root's four and alice's newest three kept", id)
+		}
+	}
+	if b.s.MaxCompletedPerUser() != 3 {
+		t.Errorf("MaxCompletedPerUser() = %d, want a quarter of 12", b.s.MaxCompletedPerUser())
 	}
 }

@@ -45,8 +45,9 @@ func (s *retention) loop() {
 	}
 }
 
-// prune deletes finished jobs older than RetentionDays or beyond the newest
-// MaxCompleted, and their output files.
+// prune deletes finished jobs older than RetentionDays, beyond the newest
+// MaxCompleted, or beyond their owner's newest MaxCompletedPerUser, and
+// their output files.
 func (s *retention) prune(sweep bool) {
 	s.mu.Lock()
 	failing := s.persist.err != nil
@@ -61,6 +62,11 @@ func (s *retention) prune(sweep bool) {
 	if err != nil {
 		problems = append(problems, err.Error())
 	}
+	mine, err := s.st.PruneOwners(s.opt.MaxCompletedPerUser, s.opt.Exempt)
+	if err != nil {
+		problems = append(problems, err.Error())
+	}
+	ids = append(ids, mine...)
 	for _, id := range ids {
 		if err := os.Remove(s.outputPath(id)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			problems = append(problems, fmt.Sprintf("removing output of %s: %v", id, err))

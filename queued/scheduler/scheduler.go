@@ -40,6 +40,9 @@ type Store interface {
 	LastSeq() (uint64, error)
 	// Prune deletes finished records by age and count and returns their ids.
 	Prune(cutoff time.Time, keep int) ([]string, error)
+	// PruneOwners deletes each owner's finished records beyond their
+	// newest keep, except exempt owners', and returns their ids.
+	PruneOwners(keep int, exempt func(uid uint32) bool) ([]string, error)
 	// Probe proves a write commits now.
 	Probe() error
 	// Commit durably writes card and job records in one transaction.
@@ -108,7 +111,7 @@ type Options struct {
 	// daemon's) and owners Exempt accepts are held only to MaxQueued.
 	MaxQueuedPerUser int
 	// Exempt reports whether an owner is exempt from the per-user limits
-	// (MaxQueuedPerUser, MaxOutputBytesPerUser): the admins. It may read
+	// (MaxQueuedPerUser, MaxOutputBytesPerUser, MaxCompletedPerUser): the admins. It may read
 	// the user database; it is never called with the lock held. Default:
 	// root and queued's own user.
 	Exempt func(uid uint32) bool
@@ -134,6 +137,13 @@ type Options struct {
 	// RetentionDays and MaxCompleted bound finished jobs; defaults from config (TT_DEVICE_RETENTION_DAYS, TT_DEVICE_MAX_COMPLETED_JOBS).
 	RetentionDays int
 	MaxCompleted  int
+	// MaxCompletedPerUser bounds the finished jobs one owner keeps: past
+	// it their own oldest records go, so one user's many jobs never push
+	// out another user's (MaxCompleted takes the oldest of everyone's);
+	// default a quarter of MaxCompleted (TT_DEVICE_MAX_COMPLETED_JOBS_PER_USER).
+	// Jobs with no owner and owners Exempt accepts are held only to
+	// MaxCompleted.
+	MaxCompletedPerUser int
 	// RetentionInterval is the time between retention runs; default 1h.
 	RetentionInterval time.Duration
 	// RetryMin and RetryMax bound the backoff of the persistence retry
@@ -241,6 +251,9 @@ func (o *Options) defaults() error {
 	}
 	if o.MaxCompleted <= 0 {
 		o.MaxCompleted = defaults.MaxCompletedJobs
+	}
+	if o.MaxCompletedPerUser <= 0 {
+		o.MaxCompletedPerUser = defaults.Share(o.MaxCompleted)
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -376,6 +389,10 @@ func (s *Scheduler) OutputPath(id string) string { return s.core.outputPath(id) 
 // MaxQueuedPerUser is the queued jobs one owner may have
 // (Options.MaxQueuedPerUser, its default applied).
 func (s *Scheduler) MaxQueuedPerUser() int { return s.core.opt.MaxQueuedPerUser }
+
+// MaxCompletedPerUser is the finished jobs one owner keeps
+// (Options.MaxCompletedPerUser, its default applied).
+func (s *Scheduler) MaxCompletedPerUser() int { return s.core.opt.MaxCompletedPerUser }
 
 // Cards lists the configured card numbers, ascending.
 func (s *Scheduler) Cards() []int { return append([]int(nil), s.core.order...) }

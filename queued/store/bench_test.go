@@ -94,3 +94,29 @@ func BenchmarkPutDrainShape(b *testing.B) {
 		i++
 	}
 }
+
+// BenchmarkPruneOwners is one retention run's per-user pass over 10,000
+// finished jobs of 16 owners, each within their bound: reading every
+// record's owner is the whole cost.
+func BenchmarkPruneOwners(b *testing.B) {
+	s, err := Open(b.TempDir(), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	jobs := make([]Job, 10000)
+	for i := range jobs {
+		uid := uint32(1000 + i%16)
+		jobs[i] = job(uint64(i+1), StateDone)
+		jobs[i].OwnerUID, jobs[i].Owner = &uid, "user"
+		jobs[i].FinishedAt = time.Unix(int64(2000+i), 0)
+	}
+	if err := s.Put(jobs...); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if gone, err := s.PruneOwners(1000, func(uint32) bool { return false }); err != nil || len(gone) != 0 {
+			b.Fatalf("%d pruned, %v", len(gone), err)
+		}
+	}
+}

@@ -3,58 +3,143 @@ package store
 // Retention: deleting old finished jobs.
 
 import (
+	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
 
+// pruneBatch bounds the deletions of one transaction.
+const pruneBatch = 1000
+
 // Prune deletes finished jobs that finished before cutoff, and the oldest
 // ones beyond the newest keep, and returns their ids so the caller can
 // delete their output files. Work is split into transactions of at most
-// 1000 deletions.
+// pruneBatch deletions.
 func (s *Store) Prune(cutoff time.Time, keep int) ([]string, error) {
 	var all []string
 	for {
 		var ids []string
 		err := s.gc.update(func(tx *bolt.Tx) error {
-			ids = ids[:0]
 			fin := tx.Bucket(BucketFinished)
 			n := fin.Stats().KeyN
 			var keys [][]byte
 			c := fin.Cursor()
-			for k, _ := c.First(); k != nil && len(keys) < 1000; k, _ = c.Next() {
+			for k, _ := c.First(); k != nil && len(keys) < pruneBatch; k, _ = c.Next() {
 				if n-len(keys) <= keep && int64(binary.BigEndian.Uint64(k[:8])) >= cutoff.UnixNano() {
 					break
 				}
 				keys = append(keys, append([]byte(nil), k...))
 			}
-			jobs, idx := tx.Bucket(BucketJobs), tx.Bucket(BucketIDs)
-			for _, k := range keys {
-				id := append([]byte(nil), fin.Get(k)...)
-				if err := jobs.Delete(k[8:]); err != nil {
-					return fmt.Errorf("deleting job %s: %w", id, err)
-				}
-				if err := deleteSpec(tx, k[8:]); err != nil {
-					return fmt.Errorf("deleting the spec of job %s: %w", id, err)
-				}
-				if err := idx.Delete(id); err != nil {
-					return fmt.Errorf("unindexing job %s: %w", id, err)
-				}
-				ids = append(ids, string(id))
-				if err := fin.Delete(k); err != nil {
-					return fmt.Errorf("deleting index entry: %w", err)
-				}
-			}
-			return nil
+			var err error
+			ids, err = deleteFinished(tx, keys)
+			return err
 		})
 		if err != nil {
 			return all, fmt.Errorf("pruning finished jobs: %w", err)
 		}
 		all = append(all, ids...)
-		if len(ids) < 1000 {
+		if len(ids) < pruneBatch {
 			return all, nil
 		}
 	}
+}
+
+// PruneOwners deletes, of each owner's finished jobs, those beyond the
+// owner's newest keep, and returns their ids, oldest first. So on a
+// shared daemon one user's thousands of finished jobs push out their own
+// oldest records, never another user's (Prune's total takes the oldest of
+// everyone's). Owners exempt accepts (the admins) and jobs with no owner
+// are held only to Prune's bounds. exempt is asked once about each owner
+// over keep, outside any transaction (it may read the user database).
+// Each record's owner is read from its brief record: for 10,000 finished
+// jobs, some tens of milliseconds, as often as retention runs.
+func (s *Store) PruneOwners(keep int, exempt func(uid uint32) bool) ([]string, error) {
+	over := map[uint32][][]byte{} // each owner's finished index keys beyond keep
+	err := s.db.View(func(tx *bolt.Tx) error {
+		fin, jobs := tx.Bucket(BucketFinished), tx.Bucket(BucketJobs)
+		seen := map[uint32]int{}
+		c := fin.Cursor()
+		for k, id := c.Last(); k != nil; k, id = c.Prev() {
+			v := jobs.Get(k[8:])
+			if v == nil {
+				continue
+			}
+			var owner struct {
+				UID *uint32 `json:"owner_uid"`
+			}
+			if err := json.Unmarshal(v, &owner); err != nil {
+				return fmt.Errorf("decoding job record %s: %w", id, err)
+			}
+			if owner.UID == nil {
+				continue
+			}
+			if u := *owner.UID; seen[u] >= keep {
+				over[u] = append(over[u], append([]byte(nil), k...))
+			} else {
+				seen[u]++
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading the owners of finished jobs: %w", err)
+	}
+	var keys [][]byte
+	for uid, ks := range over {
+		if !exempt(uid) {
+			keys = append(keys, ks...)
+		}
+	}
+	slices.SortFunc(keys, bytes.Compare) // oldest first, as the index orders them
+	var all []string
+	for len(keys) > 0 {
+		batch := keys[:min(len(keys), pruneBatch)]
+		keys = keys[len(batch):]
+		var ids []string
+		err := s.gc.update(func(tx *bolt.Tx) error {
+			var err error
+			ids, err = deleteFinished(tx, batch)
+			return err
+		})
+		if err != nil {
+			return all, fmt.Errorf("pruning each owner's oldest finished jobs: %w", err)
+		}
+		all = append(all, ids...)
+	}
+	return all, nil
+}
+
+// deleteFinished deletes the finished jobs at keys of the finished index
+// (finish time, then the job's key), with their specs and index entries,
+// and returns their ids; a key no longer in the index (deleted since it
+// was read) is skipped.
+func deleteFinished(tx *bolt.Tx, keys [][]byte) ([]string, error) {
+	fin, jobs, idx := tx.Bucket(BucketFinished), tx.Bucket(BucketJobs), tx.Bucket(BucketIDs)
+	var ids []string
+	for _, k := range keys {
+		v := fin.Get(k)
+		if v == nil {
+			continue
+		}
+		id := append([]byte(nil), v...)
+		if err := jobs.Delete(k[8:]); err != nil {
+			return ids, fmt.Errorf("deleting job %s: %w", id, err)
+		}
+		if err := deleteSpec(tx, k[8:]); err != nil {
+			return ids, fmt.Errorf("deleting the spec of job %s: %w", id, err)
+		}
+		if err := idx.Delete(id); err != nil {
+			return ids, fmt.Errorf("unindexing job %s: %w", id, err)
+		}
+		ids = append(ids, string(id))
+		if err := fin.Delete(k); err != nil {
+			return ids, fmt.Errorf("deleting index entry: %w", err)
+		}
+	}
+	return ids, nil
 }

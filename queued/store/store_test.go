@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -213,6 +214,62 @@ func TestPrune_ByAgeAndCount(t *testing.T) {
 	}
 	if _, err := s.Job(all[10].ID); err != nil {
 		t.Fatalf("queued job pruned: %v", err)
+	}
+}
+
+// TestPruneOwners_KeepsEachOwnersNewest: of each owner's finished jobs
+// beyond their newest keep, the oldest go; another owner's, an exempt
+// owner's and those with no owner stay, whatever their age, and so do
+// queued jobs.
+func TestPruneOwners_KeepsEachOwnersNewest(t *testing.T) {
+	s := open(t, t.TempDir())
+	uid := func(n uint32) *uint32 { return &n }
+	var all []Job
+	add := func(owner *uint32, state State) Job {
+		j := job(uint64(len(all)+1), state)
+		j.OwnerUID = owner
+		if state == StateDone {
+			j.FinishedAt = time.Unix(int64(1000+len(all)), 0)
+		}
+		all = append(all, j)
+		return j
+	}
+	bob := []Job{add(uid(1002), StateDone), add(uid(1002), StateDone)} // the oldest of all
+	var alice []Job
+	for range 6 {
+		alice = append(alice, add(uid(1001), StateDone))
+	}
+	var root []Job
+	for range 4 {
+		root = append(root, add(uid(0), StateDone))
+	}
+	anon := []Job{add(nil, StateDone), add(nil, StateDone), add(nil, StateDone)}
+	queued := []Job{add(uid(1001), StateQueued), add(uid(1001), StateQueued), add(uid(1001), StateQueued)}
+	if err := s.Put(all...); err != nil {
+		t.Fatal(err)
+	}
+	var asked []uint32
+	gone, err := s.PruneOwners(2, func(u uint32) bool { asked = append(asked, u); return u == 0 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{alice[0].ID, alice[1].ID, alice[2].ID, alice[3].ID}
+	if !slices.Equal(gone, want) {
+		t.Fatalf("PruneOwners(2) deleted %v; want alice's oldest four %v", gone, want)
+	}
+	slices.Sort(asked)
+	if !slices.Equal(asked, []uint32{0, 1001}) {
+		t.Errorf("exempt asked about %v; want once about each owner over the bound", asked)
+	}
+	for _, kept := range [][]Job{bob, alice[4:], root, anon, queued} {
+		for _, j := range kept {
+			if _, err := s.Job(j.ID); err != nil {
+				t.Errorf("job %s (owner %v, %s) deleted: %v", j.ID, j.OwnerUID, j.State, err)
+			}
+		}
+	}
+	if again, err := s.PruneOwners(2, func(uint32) bool { return false }); err != nil || len(again) != 2 || again[0] != root[0].ID {
+		t.Errorf("PruneOwners with no one exempt = %v, %v; want root's oldest two", again, err)
 	}
 }
 

@@ -227,3 +227,25 @@ func TestFair_ReserveForRootAndAdmins(t *testing.T) {
 		t.Fatalf("%d long-polls answered early for the third user; want 1", st.AnsweredEarly-early)
 	}
 }
+
+// TestStatus_SaysEachUsersBounds: a shared daemon's status says how many
+// queued and finished jobs one user may have; a user daemon's, whose one
+// user has the whole queue, says neither.
+func TestStatus_SaysEachUsersBounds(t *testing.T) {
+	t.Parallel()
+	s := startShared(t, nil)
+	code, body := s.ask(1001, http.MethodGet, "/status", "", 10*time.Second)
+	var st api.Status
+	if err := json.Unmarshal([]byte(body), &st); code != http.StatusOK || err != nil {
+		t.Fatalf("GET /status: %d %v", code, err)
+	}
+	if st.MaxQueuedPerUser != s.sched.MaxQueuedPerUser() || st.MaxCompletedPerUser != s.sched.MaxCompletedPerUser() || st.MaxCompletedPerUser == 0 {
+		t.Errorf("shared status: %d queued, %d finished per user; want %d and %d",
+			st.MaxQueuedPerUser, st.MaxCompletedPerUser, s.sched.MaxQueuedPerUser(), s.sched.MaxCompletedPerUser())
+	}
+	d := start(t, options{})
+	own, err := d.client.Status(d.ctx())
+	if err != nil || own.MaxQueuedPerUser != 0 || own.MaxCompletedPerUser != 0 {
+		t.Errorf("a user daemon's status: %d queued, %d finished per user, %v; want neither", own.MaxQueuedPerUser, own.MaxCompletedPerUser, err)
+	}
+}

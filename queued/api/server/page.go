@@ -38,7 +38,7 @@ func (p *statusPage) handleStatus(w http.ResponseWriter, r *http.Request) {
 	if p.rules.shared() {
 		// Whose output fills the budget, and each user's bounds: only a
 		// shared daemon has more than one user.
-		st.MaxQueuedPerUser = p.sched.MaxQueuedPerUser()
+		st.MaxQueuedPerUser, st.MaxCompletedPerUser = p.sched.MaxQueuedPerUser(), p.sched.MaxCompletedPerUser()
 		for _, u := range sched.Output.Top {
 			st.Output.Users = append(st.Output.Users, api.UserOutput{UID: u.UID, User: userName(u.UID), Bytes: u.Bytes})
 		}

@@ -336,7 +336,7 @@ func run(cfg config.Config, envErr error, log *slog.Logger) error {
 		Mode: cfg.Mode, ResetAccount: sys.reset, JobTasksMax: cfg.JobTasksMax, JobOOMScoreAdj: cfg.ChildOOMScoreAdj,
 		SysfsPath: cfg.SysfsPath, VisibleBDF: cfg.Visible == "bdf", CrossCard: cfg.CrossCard,
 		SlurmJobGone: slurmGone, SlurmCheckInterval: cfg.SlurmCheckInterval,
-		MaxQueuedPerUser: shares.Queued, MaxOutputBytesPerUser: shares.OutputBytes, Exempt: server.Admins(cfg.Mode, sys.adminGID),
+		MaxQueuedPerUser: shares.Queued, MaxCompletedPerUser: shares.Completed, MaxOutputBytesPerUser: shares.OutputBytes, Exempt: server.Admins(cfg.Mode, sys.adminGID),
 	})
 	if err != nil {
 		return err
