@@ -71,11 +71,11 @@ func (f *faultStore) Probe() error {
 	return f.Store.Probe()
 }
 
-func (f *faultStore) Prune(cutoff time.Time, keep int) ([]string, error) {
+func (f *faultStore) Prune(r store.Retention) ([]string, error) {
 	if err := f.check(nil); err != nil {
 		return nil, err
 	}
-	return f.Store.Prune(cutoff, keep)
+	return f.Store.Prune(r)
 }
 
 func always(error) func([]store.Job) error {

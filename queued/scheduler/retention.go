@@ -57,16 +57,11 @@ func (s *retention) prune(sweep bool) {
 	}
 	now := s.opt.Now()
 	cutoff := now.Add(-time.Duration(s.opt.RetentionDays) * 24 * time.Hour)
-	ids, err := s.st.Prune(cutoff, s.opt.MaxCompleted)
+	ids, err := s.st.Prune(store.Retention{Cutoff: cutoff, Keep: s.opt.MaxCompleted, KeepPerOwner: s.opt.MaxCompletedPerUser, Exempt: s.opt.Exempt})
 	var problems []string
 	if err != nil {
 		problems = append(problems, err.Error())
 	}
-	mine, err := s.st.PruneOwners(s.opt.MaxCompletedPerUser, s.opt.Exempt)
-	if err != nil {
-		problems = append(problems, err.Error())
-	}
-	ids = append(ids, mine...)
 	for _, id := range ids {
 		if err := os.Remove(s.outputPath(id)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			problems = append(problems, fmt.Sprintf("removing output of %s: %v", id, err))

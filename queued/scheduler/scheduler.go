@@ -38,11 +38,9 @@ type Store interface {
 	Active() ([]store.Job, error)
 	// LastSeq is the highest sequence number stored.
 	LastSeq() (uint64, error)
-	// Prune deletes finished records by age and count and returns their ids.
-	Prune(cutoff time.Time, keep int) ([]string, error)
-	// PruneOwners deletes each owner's finished records beyond their
-	// newest keep, except exempt owners', and returns their ids.
-	PruneOwners(keep int, exempt func(uid uint32) bool) ([]string, error)
+	// Prune deletes finished records by age, count and each owner's count
+	// and returns their ids.
+	Prune(r store.Retention) ([]string, error)
 	// Probe proves a write commits now.
 	Probe() error
 	// Commit durably writes card and job records in one transaction.

@@ -115,7 +115,7 @@ func BenchmarkPruneOwners(b *testing.B) {
 		b.Fatal(err)
 	}
 	for b.Loop() {
-		if gone, err := s.PruneOwners(1000, func(uint32) bool { return false }); err != nil || len(gone) != 0 {
+		if gone, err := (pruner{s.db, s.gc}).owners(1000, func(uint32) bool { return false }); err != nil || len(gone) != 0 {
 			b.Fatalf("%d pruned, %v", len(gone), err)
 		}
 	}

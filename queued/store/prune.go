@@ -16,11 +16,50 @@ import (
 // pruneBatch bounds the deletions of one transaction.
 const pruneBatch = 1000
 
-// Prune deletes finished jobs that finished before cutoff, and the oldest
-// ones beyond the newest keep, and returns their ids so the caller can
-// delete their output files. Work is split into transactions of at most
-// pruneBatch deletions.
-func (s *Store) Prune(cutoff time.Time, keep int) ([]string, error) {
+// Retention says which finished jobs Prune deletes.
+type Retention struct {
+	// Cutoff: those that finished before it.
+	Cutoff time.Time
+	// Keep: the oldest beyond the newest Keep.
+	Keep int
+	// KeepPerOwner, when above 0: of each owner's, those beyond the
+	// owner's newest KeepPerOwner, so on a shared daemon one user's
+	// thousands of finished jobs push out their own oldest records, never
+	// another user's (Keep takes the oldest of everyone's). Owners Exempt
+	// accepts (the admins) and jobs with no owner are held only to Keep.
+	KeepPerOwner int
+	// Exempt is asked once about each owner over KeepPerOwner, outside
+	// any transaction (it may read the user database); nil exempts none.
+	Exempt func(uid uint32) bool
+}
+
+// Prune deletes the finished jobs r names and returns their ids, so the
+// caller can delete their output files: first by age and count, then
+// each owner's beyond their share. Work is split into transactions of at
+// most pruneBatch deletions.
+func (s *Store) Prune(r Retention) ([]string, error) {
+	p := pruner{s.db, s.gc}
+	ids, err := p.oldest(r.Cutoff, r.Keep)
+	if err != nil || r.KeepPerOwner <= 0 {
+		return ids, err
+	}
+	exempt := r.Exempt
+	if exempt == nil {
+		exempt = func(uint32) bool { return false }
+	}
+	mine, err := p.owners(r.KeepPerOwner, exempt)
+	return append(ids, mine...), err
+}
+
+// pruner is Prune's two passes over the store's finished jobs.
+type pruner struct {
+	db *bolt.DB
+	gc *groupCommit
+}
+
+// oldest deletes finished jobs that finished before cutoff, and the
+// oldest ones beyond the newest keep.
+func (s pruner) oldest(cutoff time.Time, keep int) ([]string, error) {
 	var all []string
 	for {
 		var ids []string
@@ -49,16 +88,12 @@ func (s *Store) Prune(cutoff time.Time, keep int) ([]string, error) {
 	}
 }
 
-// PruneOwners deletes, of each owner's finished jobs, those beyond the
-// owner's newest keep, and returns their ids, oldest first. So on a
-// shared daemon one user's thousands of finished jobs push out their own
-// oldest records, never another user's (Prune's total takes the oldest of
-// everyone's). Owners exempt accepts (the admins) and jobs with no owner
-// are held only to Prune's bounds. exempt is asked once about each owner
-// over keep, outside any transaction (it may read the user database).
-// Each record's owner is read from its brief record: for 10,000 finished
-// jobs, some tens of milliseconds, as often as retention runs.
-func (s *Store) PruneOwners(keep int, exempt func(uid uint32) bool) ([]string, error) {
+// owners deletes, of each owner's finished jobs, those beyond the
+// owner's newest keep (Retention.KeepPerOwner), except exempt owners',
+// and returns their ids, oldest first. Each record's owner is read from
+// its brief record: for 10,000 finished jobs, some tens of milliseconds,
+// as often as retention runs.
+func (s pruner) owners(keep int, exempt func(uid uint32) bool) ([]string, error) {
 	over := map[uint32][][]byte{} // each owner's finished index keys beyond keep
 	err := s.db.View(func(tx *bolt.Tx) error {
 		fin, jobs := tx.Bucket(BucketFinished), tx.Bucket(BucketJobs)

@@ -74,7 +74,7 @@ func TestStore_ListsReadNoSpec(t *testing.T) {
 		t.Fatalf("after a brief write: %d bytes of command, %d variables, state %s, %v", len(got.Cmd), len(got.Env), got.State, err)
 	}
 	// Retention deletes the spec with the record.
-	if ids, err := s.Prune(time.Unix(1<<40, 0), 0); err != nil || len(ids) != 1 {
+	if ids, err := s.Prune(Retention{Cutoff: time.Unix(1<<40, 0)}); err != nil || len(ids) != 1 {
 		t.Fatalf("Prune = %v, %v", ids, err)
 	}
 	if err := s.db.View(func(tx *bolt.Tx) error {
@@ -127,7 +127,7 @@ func TestFinishedPage_PagesNewestFirst(t *testing.T) {
 		}
 		if page == 0 {
 			// The last record of this page goes before the next is read.
-			if _, err := s.Prune(all[4].FinishedAt.Add(time.Nanosecond), 0); err != nil {
+			if _, err := s.Prune(Retention{Cutoff: all[4].FinishedAt.Add(time.Nanosecond)}); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -196,12 +196,12 @@ func TestPrune_ByAgeAndCount(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Finished before 1003: the first three go.
-	gone, err := s.Prune(time.Unix(1003, 0), 100)
+	gone, err := s.Prune(Retention{Cutoff: time.Unix(1003, 0), Keep: 100})
 	if err != nil || len(gone) != 3 || gone[0] != all[0].ID || gone[2] != all[2].ID {
 		t.Fatalf("Prune by age = %v, %v", gone, err)
 	}
 	// Keep the newest 4 of the remaining 7.
-	gone, err = s.Prune(time.Unix(0, 0), 4)
+	gone, err = s.Prune(Retention{Cutoff: time.Unix(0, 0), Keep: 4})
 	if err != nil || len(gone) != 3 || gone[0] != all[3].ID {
 		t.Fatalf("Prune by count = %v, %v", gone, err)
 	}
@@ -217,11 +217,11 @@ func TestPrune_ByAgeAndCount(t *testing.T) {
 	}
 }
 
-// TestPruneOwners_KeepsEachOwnersNewest: of each owner's finished jobs
+// TestPrune_KeepsEachOwnersNewest: of each owner's finished jobs
 // beyond their newest keep, the oldest go; another owner's, an exempt
 // owner's and those with no owner stay, whatever their age, and so do
 // queued jobs.
-func TestPruneOwners_KeepsEachOwnersNewest(t *testing.T) {
+func TestPrune_KeepsEachOwnersNewest(t *testing.T) {
 	s := open(t, t.TempDir())
 	uid := func(n uint32) *uint32 { return &n }
 	var all []Job
@@ -249,13 +249,13 @@ func TestPruneOwners_KeepsEachOwnersNewest(t *testing.T) {
 		t.Fatal(err)
 	}
 	var asked []uint32
-	gone, err := s.PruneOwners(2, func(u uint32) bool { asked = append(asked, u); return u == 0 })
+	gone, err := s.Prune(Retention{Keep: len(all), KeepPerOwner: 2, Exempt: func(u uint32) bool { asked = append(asked, u); return u == 0 }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []string{alice[0].ID, alice[1].ID, alice[2].ID, alice[3].ID}
 	if !slices.Equal(gone, want) {
-		t.Fatalf("PruneOwners(2) deleted %v; want alice's oldest four %v", gone, want)
+		t.Fatalf("Prune with 2 per owner deleted %v; want alice's oldest four %v", gone, want)
 	}
 	slices.Sort(asked)
 	if !slices.Equal(asked, []uint32{0, 1001}) {
@@ -268,8 +268,8 @@ func TestPruneOwners_KeepsEachOwnersNewest(t *testing.T) {
 			}
 		}
 	}
-	if again, err := s.PruneOwners(2, func(uint32) bool { return false }); err != nil || len(again) != 2 || again[0] != root[0].ID {
-		t.Errorf("PruneOwners with no one exempt = %v, %v; want root's oldest two", again, err)
+	if again, err := s.Prune(Retention{Keep: len(all), KeepPerOwner: 2}); err != nil || len(again) != 2 || again[0] != root[0].ID {
+		t.Errorf("Prune with 2 per owner and no one exempt = %v, %v; want root's oldest two", again, err)
 	}
 }
 
