@@ -265,12 +265,15 @@ func TestSystem_HelperIsNamedWhileItStarts(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond) // polling the job's state
 	}
-	comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", j.PID))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := strings.TrimSpace(string(comm)); got != "queued-exec" {
-		t.Errorf("the helper stuck entering its directory is named %q, want queued-exec", got)
+	// The helper names itself first thing, a moment after its pid is known.
+	for got := ""; got != "queued-exec"; time.Sleep(10 * time.Millisecond) {
+		comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", j.PID))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got = strings.TrimSpace(string(comm)); time.Now().After(deadline) {
+			t.Fatalf("the helper stuck entering its directory is named %q, want queued-exec", got)
+		}
 	}
 	if _, err := s.client.Kill(ctx(t), id); err != nil {
 		t.Fatal(err)
