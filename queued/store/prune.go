@@ -34,21 +34,26 @@ type Retention struct {
 }
 
 // Prune deletes the finished jobs r names and returns their ids, so the
-// caller can delete their output files: first by age and count, then
-// each owner's beyond their share. Work is split into transactions of at
-// most pruneBatch deletions.
+// caller can delete their output files: first each owner's beyond their
+// share, then by age and count, so the total takes the oldest of
+// everyone's only once no one is over their share (a user's burst of
+// jobs never costs another user's records). Work is split into
+// transactions of at most pruneBatch deletions.
 func (s *Store) Prune(r Retention) ([]string, error) {
 	p := pruner{s.db, s.gc}
-	ids, err := p.oldest(r.Cutoff, r.Keep)
-	if err != nil || r.KeepPerOwner <= 0 {
-		return ids, err
+	var ids []string
+	if r.KeepPerOwner > 0 {
+		exempt := r.Exempt
+		if exempt == nil {
+			exempt = func(uint32) bool { return false }
+		}
+		var err error
+		if ids, err = p.owners(r.KeepPerOwner, exempt); err != nil {
+			return ids, err
+		}
 	}
-	exempt := r.Exempt
-	if exempt == nil {
-		exempt = func(uint32) bool { return false }
-	}
-	mine, err := p.owners(r.KeepPerOwner, exempt)
-	return append(ids, mine...), err
+	old, err := p.oldest(r.Cutoff, r.Keep)
+	return append(ids, old...), err
 }
 
 // pruner is Prune's two passes over the store's finished jobs.

@@ -273,6 +273,26 @@ func TestPrune_KeepsEachOwnersNewest(t *testing.T) {
 	}
 }
 
+// TestPrune_OwnersShareBeforeTheTotal: a burst of one owner's jobs that
+// takes the total past Keep costs that owner's records, not the oldest
+// of another's: each owner is cut to their share before the total is.
+func TestPrune_OwnersShareBeforeTheTotal(t *testing.T) {
+	s := open(t, t.TempDir())
+	var all []Job
+	for i, owner := range []uint32{1002, 1002, 1001, 1001, 1001, 1001, 1001, 1001} {
+		j := job(uint64(i+1), StateDone)
+		j.OwnerUID, j.FinishedAt = &owner, time.Unix(int64(1000+i), 0)
+		all = append(all, j)
+	}
+	if err := s.Put(all...); err != nil {
+		t.Fatal(err)
+	}
+	gone, err := s.Prune(Retention{Keep: 6, KeepPerOwner: 3})
+	if want := []string{all[2].ID, all[3].ID, all[4].ID}; err != nil || !slices.Equal(gone, want) {
+		t.Fatalf("Prune(6 in all, 3 each) deleted %v, %v; want the burst's oldest three %v", gone, err, want)
+	}
+}
+
 // TestOpen_GrowsOnceAndSparse: a new store takes its file size in one
 // step, so a thousand submissions never wait for the file to grow, and
 // the pages it has not written take no disk space.
