@@ -3,9 +3,7 @@ package store
 // Retention: deleting old finished jobs.
 
 import (
-	"bytes"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
@@ -43,12 +41,8 @@ func (s *Store) Prune(r Retention) ([]string, error) {
 	p := pruner{s.db, s.gc}
 	var ids []string
 	if r.KeepPerOwner > 0 {
-		exempt := r.Exempt
-		if exempt == nil {
-			exempt = func(uint32) bool { return false }
-		}
 		var err error
-		if ids, err = p.owners(r.KeepPerOwner, exempt); err != nil {
+		if ids, err = p.owners(r.KeepPerOwner, r.Exempt); err != nil {
 			return ids, err
 		}
 	}
@@ -94,34 +88,27 @@ func (s pruner) oldest(cutoff time.Time, keep int) ([]string, error) {
 }
 
 // owners deletes, of each owner's finished jobs, those beyond the
-// owner's newest keep (Retention.KeepPerOwner), except exempt owners',
-// and returns their ids, oldest first. Each record's owner is read from
-// its brief record: for 10,000 finished jobs, some tens of milliseconds,
-// as often as retention runs.
+// owner's newest keep (Retention.KeepPerOwner), except exempt owners'
+// (exempt may be nil), and returns their ids, oldest first. Each record's
+// owner is read from its brief record (ownerOf): for 10,000 finished
+// jobs, some tens of milliseconds, as often as retention runs.
 func (s pruner) owners(keep int, exempt func(uid uint32) bool) ([]string, error) {
-	over := map[uint32][][]byte{} // each owner's finished index keys beyond keep
+	type owned struct {
+		uid uint32
+		key []byte
+	}
+	var beyond []owned // finished index keys beyond their owner's keep, newest first
 	err := s.db.View(func(tx *bolt.Tx) error {
 		fin, jobs := tx.Bucket(BucketFinished), tx.Bucket(BucketJobs)
 		seen := map[uint32]int{}
 		c := fin.Cursor()
-		for k, id := c.Last(); k != nil; k, id = c.Prev() {
-			v := jobs.Get(k[8:])
-			if v == nil {
+		for k, _ := c.Last(); k != nil; k, _ = c.Prev() {
+			uid, ok := ownerOf(jobs.Get(k[8:]))
+			if !ok {
 				continue
 			}
-			var owner struct {
-				UID *uint32 `json:"owner_uid"`
-			}
-			if err := json.Unmarshal(v, &owner); err != nil {
-				return fmt.Errorf("decoding job record %s: %w", id, err)
-			}
-			if owner.UID == nil {
-				continue
-			}
-			if u := *owner.UID; seen[u] >= keep {
-				over[u] = append(over[u], append([]byte(nil), k...))
-			} else {
-				seen[u]++
+			if seen[uid]++; seen[uid] > keep {
+				beyond = append(beyond, owned{uid, append([]byte(nil), k...)})
 			}
 		}
 		return nil
@@ -129,13 +116,18 @@ func (s pruner) owners(keep int, exempt func(uid uint32) bool) ([]string, error)
 	if err != nil {
 		return nil, fmt.Errorf("reading the owners of finished jobs: %w", err)
 	}
-	var keys [][]byte
-	for uid, ks := range over {
-		if !exempt(uid) {
-			keys = append(keys, ks...)
+	isExempt := map[uint32]bool{}
+	for _, o := range beyond {
+		if _, asked := isExempt[o.uid]; !asked {
+			isExempt[o.uid] = exempt != nil && exempt(o.uid)
 		}
 	}
-	slices.SortFunc(keys, bytes.Compare) // oldest first, as the index orders them
+	var keys [][]byte
+	for _, o := range slices.Backward(beyond) { // oldest first, as the index orders them
+		if !isExempt[o.uid] {
+			keys = append(keys, o.key)
+		}
+	}
 	var all []string
 	for len(keys) > 0 {
 		batch := keys[:min(len(keys), pruneBatch)]

@@ -65,11 +65,8 @@ func (s *Store) Owners(ids []string) (map[string]uint32, error) {
 			if seq == nil {
 				continue
 			}
-			var j struct {
-				OwnerUID *uint32 `json:"owner_uid"`
-			}
-			if v := jobs.Get(seq); v != nil && json.Unmarshal(v, &j) == nil && j.OwnerUID != nil {
-				out[id] = *j.OwnerUID
+			if uid, ok := ownerOf(jobs.Get(seq)); ok {
+				out[id] = uid
 			}
 		}
 		return nil
@@ -78,6 +75,18 @@ func (s *Store) Owners(ids []string) (map[string]uint32, error) {
 		return nil, fmt.Errorf("reading the owners of %d jobs: %w", len(ids), err)
 	}
 	return out, nil
+}
+
+// ownerOf is the owner (OwnerUID) a stored record names; false for none,
+// or a record that cannot be read.
+func ownerOf(v []byte) (uint32, bool) {
+	var j struct {
+		OwnerUID *uint32 `json:"owner_uid"`
+	}
+	if v == nil || json.Unmarshal(v, &j) != nil || j.OwnerUID == nil {
+		return 0, false
+	}
+	return *j.OwnerUID, true
 }
 
 // Match returns up to max ids that start with prefix, in id order; callers
