@@ -136,8 +136,29 @@ func heldCard(b *testing.B, maxQueued int) (*Scheduler, string) {
 		b.Fatal(err)
 	}
 	b.Cleanup(s.Stop)
-	if _, err := s.Submit(JobSpec{Card: 0, Cmd: "exec sleep 1000", Cwd: dir}); err != nil {
+	held, err := s.Submit(JobSpec{Card: 0, Cmd: "exec sleep 1000", Cwd: dir})
+	if err != nil {
 		b.Fatal(err)
+	}
+	// The job must be running, not still queued, before anything is
+	// submitted behind it: a queued holder would count in every position.
+	deadline := time.After(30 * time.Second)
+	for {
+		w, err := s.Watch(held.ID)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if w.Info.State == store.StateRunning {
+			break
+		}
+		if w.Done {
+			b.Fatalf("the job holding the card ended: %s %s", w.Info.Outcome, w.Info.Error)
+		}
+		select {
+		case <-w.JobChanged:
+		case <-deadline:
+			b.Fatalf("the job holding the card never started; last state %s", w.Info.State)
+		}
 	}
 	return s, dir
 }
