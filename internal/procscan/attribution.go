@@ -161,10 +161,11 @@ func isHex(b []byte, n int) bool {
 	return true
 }
 
-// containerScopes are the prefixes of the systemd scope units container
-// runtimes create for a container: <prefix><64 hex>.scope. CRI-O's
-// crio-conmon-<id>.scope holds the container's monitor, not the container,
-// and matches none of them.
+// containerScopes are the prefixes container runtimes give a container's
+// cgroup: <prefix><64 hex>.scope under systemd, and <prefix><64 hex> under
+// cgroupfs for CRI-O and Podman (containerd and Docker use the bare id
+// there). CRI-O's crio-conmon-<id> holds the container's monitor, not the
+// container, and matches none of them.
 var containerScopes = []string{"cri-containerd-", "crio-", "docker-", "libpod-"}
 
 // ParseCgroup finds, in the contents of a /proc/<pid>/cgroup file, the
@@ -179,9 +180,10 @@ var containerScopes = []string{"cri-containerd-", "crio-", "docker-", "libpod-"}
 //     (<qos>- and <qos>/ are absent for a Guaranteed pod);
 //   - containers: a systemd scope cri-containerd-<id>.scope (containerd),
 //     crio-<id>.scope (CRI-O), docker-<id>.scope (Docker), libpod-<id>.scope
-//     (Podman), a cgroupfs element that is the 64-hex-digit id itself
-//     (/docker/<id>, /kubepods/.../<id>), or a <slice>:<runtime>:<id>
-//     element;
+//     (Podman); under cgroupfs the same name without .scope (CRI-O's
+//     /kubepods/.../crio-<id>, Podman's /libpod_parent/libpod-<id>) or the
+//     64-hex-digit id itself (/docker/<id>, containerd's
+//     /kubepods/.../<id>); or a <slice>:<runtime>:<id> element;
 //   - Slurm: .../job_<id>/... under a path that names slurm (v1's
 //     /slurm/uid_<uid>/job_<id>/step_<n>, v2's
 //     /system.slice/slurmstepd.scope/job_<id>/step_<n>).
@@ -264,17 +266,20 @@ func isUID(s string) bool {
 
 // containerOf returns the container ID a cgroup path element names, or "".
 func containerOf(elem string) string {
-	id := elem
-	if scope, ok := strings.CutSuffix(elem, ".scope"); ok {
-		id = ""
+	id, scope := strings.CutSuffix(elem, ".scope")
+	if i := strings.LastIndexByte(id, ':'); i >= 0 && !scope {
+		id = id[i+1:] // <slice>:cri-containerd:<id>
+	} else {
+		prefixed := false
 		for _, p := range containerScopes {
-			if rest, ok := strings.CutPrefix(scope, p); ok {
-				id = rest
+			if rest, ok := strings.CutPrefix(id, p); ok {
+				id, prefixed = rest, true
 				break
 			}
 		}
-	} else if i := strings.LastIndexByte(elem, ':'); i >= 0 {
-		id = elem[i+1:] // <slice>:cri-containerd:<id>
+		if scope && !prefixed {
+			return "" // a scope no container runtime names
+		}
 	}
 	if !isHex([]byte(id), 64) {
 		return ""

@@ -34,6 +34,10 @@ func TestParseCgroup(t *testing.T) {
 		{"containerd-cgroupfs-v1", "", testContainer, testPod},
 		{"crio-systemd-v2", "", testCRIO, testPod},
 		{"crio-conmon-systemd-v2", "", "", testPod}, // the monitor, not the container
+		{"crio-cgroupfs-v1", "", testCRIO, testPod},
+		{"crio-cgroupfs-v2", "", testCRIO, testPod},
+		{"crio-conmon-cgroupfs-v2", "", "", testPod},
+		{"podman-cgroupfs-v2", "", testDocker, ""},
 		{"docker-systemd-v2", "", testDocker, ""},
 		{"docker-cgroupfs-v1", "", testDocker, ""},
 		{"slurm-v1", "4242", "", ""},
@@ -67,6 +71,8 @@ func TestParseCgroup_Malformed(t *testing.T) {
 		"0::/docker/0123",                        // too short for an id
 		"0::/kubepods.slice/kubepods-besteffort-pod.slice",
 		"0::/system.slice/cri-containerd-" + strings.Repeat("g", 64) + ".scope",
+		"0::/system.slice/" + testDocker + ".scope", // a scope no runtime names
+		"0::/kubepods/besteffort/crio-conmon-" + testCRIO,
 	} {
 		if s, c, p := ParseCgroup([]byte(in)); s != "" || c != "" || p != "" {
 			t.Errorf("ParseCgroup(%q) = %q, %q, %q; want nothing", in, s, c, p)
