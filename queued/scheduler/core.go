@@ -48,6 +48,7 @@ type core struct {
 	resets  resetRunner
 
 	quit    chan struct{} // closed by Stop after the workers are done
+	expiry  chan struct{} // a hold with an expiry was queued; see holdDesk.expiryLoop
 	workers sync.WaitGroup
 	loops   sync.WaitGroup
 }
@@ -56,13 +57,14 @@ type core struct {
 // applied) with no job in it yet.
 func newCore(opt Options, met *metrics) (*core, error) {
 	c := &core{
-		opt:   opt,
-		st:    opt.Store,
-		log:   opt.Logger,
-		cards: map[int]*card{},
-		jobs:  map[string]*job{},
-		quit:  make(chan struct{}),
-		met:   met,
+		opt:    opt,
+		st:     opt.Store,
+		log:    opt.Logger,
+		cards:  map[int]*card{},
+		jobs:   map[string]*job{},
+		quit:   make(chan struct{}),
+		expiry: make(chan struct{}, 1),
+		met:    met,
 	}
 	c.nextSeq = 1
 	c.persist = &persister{core: c, failed: make(chan struct{}, 1)}

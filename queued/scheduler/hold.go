@@ -60,7 +60,73 @@ func (s holdDesk) hold(spec HoldSpec) (JobInfo, error) {
 		rec.ExpiresAt = s.opt.Now().Add(spec.Expires)
 		rec.Timeout = int64((spec.Expires + time.Second - 1) / time.Second)
 	}
-	return (submitter{s.core}).enqueue(withCards(rec, spec.Cards, spec.DeviceSpec), keyOf(rec.Cmd))
+	info, err := (submitter{s.core}).enqueue(withCards(rec, spec.Cards, spec.DeviceSpec), keyOf(rec.Cmd))
+	if err == nil && !rec.ExpiresAt.IsZero() {
+		select {
+		case s.expiry <- struct{}{}:
+		default: // the loop has a wake-up pending already
+		}
+	}
+	return info, err
+}
+
+// expiryLoop ends each queued hold when its expiry passes. A hold's expiry
+// counts from when it was taken, so one still waiting for its cards then
+// ends expired without ever taking them (an active hold's own worker ends
+// it; see dispatcher.hold). It looks again at the next expiry due, when a
+// hold with an expiry is queued, and at the start (holds restored by a
+// restart).
+func (s holdDesk) expiryLoop() {
+	defer s.loops.Done()
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+		case <-s.expiry:
+		case <-s.quit:
+			return
+		}
+		if next := s.expireQueued(); !next.IsZero() {
+			t.Reset(max(next.Sub(s.opt.Now()), 0))
+		}
+	}
+}
+
+// expireQueued ends the queued holds whose expiry has passed and returns
+// the earliest expiry still to come among the others, zero for none.
+func (s holdDesk) expireQueued() time.Time {
+	now := s.opt.Now()
+	var due []string
+	var next time.Time
+	s.mu.Lock()
+	for id, j := range s.jobs {
+		at := j.rec.ExpiresAt
+		if j.rec.Kind != store.KindHold || j.rec.State != store.StateQueued || at.IsZero() {
+			continue
+		}
+		if !now.Before(at) {
+			due = append(due, id)
+		} else if next.IsZero() || at.Before(next) {
+			next = at
+		}
+	}
+	s.mu.Unlock()
+	for _, id := range due {
+		// One taken meanwhile is its worker's to end at its expiry.
+		running := func(j *job) (JobInfo, error) { return s.infoLocked(j), nil }
+		_, err := (submitter{s.core}).end(id, stopRelease, running, func(rec store.Job, now time.Time) store.Job {
+			return holdRecord(rec, holdEnd{expired: true}, now)
+		})
+		if err != nil && !errors.Is(err, ErrFinished) && !errors.Is(err, ErrNotFound) {
+			// Not recorded: it stays queued, and is tried again shortly.
+			s.log.Warn("cannot end an expired hold; it stays queued", "hold", id, "err", err)
+			if next.IsZero() || now.Add(time.Second).Before(next) {
+				next = now.Add(time.Second)
+			}
+		}
+	}
+	return next
 }
 
 // release ends hold id: a queued one leaves its queues at once (recorded

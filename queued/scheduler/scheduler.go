@@ -339,10 +339,11 @@ func New(opt Options) (*Scheduler, error) {
 		c.workers.Add(1)
 		go s.disp.work(c.cards[id])
 	}
-	c.loops.Add(3)
+	c.loops.Add(4)
 	go c.persist.loop()
 	go c.retain.loop()
 	go (crossWatch{c}).loop()
+	go s.hold.expiryLoop()
 	if opt.SlurmJobGone != nil {
 		c.loops.Add(1)
 		go s.hold.slurmLoop()

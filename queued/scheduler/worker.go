@@ -130,6 +130,15 @@ func (s dispatcher) takeLocked(c *card) *job {
 	if !head.durable {
 		return nil // its submission is still committing; FIFO waits for it
 	}
+	if at := head.rec.ExpiresAt; head.rec.Kind == store.KindHold && !at.IsZero() && !s.opt.Now().Before(at) {
+		// Expired while it waited: the expiry loop ends it (and so wakes
+		// the card) rather than it being taken, and shown active, after.
+		select {
+		case s.expiry <- struct{}{}:
+		default:
+		}
+		return nil
+	}
 	if head.isWork() && (c.dead != nil || c.paused != "") {
 		return nil
 	}
