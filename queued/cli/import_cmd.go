@@ -87,6 +87,9 @@ func (c *ImportCmd) Run(a *App) error {
 	if len(rep.KeptCards) > 0 {
 		fmt.Fprintf(a.Out, "queued's own state of cards %s was kept\n", joinInts(rep.KeptCards))
 	}
+	if rep.OverBudget > 0 {
+		fmt.Fprintf(a.Out, "%d jobs were over queued's record budget of %d bytes (cmd and env): imported cut, never run (job shows why)\n", rep.OverBudget, api.MaxRecordBytes)
+	}
 	if rep.MissingOutput > 0 {
 		fmt.Fprintf(a.Out, "%d jobs had no output file to copy (job shows why)\n", rep.MissingOutput)
 	}

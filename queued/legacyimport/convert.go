@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ttkit/ttkit/queued/api"
 	"github.com/ttkit/ttkit/queued/store"
 )
 
@@ -210,8 +211,48 @@ func resetRecord(card int, key string, at time.Time, o convertOptions) store.Job
 	return j
 }
 
-// job converts one jobs row.
+// job converts one jobs row, held to queued's record budget.
 func (c *converted) job(r row, cardColumn string, o convertOptions) (store.Job, error) {
+	j, err := c.row(r, cardColumn, o)
+	if err == nil {
+		c.fitBudget(&j, o.now)
+	}
+	return j, err
+}
+
+// fitBudget holds j to queued's record budget, which the Python tool did
+// not have: a record over it keeps a preview of its cmd and no env, so it
+// costs what any record may, and never runs (a queued one fails at once,
+// saying why). The whole row stays in the Python tool's database. A
+// reset's cmd is only its name (root's command runs), so only cut.
+func (c *converted) fitBudget(j *store.Job, now time.Time) {
+	envBytes := api.EnvBytes(j.Env)
+	size := len(j.Cmd) + envBytes
+	if size <= api.MaxRecordBytes && len(j.Cmd) <= api.MaxCmdBytes {
+		return
+	}
+	c.report.OverBudget++
+	why := fmt.Sprintf("its cmd (%d bytes) and env (%d bytes) take %d bytes, over queued's record budget of %d bytes (a cmd of at most %d); imported with its cmd cut to %d bytes and no env, the whole row left in the Python tool's database",
+		len(j.Cmd), envBytes, size, api.MaxRecordBytes, api.MaxCmdBytes, store.PreviewBytes)
+	j.Cmd = strings.ToValidUTF8(j.Cmd[:min(len(j.Cmd), store.PreviewBytes)], "")
+	j.Env = nil
+	switch {
+	case j.Kind == store.KindReset:
+	case j.State == store.StateQueued:
+		code := -1
+		j.State, j.ExitCode, j.Outcome, j.FinishedAt = store.StateDone, &code, store.OutcomeFailure, now
+		j.Error = "not run: " + why
+		c.report.Queued--
+		c.report.Finished++
+	case j.Error == "":
+		j.Error = why
+	default:
+		j.Error += "; " + why
+	}
+}
+
+// row converts one jobs row as it is.
+func (c *converted) row(r row, cardColumn string, o convertOptions) (store.Job, error) {
 	old := r.str("id")
 	if old == "" {
 		return store.Job{}, fmt.Errorf("no id")
@@ -319,7 +360,8 @@ func later(a, b time.Time) time.Time {
 }
 
 // env reads env_json, dropping what queued would refuse: names a shell
-// cannot export and the variables queued sets itself.
+// cannot export, the variables queued sets itself, and variables longer
+// than queued takes one (api.MaxEnvVarBytes).
 func (c *converted) env(raw string) (map[string]string, error) {
 	if strings.TrimSpace(raw) == "" || raw == "null" {
 		return nil, nil
@@ -331,7 +373,7 @@ func (c *converted) env(raw string) (map[string]string, error) {
 	env := map[string]string{}
 	for k, v := range m {
 		s, ok := v.(string)
-		if !ok || !validName(k) || reservedEnv[k] || strings.ContainsRune(s, 0) {
+		if !ok || !validName(k) || reservedEnv[k] || strings.ContainsRune(s, 0) || len(k)+1+len(s) > api.MaxEnvVarBytes {
 			c.report.DroppedEnv++
 			continue
 		}

@@ -123,8 +123,14 @@ type Report struct {
 	DeadCards []int `json:"dead_cards,omitempty"`
 	// KeptCards are cards whose record queued had already and kept.
 	KeptCards []int `json:"kept_cards,omitempty"`
-	// DroppedEnv counts env entries left out (names queued refuses).
+	// DroppedEnv counts env entries left out (names queued refuses, and
+	// variables over api.MaxEnvVarBytes).
 	DroppedEnv int `json:"dropped_env"`
+	// OverBudget counts rows whose cmd and env were over queued's record
+	// budget (api.MaxRecordBytes, a cmd of api.MaxCmdBytes): imported cut,
+	// and never run (a queued one failed, saying why). Finished counts
+	// the queued ones among them.
+	OverBudget int `json:"over_budget,omitempty"`
 	// MissingOutput counts finished or interrupted jobs whose output file
 	// could not be copied or was refused; their LogError says why.
 	MissingOutput int `json:"missing_output"`
@@ -242,7 +248,7 @@ func ImportInto(dir, source string, opt Options) (Report, error) {
 	opt.Logger.Info("imported the Python tt-device-queue's database", "source", source, "owner", r.Owner, "queued", r.Queued,
 		"interrupted", r.Interrupted, "finished", r.Finished, "resets", r.Resets, "pending_resets", r.PendingResets, "updated", r.Updated,
 		"unchanged", r.Unchanged, "dead_cards", r.DeadCards, "kept_cards", r.KeptCards, "dropped_env", r.DroppedEnv,
-		"missing_output", r.MissingOutput, "cut_outputs", r.CutOutputs, "renamed_ids", len(r.Renamed))
+		"over_budget", r.OverBudget, "missing_output", r.MissingOutput, "cut_outputs", r.CutOutputs, "renamed_ids", len(r.Renamed))
 	for old, id := range r.Renamed {
 		opt.Logger.Info("imported job has a new id", "old_id", old, "id", id)
 	}

@@ -114,10 +114,9 @@ func (h *submissions) decodeQueue(r *http.Request) (scheduler.JobSpec, error) {
 			spec.Env = env
 		}
 	}
-	if envBytes := api.EnvBytes(spec.Env); len(spec.Cmd)+envBytes > api.MaxRecordBytes {
+	if err := overBudget("env", "", spec.Cmd, spec.Env, "send fewer or smaller variables"); err != nil {
 		// Only env can take a record past it: cmd alone is bounded lower.
-		return spec, fieldErr("env", "cmd (%d bytes) and env (%d bytes) take %d bytes together, the limit of a job's record is %d; send fewer or smaller variables",
-			len(spec.Cmd), envBytes, len(spec.Cmd)+envBytes, api.MaxRecordBytes)
+		return spec, err
 	}
 	if spec.EnvFromShell, err = decodeEnvFromShell(fields, spec.Env); err != nil {
 		return spec, err
@@ -309,4 +308,17 @@ func decodeEnvFromShell(fields map[string]json.RawMessage, env map[string]string
 	}
 	sort.Strings(names)
 	return names, nil
+}
+
+// overBudget refuses, as a 400 on field, a job record over the record
+// budget (api.MaxRecordBytes): a submission's, or a resubmitted job's
+// (whose, then, names) from a store older than the budget; fix says what
+// to do instead.
+func overBudget(field, whose, cmd string, env map[string]string, fix string) error {
+	envBytes := api.EnvBytes(env)
+	if len(cmd)+envBytes <= api.MaxRecordBytes {
+		return nil
+	}
+	return fieldErr(field, "%scmd (%d bytes) and env (%d bytes) take %d bytes together, the limit of a job's record is %d; %s",
+		whose, len(cmd), envBytes, len(cmd)+envBytes, api.MaxRecordBytes, fix)
 }

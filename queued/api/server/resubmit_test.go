@@ -41,7 +41,11 @@ func TestResubmit(t *testing.T) {
 			Timeout: 3600, Repeat: 1, State: store.StateDone, FinishedAt: time.Now()}
 		reset := store.Job{ID: "fedcba" + strings.Repeat("2", 26), Seq: 901, Kind: store.KindReset, Device: &card, Cmd: "reset",
 			State: store.StateDone, FinishedAt: time.Now()}
-		if err := d.st.Put(old, reset); err != nil {
+		// A record over the budget (an older store, or one written by
+		// hand): its copy would be a submission POST /queue refuses.
+		huge := store.Job{ID: "abcdef" + strings.Repeat("5", 26), Seq: 902, Kind: store.KindJob, Device: &card, Cmd: "true", Cwd: d.work,
+			Env: map[string]string{"BIG": strings.Repeat("b", api.MaxRecordBytes)}, Timeout: 10, Repeat: 1, State: store.StateDone, FinishedAt: time.Now()}
+		if err := d.st.Put(old, reset, huge); err != nil {
 			t.Fatal(err)
 		}
 		for _, tc := range []struct {
@@ -51,6 +55,7 @@ func TestResubmit(t *testing.T) {
 		}{
 			{`{"job_id":"` + reset.ID + `"}`, 400, "is a reset, not a job"},
 			{`{"job_id":"` + old.ID + `"}`, 400, "above today's maximum 60s"},
+			{`{"job_id":"` + huge.ID + `"}`, 400, "the limit of a job's record is 262144"},
 			{`{"job_id":"0123456789"}`, 404, ""},
 			{`{"job_id":"` + old.ID + `","device_id":"7"}`, 400, ""},
 			{`{}`, 400, "job_id"},

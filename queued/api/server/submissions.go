@@ -108,6 +108,9 @@ func (h *submissions) resubmitSpec(rec *store.Job, clientID string) (scheduler.J
 		return scheduler.JobSpec{}, fieldErr("job_id", "job %s's timeout %ds is above today's maximum %ds (TT_DEVICE_MAX_TIMEOUT); queue it again with a shorter one",
 			rec.ID, rec.Timeout, int64(h.maxTimeout/time.Second))
 	}
+	if err := overBudget("job_id", "job "+rec.ID+"'s ", rec.Cmd, rec.Env, "queue it again with fewer or smaller variables"); err != nil {
+		return scheduler.JobSpec{}, err
+	}
 	spec := scheduler.JobSpec{
 		Card: rec.Card(), Cards: spanned(*rec), DeviceSpec: rec.DeviceSpec, Cmd: rec.Cmd, Cwd: rec.Cwd, Env: rec.Env, EnvFromShell: rec.EnvFromShell,
 		Timeout: timeout, Repeat: rec.Repeat, ClientID: clientID,
