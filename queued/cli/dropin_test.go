@@ -186,3 +186,34 @@ func TestJSON_PythonKeys(t *testing.T) {
 		t.Errorf("reset --json = %v", m)
 	}
 }
+
+// run and queue-python take the Python tool's --output-limit: they print
+// the first that many bytes of the output, as the tool did, say on stderr
+// that the rest was left out and where to read it, and still exit with
+// the job's status. Without it the whole output is printed; a negative
+// limit is a usage error naming the value.
+func TestRun_OutputLimitPrintsTheFirstBytes(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t)
+	r := d.run("run", "--output-limit", "5", "--", "echo 0123456789; echo more; exit 3")
+	r.want(t, 3, nil, []string{"output cut: printed the first 5 bytes (--output-limit)", "logs"})
+	if r.stdout != "01234" {
+		t.Errorf("stdout %q, want the first 5 bytes", r.stdout)
+	}
+	d.run("run", "--output-limit", "100", "--", "echo whole").want(t, 0, []string{"whole\n"}, nil)
+	if r := d.run("run", "--output-limit", "100", "--", "echo whole"); strings.Contains(r.stderr, "output cut") {
+		t.Errorf("output within the limit said cut: %q", r.stderr)
+	}
+	d.run("run", "--output-limit=-1", "--", "true").want(t, 2, nil, []string{"--output-limit -1"})
+
+	py := realPython(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "s.py"), []byte("print('abcdefgh')\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = d.runIn(dir, nil, "", "queue-python", "--python", py, "--wait", "--output-limit", "3", "s.py")
+	r.want(t, 0, nil, []string{"printed the first 3 bytes"})
+	if r.stdout != "abc" {
+		t.Errorf("queue-python stdout %q, want the first 3 bytes", r.stdout)
+	}
+}

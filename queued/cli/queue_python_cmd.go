@@ -33,6 +33,7 @@ type QueuePythonCmd struct {
 	Snapshot     bool     `help:"Run the script as it is now: later edits to the file do not change the queued job. Imports, __file__ and sys.path[0] stay those of the file's own path."`
 	Wait         bool     `help:"Wait like run: show the position, stream the output and exit with the script's status."`
 	WaitTimeout  Duration `placeholder:"DURATION" help:"With --wait, stop waiting after this long (seconds, or such as 10m) and exit 124; the job goes on. 0 (the default) waits without limit."`
+	OutputLimit  int64    `placeholder:"BYTES" help:"With --wait, print only the first this many bytes of the output, as the Python tt-device-queue did, and say where the rest is. 0 (the default) prints all of it."`
 	Script       string   `arg:"" placeholder:"SCRIPT" help:"The script file, or - to read it from stdin."`
 	Args         []string `arg:"" optional:"" placeholder:"ARG" help:"Arguments for the script."`
 }
@@ -80,6 +81,9 @@ func (p *QueuePythonCmd) Run(a *App) error {
 	if len(p.Args) > 0 && len(p.PythonArg) > 0 {
 		return usageErr("the script's arguments come after it or with --python-arg, not both")
 	}
+	if p.OutputLimit < 0 {
+		return usageErr("--output-limit %d: want 0 (all the output) or more", p.OutputLimit)
+	}
 	words := []string{shellQuote(interp)}
 	for _, opt := range p.PythonOption {
 		words = append(words, shellQuote(opt))
@@ -125,7 +129,7 @@ func (p *QueuePythonCmd) Run(a *App) error {
 		var sub api.QueueResponse
 		if sub, err = a.submit(req); err == nil {
 			if p.Wait {
-				return a.await(sub, time.Duration(p.WaitTimeout))
+				return a.await(sub, time.Duration(p.WaitTimeout), p.OutputLimit)
 			}
 			if a.JSON {
 				return a.printJSON(pythonQueued{sub, p.scriptFile(stored)})

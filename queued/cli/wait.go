@@ -74,7 +74,7 @@ func (a *App) waitContext(limit time.Duration) (context.Context, context.CancelF
 // await follows a submitted job to its end: the position while queued,
 // the output as produced, then the job's own exit status. limit > 0 bounds
 // the local wait; the job is never stopped by it.
-func (a *App) await(sub api.QueueResponse, limit time.Duration) error {
+func (a *App) await(sub api.QueueResponse, limit time.Duration, outputLimit int64) error {
 	ctx, cancel := a.waitContext(limit)
 	defer cancel()
 	a.progress.note("job %s queued on %s at position %d (estimated wait %s)",
@@ -86,9 +86,12 @@ func (a *App) await(sub api.QueueResponse, limit time.Duration) error {
 			return err
 		}
 	}
-	job, err := a.follow(ctx, sub)
+	job, cut, err := a.follow(ctx, sub, outputLimit)
 	if err != nil {
 		return a.stoppedWaiting(ctx, sub.JobID, limit, err)
+	}
+	if cut {
+		a.progress.note("output cut: printed the first %d bytes (--output-limit); `%s logs %s` prints all of it", outputLimit, Name, job.ID)
 	}
 	if a.JSON {
 		if err := a.printJSON(runEvent{Event: "done", JobID: job.ID, DeviceID: job.DeviceID, Job: &job}); err != nil {
@@ -111,8 +114,10 @@ type runEvent struct {
 	Job              *api.Job `json:"job,omitempty"`
 }
 
-// follow copies the job's output to stdout until the job is done.
-func (a *App) follow(ctx context.Context, sub api.QueueResponse) (api.Job, error) {
+// follow copies the job's output to stdout until the job is done, only
+// its first outputLimit bytes when that is above 0 (cut then says some
+// were left out).
+func (a *App) follow(ctx context.Context, sub api.QueueResponse, outputLimit int64) (job api.Job, cut bool, err error) {
 	c := a.client
 	refresh := plainRefresh
 	if a.progress.live {
@@ -128,12 +133,12 @@ func (a *App) follow(ctx context.Context, sub api.QueueResponse) (api.Job, error
 		}
 		ch, err := c.Logs(ctx, sub.JobID, q)
 		if err != nil {
-			return api.Job{}, err
+			return api.Job{}, false, err
 		}
 		if queued && ch.State == "queued" {
 			j, err := c.JobBrief(ctx, sub.JobID)
 			if err != nil {
-				return api.Job{}, err
+				return api.Job{}, false, err
 			}
 			if j.State == "queued" {
 				a.progress.show(strconv.Itoa(j.Position), fmt.Sprintf("%s: job %s waiting for card %s: position %d, estimated wait %s (waited %s)",
@@ -152,22 +157,28 @@ func (a *App) follow(ctx context.Context, sub api.QueueResponse) (api.Job, error
 		if a.JSON && !announced && ch.State != "queued" {
 			announced = true
 			if err := a.printJSON(runEvent{Event: "started", JobID: sub.JobID, DeviceID: sub.DeviceID}); err != nil {
-				return api.Job{}, err
+				return api.Job{}, false, err
 			}
 		}
+		data := ch.Data
+		if outputLimit > 0 && ch.Offset+int64(len(data)) > outputLimit {
+			data, cut = data[:max(outputLimit-ch.Offset, 0)], true
+		}
 		switch {
-		case len(ch.Data) > 0 && a.JSON:
-			if err := a.printJSON(runEvent{Event: "output", JobID: sub.JobID, Offset: ch.Offset, Data: string(ch.Data)}); err != nil {
-				return api.Job{}, err
+		case len(data) > 0 && a.JSON:
+			if err := a.printJSON(runEvent{Event: "output", JobID: sub.JobID, Offset: ch.Offset, Data: string(data)}); err != nil {
+				return api.Job{}, false, err
 			}
-		case len(ch.Data) > 0:
-			if _, err := a.Out.Write(ch.Data); err != nil {
-				return api.Job{}, &Error{Code: ExitRefused, Err: fmt.Errorf("writing output: %w", err)}
+		case len(data) > 0:
+			if _, err := a.Out.Write(data); err != nil {
+				return api.Job{}, false, &Error{Code: ExitRefused, Err: fmt.Errorf("writing output: %w", err)}
 			}
 		}
 		offset = ch.NextOffset
-		if ch.Done {
-			return c.WaitResult(ctx, sub.JobID)
+		if ch.Done || cut {
+			// Once cut, nothing more is printed: only the end is awaited.
+			job, err := c.WaitResult(ctx, sub.JobID)
+			return job, cut, err
 		}
 	}
 }
