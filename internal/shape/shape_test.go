@@ -181,3 +181,25 @@ func moduleRoot(t *testing.T) string {
 		dir = parent
 	}
 }
+
+// maxDocLines is the longest page under docs/: a page past it covers two
+// subjects and is two pages (issue 33 split the four that were).
+const maxDocLines = 500
+
+// TestShape_NoDocPageIsTooLong counts the lines of every page under docs/.
+func TestShape_NoDocPageIsTooLong(t *testing.T) {
+	t.Parallel()
+	pages, err := filepath.Glob(filepath.Join(moduleRoot(t), "docs", "*.md"))
+	if err != nil || len(pages) == 0 {
+		t.Fatalf("no pages under docs/ (%v)", err)
+	}
+	for _, p := range pages {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := strings.Count(string(b), "\n"); n > maxDocLines {
+			t.Errorf("docs/%s has %d lines, over %d: split it by subject", filepath.Base(p), n, maxDocLines)
+		}
+	}
+}
