@@ -48,6 +48,11 @@ const (
 	MaxLogChunk     = 1 << 20
 	// MaxWait bounds the wait= of one long-poll; clients ask again.
 	MaxWait = 60 * time.Second
+	// MaxSeconds bounds every duration in seconds the wire or a setting
+	// takes (a hold's expires_sec, each TT_DEVICE_* number of seconds):
+	// ten years, far beyond any real one and far below time.Duration's
+	// limit.
+	MaxSeconds = 10 * 365 * 86400
 	// MinIDPrefix is the shortest job id prefix the server resolves.
 	MinIDPrefix = 6
 )

@@ -7,11 +7,16 @@ package api
 
 import (
 	"encoding/json"
+	"net"
+	"strconv"
 	"time"
+
+	"github.com/ttkit/ttkit/queued/defaults"
 )
 
-// DefaultURL is where the daemon listens unless told otherwise.
-const DefaultURL = "http://127.0.0.1:5741"
+// DefaultURL is where the daemon listens unless told otherwise: the
+// loopback address on TT_DEVICE_PORT's default.
+var DefaultURL = "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(defaults.Port))
 
 // QueueRequest is the body of POST /queue.
 type QueueRequest struct {

@@ -112,6 +112,7 @@ func run(ctx context.Context, args []string, s Streams) (code int) {
 			"version": Name + " " + version.String(),
 			// queued's settings the CLI reads too, with their declared defaults.
 			"result_bytes": strconv.FormatInt(config.Default().ResultBytes, 10),
+			"dev_dir":      config.Default().DevDir,
 		},
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
 		kong.Writers(s.Out, s.Err),

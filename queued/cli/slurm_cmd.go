@@ -26,7 +26,7 @@ type SlurmCmd struct {
 // sysfs, and the slurm.conf lines that must match them. It needs no daemon.
 type SlurmGresCmd struct {
 	Devices string `name:"devices" env:"TT_DEVICE_IDS" placeholder:"0,1,..." help:"Cards to describe (default: the numeric nodes in --dev-dir, as queued finds them)."`
-	DevDir  string `name:"dev-dir" default:"/dev/tenstorrent" placeholder:"DIR" help:"Directory of the cards' device nodes; each line's File= is in it."`
+	DevDir  string `name:"dev-dir" default:"${dev_dir}" placeholder:"DIR" help:"Directory of the cards' device nodes; each line's File= is in it."`
 	Sysfs   string `name:"sysfs" default:"/sys" placeholder:"DIR" help:"Where sysfs is mounted, for each card's type (class/tenstorrent/tenstorrent!N/tt_card_type)."`
 	Node    string `name:"node" placeholder:"NAME" help:"Slurm node name: puts NodeName=NAME on every line, for one gres.conf shared by every node (default: no NodeName, and this host's short name in the slurm.conf hint)."`
 }

@@ -51,11 +51,11 @@ type Config struct {
 	MaxTimeout       time.Duration `name:"max-timeout" env:"TT_DEVICE_MAX_TIMEOUT" type:"seconds" default:"${DefaultMaxTimeoutSeconds}" min:"1" placeholder:"SEC" help:"Largest timeout in seconds a job may ask for."`
 	MaxQueued        int           `name:"max-queued-jobs" env:"TT_DEVICE_MAX_QUEUED_JOBS" default:"${MaxQueuedJobs}" min:"1" placeholder:"N" help:"Queued jobs allowed over all cards; more are refused with 429."`
 	MaxLogBytes      int64         `name:"max-log-bytes" env:"TT_DEVICE_MAX_LOG_BYTES" default:"${MaxLogBytes}" min:"1" placeholder:"BYTES" help:"Bytes of output kept per job: past it the first and the last half are kept (the tail in memory while the job runs) and the middle is cut and counted."`
-	ResultBytes      int64         `kong:"-" env:"TT_DEVICE_RESULT_BYTES" default:"1048576" min:"1" help:"Bytes of output the CLI's result command prints (tt-device-queue result --max-bytes)."`
+	ResultBytes      int64         `kong:"-" env:"TT_DEVICE_RESULT_BYTES" default:"${ResultBytes}" min:"1" help:"Bytes of output the CLI's result command prints (tt-device-queue result --max-bytes)."`
 	MaxRequestBytes  int64         `name:"max-request-bytes" env:"TT_DEVICE_MAX_REQUEST_BYTES" default:"${DefaultMaxRequestBytes}" min:"1" placeholder:"BYTES" help:"Largest HTTP request body; larger ones get 413."`
-	HTTPWorkers      int           `name:"http-workers" env:"TT_DEVICE_HTTP_WORKERS" default:"16" min:"1" placeholder:"N" help:"HTTP handlers working at once; long-poll waits and writing answers do not count."`
-	HTTPMaxConns     int           `kong:"-" env:"TT_DEVICE_HTTP_MAX_CONNS" default:"256" min:"1" help:"Open HTTP connections at most, so idle or slow clients cannot use up queued's file descriptors; at the bound a new one closes the one idle or slow to send its request the longest, or gets 503 when all are busy."`
-	HTTPWriteTimeout time.Duration `kong:"-" env:"TT_DEVICE_HTTP_WRITE_TIMEOUT" type:"seconds" default:"30" min:"1" help:"Seconds an HTTP answer may take to be written from its first byte; a client that stops reading is disconnected."`
+	HTTPWorkers      int           `name:"http-workers" env:"TT_DEVICE_HTTP_WORKERS" default:"${HTTPWorkers}" min:"1" placeholder:"N" help:"HTTP handlers working at once; long-poll waits and writing answers do not count."`
+	HTTPMaxConns     int           `kong:"-" env:"TT_DEVICE_HTTP_MAX_CONNS" default:"${HTTPMaxConns}" min:"1" help:"Open HTTP connections at most, so idle or slow clients cannot use up queued's file descriptors; at the bound a new one closes the one idle or slow to send its request the longest, or gets 503 when all are busy."`
+	HTTPWriteTimeout time.Duration `kong:"-" env:"TT_DEVICE_HTTP_WRITE_TIMEOUT" type:"seconds" default:"${HTTPWriteTimeoutSeconds}" min:"1" help:"Seconds an HTTP answer may take to be written from its first byte; a client that stops reading is disconnected."`
 	MaxOutputBytes   int64         `kong:"-" env:"TT_DEVICE_MAX_OUTPUT_BYTES" default:"${MaxOutputBytes}" min:"1" help:"Bytes of output kept over all jobs, at least TT_DEVICE_MAX_LOG_BYTES; beyond it the oldest finished jobs' output is deleted (their records stay)."`
 	RetentionDays    int           `name:"retention-days" env:"TT_DEVICE_RETENTION_DAYS" default:"${RetentionDays}" min:"1" placeholder:"DAYS" help:"Days finished jobs and their output are kept."`
 	MaxCompleted     int           `name:"max-completed-jobs" env:"TT_DEVICE_MAX_COMPLETED_JOBS" default:"${MaxCompletedJobs}" min:"1" placeholder:"N" help:"Finished jobs kept at most; older ones are deleted first."`
@@ -63,14 +63,14 @@ type Config struct {
 	// Where queued keeps its state and listens.
 
 	StateDir         string `name:"state-dir" env:"TT_DEVICE_LOG_DIR" type:"path" check:"abspath" placeholder:"DIR" doc:"${XDG_STATE_HOME:-~/.local/state}/tt-device-queue/logs-v2; /var/lib/tt-device-queue in system mode" help:"State directory: store, token, address, socket and one output file per job."`
-	Port             int    `kong:"-" env:"TT_DEVICE_PORT" default:"5741" min:"0" max:"65535" help:"Loopback port the daemon listens on (unless --listen names another address) and the CLI connects to; in system mode TCP is off unless this or --listen is given."`
+	Port             int    `kong:"-" env:"TT_DEVICE_PORT" default:"${Port}" min:"0" max:"65535" help:"Loopback port the daemon listens on (unless --listen names another address) and the CLI connects to; in system mode TCP is off unless this or --listen is given."`
 	Listen           string `name:"listen" placeholder:"HOST:PORT" doc:"127.0.0.1 and TT_DEVICE_PORT" help:"Address to listen on (default 127.0.0.1 and TT_DEVICE_PORT)."`
 	AllowNonLoopback bool   `name:"allow-non-loopback" doc:"off" help:"Allow --listen on an address other than loopback; every request still needs the token."`
 
 	// Stopping jobs.
 
 	KillGrace   time.Duration `name:"kill-grace" env:"TT_DEVICE_KILL_GRACE" type:"seconds" default:"${KillGraceSeconds}" min:"0" placeholder:"SEC" help:"Seconds between SIGINT and SIGKILL when a job is killed, a reset interrupts it or the service stops; 0 sends SIGKILL at once."`
-	StopTimeout time.Duration `kong:"-" env:"TT_DEVICE_STOP_TIMEOUT" type:"seconds" default:"45" min:"1" help:"Seconds the service manager waits after SIGTERM before it kills queued (the unit's TimeoutStopSec); queued warns at start when the kill grace leaves too little of it to record how the jobs ended."`
+	StopTimeout time.Duration `kong:"-" env:"TT_DEVICE_STOP_TIMEOUT" type:"seconds" default:"${StopTimeoutSeconds}" min:"1" help:"Seconds the service manager waits after SIGTERM before it kills queued (the unit's TimeoutStopSec); queued warns at start when the kill grace leaves too little of it to record how the jobs ended."`
 
 	// Resets: the control commands a reset runs, as shell programs with
 	// {device} substituted (a reset command without it gets the card
@@ -78,7 +78,7 @@ type Config struct {
 	// DefaultHealthCheckCmd with the installed health_check.py (see
 	// HealthCheckScript); an empty DeepResetCmd means no deep reset.
 
-	ResetCmd           string        `name:"reset-cmd" env:"TT_DEVICE_RESET_CMD" default:"~/tenstorrent/.venv/bin/tt-smi -r /dev/tenstorrent/{device} --no_reinit" placeholder:"CMD" help:"Shell command that resets one card; {device} is the card number, appended when absent."`
+	ResetCmd           string        `name:"reset-cmd" env:"TT_DEVICE_RESET_CMD" default:"${ResetCmd}" placeholder:"CMD" help:"Shell command that resets one card; {device} is the card number, appended when absent."`
 	HealthCheckCmd     string        `name:"health-check-cmd" env:"TT_DEVICE_HEALTH_CHECK_CMD" placeholder:"CMD" doc:"~/tenstorrent/.venv/bin/python3 <prefix>/share/tt-device-queue/health_check.py {device}" help:"Shell command that must exit 0 when one card works after a reset; {device} is the card number."`
 	DeepResetCmd       string        `name:"deep-reset-cmd" env:"TT_DEVICE_DEEP_RESET_CMD" placeholder:"CMD" help:"Shell command tried once when reset or health check fails, followed by the health check; {device} as for the reset."`
 	ResetTimeout       time.Duration `name:"reset-timeout" env:"TT_DEVICE_RESET_TIMEOUT" type:"seconds" default:"${ResetTimeoutSeconds}" min:"1" placeholder:"SEC" help:"Seconds the reset command may run."`
@@ -88,15 +88,15 @@ type Config struct {
 	// The cards and their holders.
 
 	DriverPath  string `name:"driver-path" env:"TT_DEVICE_DRIVER_PATH" check:"abspath" default:"${DriverPath}" placeholder:"DIR" help:"KMD directory whose <card>/pids files list the processes holding each card."`
-	WaitForeign bool   `name:"wait-foreign" env:"TT_DEVICE_WAIT_FOREIGN" default:"0" help:"1 (the flag alone): a card starts no job while a process outside the queue holds it."`
-	DevDir      string `name:"dev-dir" default:"/dev/tenstorrent" placeholder:"DIR" help:"Where to look for numeric card nodes when no card numbers are given."`
-	SysfsPath   string `kong:"-" env:"TT_DEVICE_SYSFS_PATH" check:"abspath" default:"/sys" help:"Where sysfs is mounted: each card's PCI address, type and serial are read from class/tenstorrent/tenstorrent!N there."`
-	Visible     string `kong:"-" env:"TT_DEVICE_VISIBLE" check:"oneof=off|bdf" default:"off" help:"bdf: give each job TT_VISIBLE_DEVICES, the PCI addresses of its cards read at dispatch, so tt-umd opens only them; off leaves the variable alone, as the specification has it. A job's own --env TT_VISIBLE_DEVICES wins."`
-	CrossCard   string `kong:"-" env:"TT_DEVICE_CROSS_CARD" check:"oneof=warn|kill" default:"warn" help:"What queued does when a process of a job holds a card outside the job's own (tt-metal opens every card it sees): warn shows it in status and the job's record and logs it; kill also ends the job."`
+	WaitForeign bool   `name:"wait-foreign" env:"TT_DEVICE_WAIT_FOREIGN" default:"${WaitForeign}" help:"1 (the flag alone): a card starts no job while a process outside the queue holds it."`
+	DevDir      string `name:"dev-dir" default:"${DevDir}" placeholder:"DIR" help:"Where to look for numeric card nodes when no card numbers are given."`
+	SysfsPath   string `kong:"-" env:"TT_DEVICE_SYSFS_PATH" check:"abspath" default:"${SysfsPath}" help:"Where sysfs is mounted: each card's PCI address, type and serial are read from class/tenstorrent/tenstorrent!N there."`
+	Visible     string `kong:"-" env:"TT_DEVICE_VISIBLE" check:"oneof=off|bdf" default:"${Visible}" help:"bdf: give each job TT_VISIBLE_DEVICES, the PCI addresses of its cards read at dispatch, so tt-umd opens only them; off leaves the variable alone, as the specification has it. A job's own --env TT_VISIBLE_DEVICES wins."`
+	CrossCard   string `kong:"-" env:"TT_DEVICE_CROSS_CARD" check:"oneof=warn|kill" default:"${CrossCard}" help:"What queued does when a process of a job holds a card outside the job's own (tt-metal opens every card it sees): warn shows it in status and the job's record and logs it; kill also ends the job."`
 
 	// Containing jobs.
 
-	ChildOOMScoreAdj *int `kong:"-" env:"TT_DEVICE_CHILD_OOM_SCORE_ADJ" default:"500" min:"-1000" max:"1000" help:"Each job's oom_score_adj (-1000 to 1000, or none to keep queued's), set before it runs so its user cannot lower it: the kernel's OOM killer takes a job before queued, as with the Python tool."`
+	ChildOOMScoreAdj *int `kong:"-" env:"TT_DEVICE_CHILD_OOM_SCORE_ADJ" default:"${ChildOOMScoreAdj}" min:"-1000" max:"1000" help:"Each job's oom_score_adj (-1000 to 1000, or none to keep queued's), set before it runs so its user cannot lower it: the kernel's OOM killer takes a job before queued, as with the Python tool."`
 	JobTasksMax      int  `kong:"-" env:"TT_DEVICE_JOB_TASKS_MAX" min:"1" help:"Processes and threads one job may have (pids.max of its cgroup; needs Delegate=yes, warned at start otherwise): on a shared host, one job's fork bomb then cannot take what queued and the other jobs need."`
 
 	// System mode: one root queued for every user of the host.
@@ -109,7 +109,7 @@ type Config struct {
 	// Slurm: holds taken for Slurm jobs end when their job is gone.
 
 	SlurmCheck         string        `kong:"-" env:"TT_DEVICE_SLURM_CHECK" doc:"squeue, when it is on PATH" help:"The squeue queued asks (squeue -h -j ID -o %T) whether a held card's Slurm job is gone; off never asks."`
-	SlurmCheckInterval time.Duration `kong:"-" env:"TT_DEVICE_SLURM_CHECK_INTERVAL" type:"seconds" default:"60" min:"1" help:"Seconds between two such questions about each active hold's Slurm job."`
+	SlurmCheckInterval time.Duration `kong:"-" env:"TT_DEVICE_SLURM_CHECK_INTERVAL" type:"seconds" default:"${SlurmCheckIntervalSeconds}" min:"1" help:"Seconds between two such questions about each active hold's Slurm job."`
 
 	// System mode: each user's share of what all of them share (see
 	// Shares for the shares in effect when these are not given). Root,

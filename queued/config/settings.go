@@ -60,9 +60,8 @@ const (
 	kindString                  // string
 )
 
-// maxSeconds bounds every duration: ten years, far beyond any real
-// setting and far below time.Duration's limit.
-const maxSeconds = 10 * 365 * 86400
+// maxSeconds bounds every duration setting (api.MaxSeconds).
+const maxSeconds = api.MaxSeconds
 
 // Settings lists every setting in Config's order: the seed's table, then
 // the ones queued adds. It is read from Config's struct tags once, at
@@ -93,6 +92,9 @@ func defaultVarMap() map[string]string {
 	}
 	for name, v := range defaults.Vars {
 		vars[name] = fmt.Sprint(v)
+		if b, ok := v.(bool); ok {
+			vars[name] = map[bool]string{false: "0", true: "1"}[b] // as the variables are written
+		}
 	}
 	return vars
 }

@@ -216,3 +216,25 @@ func TestGivenBy(t *testing.T) {
 		t.Fatalf("GivenBy = %+v", got)
 	}
 }
+
+// Each setting's default is written once in Go: a default tag only names
+// a value of package defaults (or of api, which owns the wire limits),
+// where the packages that fall back on it when given none (the
+// scheduler's zero Options, the server's zero Config) read it too; a
+// literal in a tag would be a second copy of theirs.
+func TestDeclarations_DefaultsAreWrittenOnce(t *testing.T) {
+	ty := reflect.TypeFor[Config]()
+	names := defaultVarMap()
+	for i := range ty.NumField() {
+		f := ty.Field(i)
+		tag, ok := f.Tag.Lookup("default")
+		if !ok {
+			continue
+		}
+		name, isVar := strings.CutPrefix(tag, "${")
+		name, closed := strings.CutSuffix(name, "}")
+		if !isVar || !closed || names[name] == "" {
+			t.Errorf("Config.%s (%s): default %q is written here; name a value of package defaults as ${Name}", f.Name, f.Tag.Get("env"), tag)
+		}
+	}
+}

@@ -22,6 +22,27 @@ const (
 	HealthCheckTimeoutSeconds = 120                        // TT_DEVICE_HEALTH_CHECK_TIMEOUT
 	DeepResetTimeoutSeconds   = 300                        // TT_DEVICE_DEEP_RESET_TIMEOUT
 	DriverPath                = procscan.DefaultDriverPath // TT_DEVICE_DRIVER_PATH, as the collector reads it
+	ResultBytes               = 1 << 20                    // TT_DEVICE_RESULT_BYTES
+	HTTPWorkers               = 16                         // TT_DEVICE_HTTP_WORKERS
+	// TT_DEVICE_HTTP_MAX_CONNS: far above what the CLI and a few scripts
+	// keep open, far below the daemon's file descriptor limit, which its
+	// job output files need too.
+	HTTPMaxConns = 256
+	// TT_DEVICE_HTTP_WRITE_TIMEOUT: answers are at most about a MiB, so
+	// only a client that stops reading hits it.
+	HTTPWriteTimeoutSeconds = 30
+	// TT_DEVICE_RESET_CMD: tt-smi from the venv tt-installer sets up.
+	ResetCmd = "~/tenstorrent/.venv/bin/tt-smi -r /dev/tenstorrent/{device} --no_reinit"
+
+	Port                      = 5741               // TT_DEVICE_PORT, the seed's
+	StopTimeoutSeconds        = 45                 // TT_DEVICE_STOP_TIMEOUT, the unit's TimeoutStopSec
+	WaitForeign               = false              // TT_DEVICE_WAIT_FOREIGN
+	DevDir                    = "/dev/tenstorrent" // --dev-dir: the cards' device nodes
+	SysfsPath                 = "/sys"             // TT_DEVICE_SYSFS_PATH
+	Visible                   = "off"              // TT_DEVICE_VISIBLE
+	CrossCard                 = "warn"             // TT_DEVICE_CROSS_CARD
+	ChildOOMScoreAdj          = 500                // TT_DEVICE_CHILD_OOM_SCORE_ADJ
+	SlurmCheckIntervalSeconds = 60                 // TT_DEVICE_SLURM_CHECK_INTERVAL
 )
 
 // PerUserShare is the share of a total limit each user may take on a
@@ -55,4 +76,18 @@ var Vars = map[string]any{
 	"HealthCheckTimeoutSeconds": HealthCheckTimeoutSeconds,
 	"DeepResetTimeoutSeconds":   DeepResetTimeoutSeconds,
 	"DriverPath":                DriverPath,
+	"ResultBytes":               ResultBytes,
+	"HTTPWorkers":               HTTPWorkers,
+	"HTTPMaxConns":              HTTPMaxConns,
+	"HTTPWriteTimeoutSeconds":   HTTPWriteTimeoutSeconds,
+	"Port":                      Port,
+	"StopTimeoutSeconds":        StopTimeoutSeconds,
+	"ResetCmd":                  ResetCmd,
+	"WaitForeign":               WaitForeign,
+	"DevDir":                    DevDir,
+	"SysfsPath":                 SysfsPath,
+	"Visible":                   Visible,
+	"CrossCard":                 CrossCard,
+	"ChildOOMScoreAdj":          ChildOOMScoreAdj,
+	"SlurmCheckIntervalSeconds": SlurmCheckIntervalSeconds,
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/ttkit/ttkit/queued/api"
+	"github.com/ttkit/ttkit/queued/defaults"
 )
 
 // Status is a check's verdict.
@@ -92,9 +93,9 @@ type Host struct {
 func Default(root string) Host {
 	p := func(s string) string { return strings.TrimSuffix(root, "/") + s }
 	return Host{
-		DriverPath:     p("/proc/driver/tenstorrent"),
+		DriverPath:     p(defaults.DriverPath),
 		VersionFile:    p("/sys/module/tenstorrent/version"),
-		DevDir:         p("/dev/tenstorrent"),
+		DevDir:         p(defaults.DevDir),
 		MountInfo:      p("/proc/self/mountinfo"),
 		InitPIDNS:      p("/proc/1/ns/pid"),
 		SelfPIDNS:      p("/proc/self/ns/pid"),

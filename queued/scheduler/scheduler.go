@@ -272,13 +272,13 @@ func (o *Options) defaults() error {
 		o.DriverPath = defaults.DriverPath
 	}
 	setDur(&o.ForeignRecheck, time.Second)
-	setDur(&o.SlurmCheckInterval, time.Minute)
+	setDur(&o.SlurmCheckInterval, defaults.SlurmCheckIntervalSeconds*time.Second)
 	setDur(&o.CrossCardInterval, 2*time.Second)
 	if o.CrossCard == "" {
-		o.CrossCard = CrossCardWarn
+		o.CrossCard = defaults.CrossCard
 	}
 	if o.SysfsPath == "" {
-		o.SysfsPath = "/sys"
+		o.SysfsPath = defaults.SysfsPath
 	}
 	setDur(&o.HolderMaxAge, time.Second)
 	o.Controls.defaults()

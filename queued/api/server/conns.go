@@ -11,17 +11,6 @@ import (
 	"time"
 )
 
-// DefaultMaxConns is the default bound on open connections
-// (TT_DEVICE_HTTP_MAX_CONNS): far above what the CLI and a few scripts
-// keep open, far below the daemon's file descriptor limit, which its job
-// output files need too.
-const DefaultMaxConns = 256
-
-// DefaultWriteTimeout is the default time an answer may take to be written
-// from its first byte (TT_DEVICE_HTTP_WRITE_TIMEOUT). Answers are at most
-// about a MiB, so only a client that stops reading hits it.
-const DefaultWriteTimeout = 30 * time.Second
-
 // ReserveShare sets the connections and handlers kept for the reserve:
 // an eighth of the connections and a quarter of the handlers (at least
 // one of each when there are two or more) are open to root, queued's own

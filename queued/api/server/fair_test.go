@@ -14,6 +14,7 @@ import (
 
 	"github.com/ttkit/ttkit/internal/usertest"
 	"github.com/ttkit/ttkit/queued/api"
+	"github.com/ttkit/ttkit/queued/defaults"
 )
 
 // shared is an in-process daemon in system mode, served on a Unix socket
@@ -116,7 +117,7 @@ func TestFair_OneUsersLongPollsLockNoOneOut(t *testing.T) {
 	t.Parallel()
 	s := startShared(t, nil)
 	path := fmt.Sprintf("/changes?since=%d&wait=60", s.generation())
-	for range DefaultMaxConns {
+	for range defaults.HTTPMaxConns {
 		c := s.dial(flooder)
 		if _, err := fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: localhost\r\n\r\n", path); err != nil {
 			t.Fatal(err)
@@ -125,7 +126,7 @@ func TestFair_OneUsersLongPollsLockNoOneOut(t *testing.T) {
 	// Every one of them is waiting, was answered early, or was closed.
 	cs := s.srv.admission.conns
 	poll(t, "the flood taken in", func() bool {
-		return s.srv.slots.polling.Load()+cs.early.Load()+cs.evicted.Load()+cs.refused.Load() >= DefaultMaxConns
+		return s.srv.slots.polling.Load()+cs.early.Load()+cs.evicted.Load()+cs.refused.Load() >= defaults.HTTPMaxConns
 	})
 	for range 5 {
 		if code, body := s.ask(colleague, http.MethodGet, "/status", "", 2*time.Second); code != http.StatusOK {

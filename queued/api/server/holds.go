@@ -82,8 +82,8 @@ func (h *holds) decodeHold(fields map[string]json.RawMessage) (scheduler.HoldSpe
 	if err != nil {
 		return spec, err
 	}
-	if expires < 0 || expires > 10*365*86400 {
-		return spec, fieldErr("expires_sec", "%d: want seconds from 0 (never) to ten years", expires)
+	if expires < 0 || expires > api.MaxSeconds {
+		return spec, fieldErr("expires_sec", "%d: want seconds from 0 (never) to ten years (%d)", expires, api.MaxSeconds)
 	}
 	spec.Expires = time.Duration(expires) * time.Second
 	return spec, nil

@@ -44,7 +44,7 @@ type Config struct {
 	MaxRequestBytes int64
 	// Workers bounds the handlers working at once; a long-poll gives its
 	// slot back while it waits, and a submission while its commit is
-	// made durable.
+	// made durable. Default defaults.HTTPWorkers.
 	Workers int
 	// Version is the daemon's build, shown in GET /status.
 	Version string
@@ -69,7 +69,7 @@ type Config struct {
 	AdminGID   *uint32
 	AdminGroup string
 	// MaxConns bounds the open connections (TT_DEVICE_HTTP_MAX_CONNS);
-	// default DefaultMaxConns. See conns for what happens at the bound.
+	// default defaults.HTTPMaxConns. See conns for what happens at the bound.
 	MaxConns int
 	// ConnsPerUser, WorkersPerUser and WaitsPerUser bound, for each user
 	// outside the reserve (root, queued's own user and the admins; see
@@ -82,7 +82,7 @@ type Config struct {
 	ConnsPerUser, WorkersPerUser, WaitsPerUser int
 	// WriteTimeout is how long an answer may take to be written, from its
 	// first byte (TT_DEVICE_HTTP_WRITE_TIMEOUT); default
-	// DefaultWriteTimeout. A long-poll's wait comes before its answer, so
+	// defaults.HTTPWriteTimeoutSeconds. A long-poll's wait comes before its answer, so
 	// it is not counted.
 	WriteTimeout time.Duration
 	// ExtraHosts are Host names accepted besides the loopback names; the
@@ -121,7 +121,7 @@ func NewServer(cfg Config) (*Server, error) {
 	}
 	cfg.Mode = mode
 	if cfg.Workers < 1 {
-		cfg.Workers = 16
+		cfg.Workers = defaults.HTTPWorkers
 	}
 	if cfg.MaxRequestBytes < 1 {
 		cfg.MaxRequestBytes = api.DefaultMaxRequestBytes
@@ -130,7 +130,7 @@ func NewServer(cfg Config) (*Server, error) {
 		cfg.MaxTimeout = api.DefaultMaxTimeoutSeconds * time.Second
 	}
 	if cfg.MaxConns < 1 {
-		cfg.MaxConns = DefaultMaxConns
+		cfg.MaxConns = defaults.HTTPMaxConns
 	}
 	if cfg.ConnsPerUser < 1 {
 		cfg.ConnsPerUser = defaults.Share(cfg.MaxConns)
@@ -142,7 +142,7 @@ func NewServer(cfg Config) (*Server, error) {
 		cfg.WaitsPerUser = defaults.Waits(cfg.ConnsPerUser)
 	}
 	if cfg.WriteTimeout <= 0 {
-		cfg.WriteTimeout = DefaultWriteTimeout
+		cfg.WriteTimeout = defaults.HTTPWriteTimeoutSeconds * time.Second
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
