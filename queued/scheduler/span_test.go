@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -275,9 +277,12 @@ func TestHold_ExpiryRestartAndSlurm(t *testing.T) {
 }
 
 // TestSpan_RandomMix drives a random mix of jobs of one and several cards,
-// holds, kills, resets and restarts, and checks the rules: on each card
-// jobs start in submission order, a job of several cards starts on all of
-// them at once, nothing runs twice, and everything ends (no deadlock).
+// holds, kills, resets (some of which fail, killing the card, until a
+// later reset revives it) and restarts, and checks the rules: on each card
+// jobs start in submission order; a job of several cards starts only when
+// all of them are free, so nothing else (job or hold) runs on any of its
+// cards while it runs; nothing runs twice; every job that succeeded ran;
+// and everything ends (no deadlock).
 func TestSpan_RandomMix(t *testing.T) {
 	t.Parallel()
 	seed := uint64(time.Now().UnixNano())
@@ -293,7 +298,8 @@ func TestSpan_RandomMix(t *testing.T) {
 	var ids []string
 	spans := map[string][]int{}
 	var holds []string
-	for round := range 6 {
+	deaths := 0
+	for round := range 8 {
 		for range 12 {
 			var cards []int
 			for _, card := range rng.Perm(4)[:1+rng.IntN(3)] {
@@ -305,9 +311,10 @@ func TestSpan_RandomMix(t *testing.T) {
 				h, err := b.s.Hold(HoldSpec{Cards: cards, DeviceSpec: fmt.Sprint(cards), Reason: "mix", Expires: time.Duration(50+rng.IntN(200)) * time.Millisecond})
 				if err == nil {
 					holds = append(holds, h.ID)
+					spans[h.ID] = cards
 				}
 			default:
-				cmd := fmt.Sprintf(`echo "$TT_QUEUE_JOB_ID $(date +%%s%%N)" >> %s; sleep 0.0%d`, ran, rng.IntN(5))
+				cmd := fmt.Sprintf(`echo "$TT_QUEUE_JOB_ID start $(date +%%s%%N)" >> %[1]s; sleep 0.0%[2]d; echo "$TT_QUEUE_JOB_ID end $(date +%%s%%N)" >> %[1]s`, ran, rng.IntN(5))
 				info, err := b.s.Submit(JobSpec{Cards: cards, DeviceSpec: fmt.Sprint(cards), Cmd: cmd, Cwd: b.work})
 				if err != nil {
 					continue // a card may be resetting or dead for a moment: refused is fine
@@ -316,7 +323,11 @@ func TestSpan_RandomMix(t *testing.T) {
 				spans[info.ID] = cards
 			}
 		}
-		switch rng.IntN(4) {
+		op := rng.IntN(4) // 3, nothing; a card dies in round 5 only
+		if round == 5 {
+			op = 4 // a card dies and comes back
+		}
+		switch op {
 		case 0:
 			if len(ids) > 0 {
 				b.s.Kill(ids[rng.IntN(len(ids))])
@@ -328,40 +339,88 @@ func TestSpan_RandomMix(t *testing.T) {
 			if len(holds) > 0 {
 				b.s.Release(holds[rng.IntN(len(holds))], "mix")
 			}
+		case 4:
+			// A reset whose health check fails kills its card: its queue
+			// fails, and jobs spanning it are refused or fail, until a
+			// later reset (the health check passing again) revives it.
+			card := rng.IntN(4)
+			c.flag("fail-health", true)
+			r, err := b.s.Reset(ResetRequest{Card: &card})
+			if err == nil && len(r) > 0 && r[0].JobID != "" {
+				b.waitDone(r[0].JobID)
+				deaths++
+			}
+			c.flag("fail-health", false)
 		}
 		if round == 3 {
 			b.restart()
 		}
 	}
-	for _, id := range append(append([]string(nil), ids...), holds...) {
-		b.waitDone(id)
-	}
-	seqs := map[string]uint64{}
-	for _, id := range ids {
-		j, err := b.s.Job(id)
-		if err != nil {
-			t.Fatal(err)
+	// Revive every card, so everything still queued runs.
+	for card := range 4 {
+		if r, err := b.s.Reset(ResetRequest{Card: &card}); err == nil && len(r) > 0 && r[0].JobID != "" {
+			b.waitDone(r[0].JobID)
 		}
-		seqs[id] = j.Seq
+	}
+	infos := map[string]JobInfo{}
+	for _, id := range append(append([]string(nil), ids...), holds...) {
+		infos[id] = b.waitDone(id)
 	}
 	data, _ := os.ReadFile(ran)
 	runs := map[string]int{}
+	starts := map[string]int64{}
 	last := map[int]uint64{}
 	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-		if line == "" {
+		f := strings.Fields(line)
+		if len(f) != 3 {
 			continue
 		}
-		id := strings.Fields(line)[0]
+		id := f[0]
+		if f[1] != "start" {
+			continue
+		}
 		runs[id]++
 		if runs[id] > 1 {
 			t.Errorf("job %s ran twice", id)
 		}
+		starts[id], _ = strconv.ParseInt(f[2], 10, 64)
 		for _, card := range spans[id] {
-			if seqs[id] < last[card] {
-				t.Errorf("card %d started job %s (seq %d) after seq %d: not FIFO", card, id, seqs[id], last[card])
+			if infos[id].Seq < last[card] {
+				t.Errorf("card %d started job %s (seq %d) after seq %d: not FIFO", card, id, infos[id].Seq, last[card])
 			}
-			last[card] = seqs[id]
+			last[card] = infos[id].Seq
 		}
 	}
-	t.Logf("%d jobs (%d ran), %d holds", len(ids), len(runs), len(holds))
+	// What ran, from its start (the job's own first line, a hold's record)
+	// to its record's end, which comes after its processes are gone.
+	type span struct {
+		id         string
+		start, end int64
+	}
+	perCard := map[int][]span{}
+	for id, info := range infos {
+		start, ok := starts[id]
+		if info.Kind == store.KindHold {
+			start, ok = info.StartedAt.UnixNano(), !info.StartedAt.IsZero()
+		}
+		if info.Outcome == store.OutcomeSuccess && info.Kind == store.KindJob && !ok {
+			t.Errorf("job %s succeeded without running", id)
+		}
+		if !ok {
+			continue
+		}
+		for _, card := range spans[id] {
+			perCard[card] = append(perCard[card], span{id, start, info.FinishedAt.UnixNano()})
+		}
+	}
+	for card, list := range perCard {
+		slices.SortFunc(list, func(x, y span) int { return cmp.Compare(x.start, y.start) })
+		for i := 1; i < len(list); i++ {
+			if prev, cur := list[i-1], list[i]; cur.start < prev.end {
+				t.Errorf("card %d: %s (cards %v) started %v before %s (cards %v) ended: two at once on a card",
+					card, cur.id[:8], spans[cur.id], time.Duration(prev.end-cur.start), prev.id[:8], spans[prev.id])
+			}
+		}
+	}
+	t.Logf("%d jobs (%d ran), %d holds, %d cards killed by a failed reset", len(ids), len(runs), len(holds), deaths)
 }
