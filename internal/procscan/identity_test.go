@@ -1,6 +1,7 @@
 package procscan
 
 import (
+	"os"
 	"reflect"
 	"strconv"
 	"strings"
@@ -26,8 +27,18 @@ func (h fakeHost) set(t *testing.T, pid int, name, content string) {
 	writeFile(t, h.proc, strconv.Itoa(pid)+"/"+name, content)
 }
 
+// fakeSelf is the scanner's own PID on a fake host unless a test names
+// one: above the kernel's largest pid_max (2^22), so no fake PID is it.
+// Left to default, it would be the test binary's PID, which a fake PID
+// (400 of them from 10000 in one test) can happen to be, and the scanner
+// leaves its own PID out.
+const fakeSelf = 1<<22 + 1
+
 func (h fakeHost) scanner(t *testing.T, opts Options) *Scanner {
 	opts.DriverPath, opts.ProcPath = h.driver, h.proc
+	if opts.SelfPID == 0 {
+		opts.SelfPID = fakeSelf
+	}
 	s := New(opts)
 	t.Cleanup(func() { _ = s.Close() })
 	return s
@@ -338,5 +349,19 @@ func TestScan_RedactSeesArguments(t *testing.T) {
 	}
 	if got.CommandLine != "python3 run.py --password *** --n 1 2" || got.FriendlyName != "run.py" {
 		t.Errorf("identity %+v", got)
+	}
+}
+
+// A fake host's scanner lists every fake PID, the test binary's own
+// included: only fakeSelf is left out.
+func TestFakeHost_ListsTheTestsOwnPID(t *testing.T) {
+	t.Parallel()
+	h := newFakeHost(t)
+	self := os.Getpid()
+	h.set(t, self, "stat", fakeStat(self, "w", 1))
+	h.set(t, self, "cmdline", "worker.py\x00")
+	h.list(t, self)
+	if ids := identities(t, h.scanner(t, Options{})); ids[self].FriendlyName != "worker.py" {
+		t.Errorf("the fake PID %d (the test's own) was not listed: %v", self, ids)
 	}
 }
