@@ -110,9 +110,11 @@ type CardStatus struct {
 	PausedReason string `json:"paused_reason,omitempty"`
 
 	// The card as sysfs names it: its type (tt_card_type: n300, p150a),
-	// serial and PCI address; empty where the driver gives none.
+	// serial, ASIC id (tt_asic_id) and PCI address; empty where the
+	// driver gives none.
 	CardType   string `json:"card_type,omitempty"`
 	Serial     string `json:"serial,omitempty"`
+	ASICID     string `json:"asic_id,omitempty"`
 	PCIAddress string `json:"pci_address,omitempty"`
 	// CrossCard lists, one line each, the running jobs of other cards
 	// seen holding this one: "job 3fed... on card 1 also opened card 0:

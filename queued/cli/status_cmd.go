@@ -237,7 +237,11 @@ func cardNotes(c api.CardStatus, now time.Time) []string {
 		out = append(out, card+"idle, waiting: "+why)
 	}
 	if c.CardType != "" || c.PCIAddress != "" {
-		out = append(out, card+strings.TrimSpace(termText(c.CardType+" "+c.Serial))+" at PCI "+termText(c.PCIAddress))
+		board := strings.TrimSpace(termText(c.CardType + " " + c.Serial))
+		if c.ASICID != "" {
+			board += " (ASIC " + termText(c.ASICID) + ")"
+		}
+		out = append(out, card+board+" at PCI "+termText(c.PCIAddress))
 	}
 	for _, x := range c.CrossCard {
 		out = append(out, card+termText(x))

@@ -270,6 +270,23 @@ func TestCards_WarnsWhenJobsSeeEveryCard(t *testing.T) {
 	}
 }
 
+// TestCards_WarnsWhenTheHostHasMoreCardsThanQueuedServes: a tt-metal job
+// opens every card on the host, not only those queued serves, so one
+// card served (TT_DEVICE_IDS=0) on a host of four is warned about too.
+func TestCards_WarnsWhenTheHostHasMoreCardsThanQueuedServes(t *testing.T) {
+	_, h := healthy(t)
+	r := doctortest.New(t, t.TempDir(), 4)
+	h.DevDir = r.Path("/dev/tenstorrent")
+	h.Queued = func(context.Context) (api.Status, error) {
+		return api.Status{Version: "test", Cards: []api.CardStatus{{DeviceID: "0", CardType: "p150a", PCIAddress: "0000:01:00.0"}},
+			VisibleDevices: "off", Persistence: api.Persistence{OK: true}}, nil
+	}
+	c := byName(t, doctor.Run(context.Background(), h), "cards")
+	if c.Status != doctor.Warn || !strings.Contains(c.Detail, "4 cards on the host") || !strings.Contains(c.Fix, "TT_DEVICE_VISIBLE=bdf") {
+		t.Errorf("cards check: %+v", c)
+	}
+}
+
 // TestCheckSettings_SharesOfASharedQueued: in system mode the settings
 // check says what one user may have, each per-user bound as given or its
 // default share of its total.

@@ -220,9 +220,11 @@ func checkNodes(h Host, loaded bool) Check {
 
 // checkCards names the cards queued serves (type, serial, PCI address,
 // from sysfs) and warns where a tt-metal job would open cards it was not
-// queued for: several cards, tt-umd installed, and queued not setting
-// TT_VISIBLE_DEVICES (TT_DEVICE_VISIBLE=bdf).
-func checkCards(st *api.Status, umd bool) Check {
+// queued for: several cards on the host (its nodes in devDir, whether
+// queued serves them all or not: tt-umd opens every card it sees), tt-umd
+// installed, and queued not setting TT_VISIBLE_DEVICES
+// (TT_DEVICE_VISIBLE=bdf).
+func checkCards(st *api.Status, umd bool, devDir string) Check {
 	c := Check{Name: "cards"}
 	if st == nil {
 		c.Status, c.Detail = Skip, "queued did not answer"
@@ -240,10 +242,15 @@ func checkCards(st *api.Status, umd bool) Check {
 		names = append(names, name)
 	}
 	c.Status, c.Detail = OK, strings.Join(names, "; ")
-	if len(st.Cards) > 1 && umd && st.VisibleDevices != "bdf" {
+	nodes, _ := numericEntries(devDir, false)
+	cards := fmt.Sprintf("%d cards", len(st.Cards))
+	if len(nodes) > len(st.Cards) {
+		cards = fmt.Sprintf("%d cards on the host (queued serves %d)", len(nodes), len(st.Cards))
+	}
+	if max(len(st.Cards), len(nodes)) > 1 && umd && st.VisibleDevices != "bdf" {
 		c.Status = Warn
-		c.Detail = fmt.Sprintf("%d cards and tt-umd is installed, and queued leaves TT_VISIBLE_DEVICES alone: a tt-metal job queued on one card opens every card it sees, and two such jobs on different cards hang each other (%s)",
-			len(st.Cards), c.Detail)
+		c.Detail = fmt.Sprintf("%s and tt-umd is installed, and queued leaves TT_VISIBLE_DEVICES alone: a tt-metal job queued on one card opens every card it sees, and two such jobs on different cards hang each other (%s)",
+			cards, c.Detail)
 		c.Fix = "queue a job that uses several cards with --device 0,1 (or 0-3); set TT_DEVICE_VISIBLE=bdf in queued's settings so each job sees only its own cards; TT_DEVICE_CROSS_CARD=kill ends a job that opens another's card"
 	}
 	return c

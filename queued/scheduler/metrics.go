@@ -56,8 +56,8 @@ const (
 	// Slurm job, maintenance), 0 otherwise.
 	MetricHeld = "tt_device_queue.card.held"
 	// MetricCardInfo (gauge, {card}) is 1 with the card's identity as
-	// attributes: card_type, serial, pci_address (each "" where sysfs
-	// gives none).
+	// attributes: card_type, serial, asic_id, pci_address (each "" where
+	// sysfs gives none).
 	MetricCardInfo = "tt_device_queue.card.info"
 )
 
@@ -178,7 +178,7 @@ func (m *metrics) register(s *core) error {
 			o.ObserveInt64(held, h, cardAttrs[c.id])
 			o.ObserveInt64(info, 1, metric.WithAttributeSet(attribute.NewSet(attribute.Int("card", c.id),
 				attribute.String("card_type", c.ident.Info.CardType), attribute.String("serial", c.ident.Info.Serial),
-				attribute.String("pci_address", c.ident.PCIAddress))))
+				attribute.String("asic_id", c.ident.Info.ASICID), attribute.String("pci_address", c.ident.PCIAddress))))
 			o.ObserveInt64(depth, int64(c.depth), cardAttrs[c.id])
 			o.ObserveFloat64(age, c.age.Seconds(), cardAttrs[c.id])
 			for i, st := range cardStates {

@@ -268,3 +268,26 @@ func TestMetrics_Hold(t *testing.T) {
 		t.Errorf("hold's time recorded as a run %d times", rc)
 	}
 }
+
+// tt_device_queue.card.info names each card's board from sysfs: type,
+// serial, ASIC id and PCI address (a T3000's four n300); status does too.
+func TestMetrics_CardInfo(t *testing.T) {
+	t.Parallel()
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { mp.Shutdown(context.Background()) })
+	b := setup(t, func(o *Options) {
+		o.Devices = []int{0, 1, 2, 3}
+		o.SysfsPath = sysfsTree(t, "t3000")
+		o.MeterProvider = mp
+	})
+	r := collect(t, reader)
+	if v := r.gauge(t, MetricCardInfo, attribute.Int("card", 1), attribute.String("card_type", "n300"),
+		attribute.String("serial", "100014511e04d0a1"), attribute.String("asic_id", "3a1f0c0e00001111"),
+		attribute.String("pci_address", "0000:05:00.0")); v != 1 {
+		t.Errorf("card 1's info = %v, want 1", v)
+	}
+	if c := b.s.Status().Cards[1]; c.Identity.Info.ASICID != "3a1f0c0e00001111" {
+		t.Errorf("card 1's identity in status: %+v", c.Identity)
+	}
+}

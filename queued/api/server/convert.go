@@ -98,7 +98,7 @@ func statusView(st scheduler.Status) api.Status {
 		if why, ok := strings.CutPrefix(c.Worker, "paused: "); ok {
 			cs.PausedReason = why
 		}
-		cs.CardType, cs.Serial, cs.PCIAddress = c.Identity.Info.CardType, c.Identity.Info.Serial, c.Identity.PCIAddress
+		cs.CardType, cs.Serial, cs.ASICID, cs.PCIAddress = c.Identity.Info.CardType, c.Identity.Info.Serial, c.Identity.Info.ASICID, c.Identity.PCIAddress
 		for _, x := range c.CrossCard {
 			cs.CrossCard = append(cs.CrossCard, x.Advice())
 		}

@@ -123,7 +123,7 @@ function renderCard(c) {
   card.appendChild(el("h2", null, "Card " + c.device_id,
     el("span", "badge " + c.state, c.state), el("span", "worker", c.worker)));
   if (c.card_type || c.pci_address) {
-    card.appendChild(el("p", "board", [c.card_type, c.serial, c.pci_address ? "PCI " + c.pci_address : ""].filter(Boolean).join(" · ")));
+    card.appendChild(el("p", "board", [c.card_type, c.serial, c.asic_id ? "ASIC " + c.asic_id : "", c.pci_address ? "PCI " + c.pci_address : ""].filter(Boolean).join(" · ")));
   }
   for (const x of c.cross_card || []) card.appendChild(el("p", "bad", x));
 
