@@ -82,10 +82,15 @@ type CardStatus struct {
 	DeviceID string `json:"device_id"`
 	// State is healthy, resetting or dead.
 	State string `json:"state"`
-	// Worker is running, idle, dispatching, stopped or "paused: <why>".
-	Worker  string       `json:"worker"`
-	Current *JobSummary  `json:"current"`
-	Pending []JobSummary `json:"pending"`
+	// Worker is running, idle, dispatching, stopped, "paused: <why>", or
+	// "waiting: <why>" while a job of several cards at the head of the
+	// queue waits for the others.
+	Worker string `json:"worker"`
+	// WaitingSince is when the card began to stand idle for such a job
+	// (what strict FIFO costs it), while Worker says waiting.
+	WaitingSince *time.Time   `json:"waiting_since,omitempty"`
+	Current      *JobSummary  `json:"current"`
+	Pending      []JobSummary `json:"pending"`
 	// EstimatedWaitSec is the expected wait of a job submitted now.
 	EstimatedWaitSec float64 `json:"estimated_wait_sec"`
 

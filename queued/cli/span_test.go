@@ -17,7 +17,12 @@ func TestSpan_RunOnSeveralCards(t *testing.T) {
 	busy := strings.TrimSpace(d.run("queue", "--device", "1", "--", g.wait()).stdout)
 	d.waitState(busy, "running")
 	id := strings.TrimSpace(d.run("queue", "--device", "0-1", "--", g.wait()+`; echo "cards=$TT_QUEUE_DEVICE"`).stdout)
-	d.run("status").want(t, 0, []string{"waiting: job " + id[:8] + " takes cards 0,1 at once; waiting for card 1"}, nil)
+	d.run("status").want(t, 0, []string{"card 0: idle ", ", waiting: job " + id[:8] + " takes cards 0,1 at once; waiting for card 1"}, nil)
+	var st api.Status
+	decode(t, d.run("--json", "status"), &st)
+	if st.Cards[0].WaitingSince == nil || st.Cards[1].WaitingSince != nil {
+		t.Errorf("waiting_since: card 0 %v, card 1 %v; want card 0's only", st.Cards[0].WaitingSince, st.Cards[1].WaitingSince)
+	}
 	g.open(t)
 	d.run("result", id).want(t, 0, []string{"cards=0-1"}, nil)
 	var j api.Job

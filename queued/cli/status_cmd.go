@@ -234,7 +234,11 @@ func cardNotes(c api.CardStatus, now time.Time) []string {
 		out = append(out, card+"paused: "+c.PausedReason)
 	}
 	if why, ok := strings.CutPrefix(c.Worker, "waiting: "); ok {
-		out = append(out, card+"idle, waiting: "+why)
+		idle := "idle"
+		if c.WaitingSince != nil {
+			idle += " " + fmtDuration(time.Since(*c.WaitingSince))
+		}
+		out = append(out, card+idle+", waiting: "+why)
 	}
 	if c.CardType != "" || c.PCIAddress != "" {
 		board := strings.TrimSpace(termText(c.CardType + " " + c.Serial))

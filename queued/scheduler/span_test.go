@@ -46,6 +46,13 @@ func TestSpan_StartsWhenEveryCardIsFree(t *testing.T) {
 	if c0 := st.Cards[0]; c0.Current != nil || !strings.Contains(c0.Worker, "waiting: job "+span.ID[:8]) || !strings.Contains(c0.Worker, "card 1") {
 		t.Errorf("card 0 while the spanning job waits for card 1: current %v, worker %q", c0.Current, c0.Worker)
 	}
+	// The idle time the wait costs card 0 shows: since when it waits.
+	if c0 := st.Cards[0]; c0.WaitingSince.IsZero() || c0.WaitingSince.Before(span.SubmittedAt) || c0.WaitingSince.After(time.Now()) {
+		t.Errorf("card 0 waits since %v; want a time after the spanning job's submission %v", c0.WaitingSince, span.SubmittedAt)
+	}
+	if c1 := st.Cards[1]; !c1.WaitingSince.IsZero() {
+		t.Errorf("card 1 runs a job, yet waits since %v", c1.WaitingSince)
+	}
 	if j, _ := b.s.Job(behind.ID); j.State != store.StateQueued || j.Position != 2 {
 		t.Errorf("the job behind on card 0: %s at %d; it must not jump the spanning job", j.State, j.Position)
 	}
@@ -56,6 +63,9 @@ func TestSpan_StartsWhenEveryCardIsFree(t *testing.T) {
 	done := b.waitDone(span.ID)
 	if out := output(t, b, span.ID); out != "cards=0-1\n" || *done.ExitCode != 0 {
 		t.Errorf("the spanning job: exit %d, output %q", *done.ExitCode, out)
+	}
+	if c0 := b.s.Status().Cards[0]; !c0.WaitingSince.IsZero() {
+		t.Errorf("card 0 still waits since %v once the spanning job ran", c0.WaitingSince)
 	}
 	first := b.waitDone(behind.ID)
 	if !first.StartedAt.After(done.FinishedAt) && !first.StartedAt.Equal(done.FinishedAt) {

@@ -65,6 +65,11 @@ type CardStatus struct {
 	// CrossCard lists the running jobs of other cards seen holding this
 	// one (tt-metal opens every card it sees).
 	CrossCard []CrossCard
+	// WaitingSince is when the card began to stand idle for a job of
+	// several cards at the head of its queue that waits for the others
+	// (Worker says which); zero when it does not. Strict FIFO costs this
+	// idle time, and status shows it.
+	WaitingSince time.Time
 }
 
 // ResetInfo is a card's pending or last reset.
@@ -131,6 +136,9 @@ func (s reporter) statusLocked() (Status, []ownJob) {
 		c := s.cards[id]
 		cs := CardStatus{ID: id, State: c.state, Worker: s.workerStateLocked(c), ForeignWait: s.opt.WaitForeign, Paused: c.paused,
 			ResetEpoch: c.resetEpoch, Identity: c.ident, IdentityError: c.identErr, CrossCard: s.crossCardsLocked(id)}
+		if c.waiting != "" && c.current == nil {
+			cs.WaitingSince = c.waitSince
+		}
 		var o ownJob
 		if c.current != nil {
 			info := JobInfo{Job: c.current.rec, EstimatedWait: c.remaining(c.current, now), EstimatedRun: c.runEstimate(c.current),

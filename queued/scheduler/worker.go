@@ -123,6 +123,16 @@ func (s dispatcher) idle(c *card, paused bool) {
 // every queue and is the current job of every card (see span.go).
 func (s dispatcher) takeLocked(c *card) *job {
 	c.waiting = ""
+	defer func() {
+		// The idle time a waiting spanning job costs the card counts from
+		// the first look that found it waiting.
+		switch {
+		case c.waiting == "":
+			c.waitSince = time.Time{}
+		case c.waitSince.IsZero():
+			c.waitSince = s.opt.Now()
+		}
+	}()
 	if s.stopping || s.persist.err != nil || c.current != nil || len(c.queue) == 0 {
 		return nil
 	}
@@ -153,7 +163,7 @@ func (s dispatcher) takeLocked(c *card) *job {
 	for _, cd := range cards {
 		cd.pop()
 		cd.current = head
-		cd.waiting = ""
+		cd.waiting, cd.waitSince = "", time.Time{}
 	}
 	j := head
 	s.queued--

@@ -84,6 +84,10 @@ func statusView(st scheduler.Status) api.Status {
 			cur := summaryView(*c.Current)
 			cs.Current = &cur
 		}
+		if !c.WaitingSince.IsZero() {
+			since := c.WaitingSince.UTC()
+			cs.WaitingSince = &since
+		}
 		for i, q := range c.Queue {
 			cs.Pending[i] = summaryView(q)
 		}

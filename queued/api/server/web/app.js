@@ -122,6 +122,10 @@ function renderCard(c) {
   card.dataset.device = c.device_id;
   card.appendChild(el("h2", null, "Card " + c.device_id,
     el("span", "badge " + c.state, c.state), el("span", "worker", c.worker)));
+  if (c.waiting_since) {
+    // Idle for a job of several cards that waits for the others.
+    card.appendChild(el("p", "waiting", "idle " + dur(since(c.waiting_since)) + " so far"));
+  }
   if (c.card_type || c.pci_address) {
     card.appendChild(el("p", "board", [c.card_type, c.serial, c.asic_id ? "ASIC " + c.asic_id : "", c.pci_address ? "PCI " + c.pci_address : ""].filter(Boolean).join(" · ")));
   }
