@@ -3,6 +3,8 @@ package scheduler
 import (
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ttkit/ttkit/queued/runner"
@@ -25,18 +27,32 @@ type CrossCard struct {
 	JobCards string
 	// Card is the card it opened.
 	Card int
+	// Cover is every card the job should have been queued for: its own
+	// and each other it was seen holding, ascending.
+	Cover []int
 }
 
 // Advice is the status line for it: what happened and what to do.
 func (x CrossCard) Advice() string {
 	return fmt.Sprintf("job %s on card %s also opened card %d: tt-metal opens every card it sees; queue it with --device %s or pass TT_VISIBLE_DEVICES",
-		short(x.JobID), x.JobCards, x.Card, spanAdvice(x.JobCards, x.Card))
+		short(x.JobID), x.JobCards, x.Card, spanAdvice(x.Cover))
 }
 
-// spanAdvice is the --device a job should have asked for to cover card
-// too.
-func spanAdvice(cards string, card int) string {
-	return fmt.Sprintf("%s,%d", cards, card)
+// crossCardOf is job record rec's CrossCard for card.
+func crossCardOf(rec *store.Job, card int) CrossCard {
+	cover := slices.Concat(rec.Cards(), rec.CrossCards)
+	slices.Sort(cover)
+	return CrossCard{JobID: rec.ID, JobCards: rec.DeviceText(), Card: card, Cover: slices.Compact(cover)}
+}
+
+// spanAdvice is the --device a job should have asked for: cards, written
+// as a list.
+func spanAdvice(cards []int) string {
+	parts := make([]string, len(cards))
+	for i, c := range cards {
+		parts[i] = strconv.Itoa(c)
+	}
+	return strings.Join(parts, ",")
 }
 
 // Cross-card policies (TT_DEVICE_CROSS_CARD).
@@ -129,12 +145,12 @@ func (w crossWatch) found(j *job, d, pid int) {
 	}
 	j.rec.CrossCards = append(j.rec.CrossCards, d)
 	slices.Sort(j.rec.CrossCards)
-	x := CrossCard{JobID: j.rec.ID, JobCards: j.rec.DeviceText(), Card: d}
+	x := crossCardOf(&j.rec, d)
 	w.log.Warn(x.Advice(), "job", j.rec.ID, "pid", pid, "card", d, "policy", w.opt.CrossCard)
 	w.met.crossCard(d)
 	if w.opt.CrossCard == CrossCardKill {
 		j.crossKill = fmt.Sprintf("killed: it opened card %d outside its own (TT_DEVICE_CROSS_CARD=kill); queue it with --device %s or pass TT_VISIBLE_DEVICES",
-			d, spanAdvice(j.rec.DeviceText(), d))
+			d, spanAdvice(x.Cover))
 		j.stopFor(stopKill)
 	}
 	w.notify(j)
@@ -151,7 +167,7 @@ func (s *core) crossCardsLocked(id int) []CrossCard {
 			continue
 		}
 		seen[j] = true
-		out = append(out, CrossCard{JobID: j.rec.ID, JobCards: j.rec.DeviceText(), Card: id})
+		out = append(out, crossCardOf(&j.rec, id))
 	}
 	return out
 }

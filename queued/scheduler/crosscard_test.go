@@ -1,15 +1,21 @@
 package scheduler
 
 import (
+	"bytes"
+	"context"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/ttkit/ttkit/queued/store"
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 )
 
 // listOn is a job that writes its own pid into several cards' pids files,
@@ -21,6 +27,48 @@ func listOn(b *bundle, cards []int, gate string) string {
 		cmds = append(cmds, fmt.Sprintf("echo $$ > %[1]q.tmp && mv %[1]q.tmp %[1]q", p))
 	}
 	return strings.Join(cmds, " && ") + " && echo listed; " + gate
+}
+
+// A job queued for card 1 that opens cards 0 and 2 is advised to ask for
+// every card it opens, in order (--device 0,1,2); each card is counted
+// once in tt_device_queue.card.cross_card and logged once, however many
+// scans see it.
+func TestCrossCard_AdviceMetricAndOneLogLine(t *testing.T) {
+	t.Parallel()
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { mp.Shutdown(context.Background()) })
+	var logs syncBuffer
+	b, tree := setupHolders(t, func(o *Options) {
+		o.Devices = []int{0, 1, 2}
+		o.CrossCardInterval = 10 * time.Millisecond
+		o.MeterProvider = mp
+		o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	})
+	tree.SetPids(2)
+	gate, release := b.gate()
+	defer release()
+	j := b.submit(1, listOn(b, []int{1, 0, 2}, gate))
+	poll(t, "the job seen on cards 0 and 2", func() bool {
+		info, _ := b.s.Job(j.ID)
+		return slices.Equal(info.CrossCards, []int{0, 2})
+	})
+	time.Sleep(100 * time.Millisecond) // ten more scans see it again
+	for _, card := range []int{0, 2} {
+		x := b.s.Status().Cards[card].CrossCard
+		if len(x) != 1 || !strings.Contains(x[0].Advice(), "queue it with --device 0,1,2 ") {
+			t.Errorf("card %d's advice: %+v", card, x)
+		}
+	}
+	r := collect(t, reader)
+	for card, want := range map[int]int64{0: 1, 1: 0, 2: 1} {
+		if got := r.counter(t, MetricCrossCard, attribute.Int("card", card)); got != want {
+			t.Errorf("%s on card %d = %d, want %d", MetricCrossCard, card, got, want)
+		}
+	}
+	if n := strings.Count(logs.String(), "also opened card"); n != 2 {
+		t.Errorf("logged %d times, want once a card:\n%s", n, logs.String())
+	}
 }
 
 // A job queued for card 1 whose process opens card 0 too is shown as such
@@ -55,7 +103,7 @@ func TestCrossCard_DetectedAndKilled(t *testing.T) {
 			}
 			c0 := b.s.Status().Cards[0]
 			if len(c0.CrossCard) != 1 || c0.CrossCard[0].JobID != j.ID ||
-				!strings.Contains(c0.CrossCard[0].Advice(), "on card 1 also opened card 0: tt-metal opens every card it sees; queue it with --device 1,0 or pass TT_VISIBLE_DEVICES") {
+				!strings.Contains(c0.CrossCard[0].Advice(), "on card 1 also opened card 0: tt-metal opens every card it sees; queue it with --device 0,1 or pass TT_VISIBLE_DEVICES") {
 				t.Errorf("card 0's status: %+v", c0.CrossCard)
 			}
 			release()
@@ -112,4 +160,22 @@ func TestVisible_PCIAddressesOfItsCards(t *testing.T) {
 	if done := b2.waitDone(bad.ID); done.Outcome != store.OutcomeFailure || !strings.Contains(done.Error, "PCI address of card 7") {
 		t.Errorf("a card without sysfs: %s %q", done.Outcome, done.Error)
 	}
+}
+
+// syncBuffer is a bytes.Buffer a logger may write from several goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
