@@ -115,6 +115,32 @@ func TestQueued_InheritedDescriptorDoesNotReachJobs(t *testing.T) {
 	if out := d.logs(job); out != "closed\n" {
 		t.Errorf("the job read queued's inherited descriptor 3: %q", out)
 	}
+	// queued marked it close-on-exec at start, not only each job's
+	// helper at its own: queued keeps it (a wrapper's lock stays held),
+	// and nothing queued ever executes gets it.
+	pid := cmd.Process.Pid
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fd := range fds {
+		if target, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name())); target != secret {
+			continue
+		}
+		info, err := os.ReadFile(fmt.Sprintf("/proc/%d/fdinfo/%s", pid, fd.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var flags uint64
+		for _, line := range strings.Split(string(info), "\n") {
+			if v, ok := strings.CutPrefix(line, "flags:"); ok {
+				flags, _ = strconv.ParseUint(strings.TrimSpace(v), 8, 64)
+			}
+		}
+		if flags&unix.O_CLOEXEC == 0 {
+			t.Errorf("queued holds the inherited %s as descriptor %s without close-on-exec (flags %o)", secret, fd.Name(), flags)
+		}
+	}
 }
 
 // A working directory on a mount that never answers cannot wedge a card:
