@@ -284,6 +284,8 @@ func TestProlog_FailuresGoToTheMarker(t *testing.T) {
 			h.answer(t, "scontrol", "job", 0, "", "     Nodes=n1 CPU_IDs=0 Mem=0 GRES=tt:1(IDX:5)\n")
 		}, "error=cannot tell which tt cards Slurm gave this job on n1: GRES tt index 5, but slurmd -G lists 3 tt device files on n1"},
 		{"a bad setting", []string{"TT_SLURM_RESTE=always"}, nil, "error=the settings in "},
+		{"a bad hold expiry", []string{"TT_SLURM_HOLD_EXPIRES=2 hours"}, nil, "error=the settings in "},
+		{"a bad hold wait", []string{"TT_SLURM_HOLD_WAIT=soon"}, nil, "error=the settings in "},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -296,6 +298,9 @@ func TestProlog_FailuresGoToTheMarker(t *testing.T) {
 			r := h.run(t, "prolog.sh", prologEnv("42", "n1")...)
 			if r.code != 0 || !strings.HasPrefix(h.marker("42"), tc.want) {
 				t.Errorf("exit %d, marker %q, want it to start %q\n%v", r.code, h.marker("42"), tc.want, r)
+			}
+			if strings.HasPrefix(tc.want, "error=the settings") && !strings.Contains(r.log, "error: "+tc.settings[0]+" in ") && !strings.Contains(r.log, "is not a setting: "+tc.settings[0]) {
+				t.Errorf("the log does not name the bad setting %s:\n%s", tc.settings[0], r.log)
 			}
 		})
 	}
@@ -361,7 +366,7 @@ func TestTaskProlog(t *testing.T) {
 		}, code: 1, stdout: "print tt-device-queue (TaskProlog): cannot learn whether this job's hold " + holdID +
 			" on card(s) 1 is active: tt-device-queue: cannot reach queued (is queued running on /run/test/queued.sock?)\n"},
 		{name: "a bad wait", settings: []string{"TT_SLURM_HOLD_WAIT=soon"}, marker: "hold=" + holdID + "\ncards=1\n", code: 1,
-			stdout: "print tt-device-queue (TaskProlog): TT_SLURM_HOLD_WAIT=soon in "},
+			stdout: "print tt-device-queue (TaskProlog): this node's tt-slurm.env is invalid"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

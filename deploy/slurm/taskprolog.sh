@@ -84,21 +84,4 @@ main() {
 	exit 0
 }
 
-# duration_seconds turns a duration (600, 90s, 10m, 2h, 1h30m) into whole
-# seconds, for --wait and for the bound on the CLI itself.
-duration_seconds() {
-	local d=$1 total=0 n unit
-	[[ $d =~ ^[0-9]+$ ]] && d=${d}s
-	while [[ $d =~ ^([0-9]+)(h|m|s)(.*)$ ]]; do
-		n=${BASH_REMATCH[1]} unit=${BASH_REMATCH[2]} d=${BASH_REMATCH[3]}
-		case $unit in
-		h) total=$((total + n * 3600)) ;;
-		m) total=$((total + n * 60)) ;;
-		s) total=$((total + n)) ;;
-		esac
-	done
-	[[ -z $d && $1 =~ [0-9] ]] || return 1
-	printf '%s\n' "$total"
-}
-
 main "$@"

@@ -56,6 +56,14 @@ tt_load() {
 		ok=1
 		;;
 	esac
+	if ! duration_seconds "$TT_SLURM_HOLD_WAIT" >/dev/null; then
+		tt_log "error: TT_SLURM_HOLD_WAIT=$TT_SLURM_HOLD_WAIT in $tt_slurm_env: want a duration such as 600, 10m or 1h30m"
+		ok=1
+	fi
+	if [[ -n $TT_SLURM_HOLD_EXPIRES ]] && ! duration_seconds "$TT_SLURM_HOLD_EXPIRES" >/dev/null; then
+		tt_log "error: TT_SLURM_HOLD_EXPIRES=$TT_SLURM_HOLD_EXPIRES in $tt_slurm_env: want empty (the job's end releases it) or a duration such as 7200, 2h or 1h30m"
+		ok=1
+	fi
 	if [[ ! $TT_SLURM_TIMEOUT =~ ^[1-9][0-9]*$ ]]; then
 		tt_log "error: TT_SLURM_TIMEOUT=$TT_SLURM_TIMEOUT in $tt_slurm_env: want whole seconds, 1 or more"
 		TT_SLURM_TIMEOUT=10
@@ -66,6 +74,24 @@ tt_load() {
 	export TT_DEVICE_URL=unix://$TT_SLURM_SOCKET
 	unset TT_DEVICE_PORT
 	return "$ok"
+}
+
+# duration_seconds turns a duration (600, 90s, 10m, 2h, 1h30m) into whole
+# seconds (the TaskProlog's --wait and the bound on the CLI itself); it
+# fails for anything else, so tt_load can refuse it.
+duration_seconds() {
+	local d=$1 total=0 n unit
+	[[ $d =~ ^[0-9]+$ ]] && d=${d}s
+	while [[ $d =~ ^([0-9]+)(h|m|s)(.*)$ ]]; do
+		n=${BASH_REMATCH[1]} unit=${BASH_REMATCH[2]} d=${BASH_REMATCH[3]}
+		case $unit in
+		h) total=$((total + n * 3600)) ;;
+		m) total=$((total + n * 60)) ;;
+		s) total=$((total + n)) ;;
+		esac
+	done
+	[[ -z $d && $1 =~ [0-9] ]] || return 1
+	printf '%s\n' "$total"
 }
 
 # tt_log appends one line to TT_SLURM_LOG (root's scripts) or writes it to
