@@ -163,7 +163,8 @@ func exportedMetrics() []string {
 	p := func(s string) string { return strings.ReplaceAll(s, ".", "_") }
 	out := append([]string{"tt_process", "tt_process_count", "tt_device_process_count", "up",
 		p(scheduler.MetricDepth), p(scheduler.MetricCardState), p(scheduler.MetricRunningAge) + "_seconds",
-		p(scheduler.MetricResets) + "_total", p(scheduler.MetricPersistFailures) + "_total", p(scheduler.MetricPersistFailing)},
+		p(scheduler.MetricResets) + "_total", p(scheduler.MetricPersistFailures) + "_total", p(scheduler.MetricPersistFailing),
+		p(scheduler.MetricHeld), p(scheduler.MetricForeign), p(scheduler.MetricCardInfo), p(scheduler.MetricCrossCard) + "_total"},
 		cardMetrics...)
 	for _, h := range []string{scheduler.MetricWait, scheduler.MetricRun} {
 		for _, suffix := range []string{"_bucket", "_sum", "_count"} {

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,8 @@ import (
 
 	"github.com/ttkit/ttkit/internal/kmdtest"
 	"github.com/ttkit/ttkit/queued/store"
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 )
 
 // setupHolders starts a scheduler whose driver path is a fake KMD tree
@@ -136,5 +139,29 @@ func TestHolders_ContainerView(t *testing.T) {
 		if len(c.Foreign) != 1 || c.Foreign[0].PID != 0 || c.Foreign[0].FriendlyName != "(outside this PID namespace)" {
 			t.Fatalf("card %d foreign = %+v; want one holder outside the namespace", c.ID, c.Foreign)
 		}
+	}
+}
+
+// tt_device_queue.card.foreign counts, per card, the processes of no
+// queued job holding it (a job of another card is counted as cross-card
+// instead): an alert can then say which card a process outside the queue
+// holds while the card's queue waits.
+func TestMetrics_ForeignHoldersPerCard(t *testing.T) {
+	t.Parallel()
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { mp.Shutdown(context.Background()) })
+	b, tree := setupHolders(t, func(o *Options) { o.MeterProvider = mp })
+	outsider := kmdtest.Start(t, t.TempDir(), nil, "sleep", "600")
+	tree.SetPids(0, outsider.PID())
+	gate, release := b.gate()
+	defer release()
+	j := b.submit(1, listSelf(tree, 1, gate)) // its own card: not foreign
+	b.waitOutput(j.ID, "listed")
+	// The job also holds card 0: a queued job, not one outside the queue.
+	tree.SetPids(0, outsider.PID(), b.card(1).Current.PGID)
+	r := collect(t, reader)
+	if f0, f1 := r.gauge(t, MetricForeign, attribute.Int("card", 0)), r.gauge(t, MetricForeign, attribute.Int("card", 1)); f0 != 1 || f1 != 0 {
+		t.Errorf("holders of no queued job: card 0 %v, card 1 %v; want 1, 0", f0, f1)
 	}
 }

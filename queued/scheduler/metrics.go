@@ -59,6 +59,12 @@ const (
 	// attributes: card_type, serial, asic_id, pci_address (each "" where
 	// sysfs gives none).
 	MetricCardInfo = "tt_device_queue.card.info"
+	// MetricForeign (gauge, {process}) is the number of processes of no
+	// queued job (no TT_QUEUE_JOB_ID) holding the card: status's foreign
+	// holders less the jobs of other cards, which MetricCrossCard counts.
+	// A Slurm job's processes under a hold are among them. From a holder
+	// scan at most HolderMaxAge old.
+	MetricForeign = "tt_device_queue.card.foreign"
 )
 
 // MeterName is the instrumentation scope of these metrics.
@@ -145,9 +151,14 @@ func (m *metrics) register(s *core) error {
 		return fmt.Errorf("creating metric %s: %w", MetricHeld, err)
 	}
 	info, err := m.meter.Int64ObservableGauge(MetricCardInfo, metric.WithUnit("{card}"),
-		metric.WithDescription("1, with the card's type, serial and PCI address as attributes."))
+		metric.WithDescription("1, with the card's type, serial, ASIC id and PCI address as attributes."))
 	if err != nil {
 		return fmt.Errorf("creating metric %s: %w", MetricCardInfo, err)
+	}
+	foreign, err := m.meter.Int64ObservableGauge(MetricForeign, metric.WithUnit("{process}"),
+		metric.WithDescription("Processes of no queued job holding the card (outside the queue, or a Slurm job's under a hold)."))
+	if err != nil {
+		return fmt.Errorf("creating metric %s: %w", MetricForeign, err)
 	}
 	// Counters start at 0 so the series exist before the first event, and
 	// increase() in PromQL sees that first event too.
@@ -170,7 +181,16 @@ func (m *metrics) register(s *core) error {
 	}
 	m.reg, err = m.meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		cards, failed := snapshot(s)
+		scan := s.holders.get(s.opt.HolderMaxAge)
 		for _, c := range cards {
+			holders, _ := s.holders.foreignOf(scan, c.id, c.own)
+			outside := 0
+			for _, h := range holders {
+				if h.JobID == "" {
+					outside++
+				}
+			}
+			o.ObserveInt64(foreign, int64(outside), cardAttrs[c.id])
 			var h int64
 			if c.held {
 				h = 1
@@ -195,7 +215,7 @@ func (m *metrics) register(s *core) error {
 		}
 		o.ObserveInt64(failing, f)
 		return nil
-	}, depth, state, age, failing, info, held)
+	}, depth, state, age, failing, info, held, foreign)
 	if err != nil {
 		return fmt.Errorf("registering the gauges' callback: %w", err)
 	}
@@ -253,6 +273,7 @@ type cardSnapshot struct {
 	age   time.Duration
 	ident ttsysfs.Identity
 	held  bool
+	own   ownJob // the running job, whose processes are not foreign
 }
 
 // snapshot reads every card's gauges, and whether writes are failing,
@@ -266,6 +287,9 @@ func snapshot(s *core) ([]cardSnapshot, bool) {
 		c := s.cards[id]
 		cs := cardSnapshot{id: id, depth: len(c.queue), state: c.state, ident: c.ident,
 			held: c.current != nil && c.current.rec.Kind == store.KindHold}
+		if c.current != nil {
+			cs.own = ownJob{id: c.current.rec.ID, pgid: c.current.rec.PGID}
+		}
 		if c.current != nil && !cs.held && !c.current.rec.StartedAt.IsZero() {
 			cs.age = max(now.Sub(c.current.rec.StartedAt), 0)
 		}
