@@ -1,7 +1,6 @@
 package scheduler
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -9,10 +8,10 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/ttkit/ttkit/internal/cmdtest"
 	"github.com/ttkit/ttkit/queued/store"
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -38,7 +37,7 @@ func TestCrossCard_AdviceMetricAndOneLogLine(t *testing.T) {
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	t.Cleanup(func() { mp.Shutdown(context.Background()) })
-	var logs syncBuffer
+	var logs cmdtest.Buffer
 	b, tree := setupHolders(t, func(o *Options) {
 		o.Devices = []int{0, 1, 2}
 		o.CrossCardInterval = 10 * time.Millisecond
@@ -160,22 +159,4 @@ func TestVisible_PCIAddressesOfItsCards(t *testing.T) {
 	if done := b2.waitDone(bad.ID); done.Outcome != store.OutcomeFailure || !strings.Contains(done.Error, "PCI address of card 7") {
 		t.Errorf("a card without sysfs: %s %q", done.Outcome, done.Error)
 	}
-}
-
-// syncBuffer is a bytes.Buffer a logger may write from several goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -64,7 +64,8 @@ type outputBudget struct {
 	core      *core
 	mu        sync.Mutex
 	kick      chan struct{} // capacity 1; made on first use
-	pending   []string      // jobs ended since the last round, to be counted
+	pending   []endedFile   // jobs ended since the last round, to be counted
+	ending    int64         // the sizes of the ended jobs' files not yet counted, for status
 	files     map[string]keptFile
 	order     []orderedFile // oldest first; an entry is stale once its file is gone or counted again
 	next      uint64
@@ -81,6 +82,12 @@ type keptFile struct {
 	seq   uint64 // its place in order
 	owner uint32 // its job's owner, when owned
 	owned bool
+}
+
+// endedFile is a job that ended and the size of its output then.
+type endedFile struct {
+	id   string
+	size int64
 }
 
 type orderedFile struct {
@@ -102,11 +109,14 @@ func (b *outputBudget) kicked() <-chan struct{} {
 	return b.kickLocked()
 }
 
-// ended notes that a job's output file is complete and starts a round;
-// the worker calls it as the job ends.
-func (b *outputBudget) ended(id string) {
+// ended notes that a job's output file, of size bytes, is complete and
+// starts a round; the worker calls it as the job ends, when the job's
+// output leaves the running jobs' count. Status counts size until the
+// round counts the file itself.
+func (b *outputBudget) ended(id string, size int64) {
 	b.mu.Lock()
-	b.pending = append(b.pending, id)
+	b.pending = append(b.pending, endedFile{id, size})
+	b.ending += size
 	k := b.kickLocked()
 	b.mu.Unlock()
 	select {
@@ -229,7 +239,7 @@ func (b *outputBudget) statusLocked() OutputStatus {
 	if b.uncounted != "" {
 		warning = strings.TrimPrefix(warning+"; "+b.uncounted, "; ")
 	}
-	st := OutputStatus{Bytes: b.bytes + running, Budget: b.limit(), Deleted: b.deleted, Warning: warning,
+	st := OutputStatus{Bytes: b.bytes + b.ending + running, Budget: b.limit(), Deleted: b.deleted, Warning: warning,
 		PerUserBudget: b.core.opt.MaxOutputBytesPerUser}
 	for uid, n := range b.byOwner {
 		st.Top = append(st.Top, OwnerBytes{uid, n})
@@ -302,13 +312,21 @@ func (b *outputBudget) enforce() {
 	pending := b.pending
 	b.pending = nil
 	b.mu.Unlock()
-	owners := b.owners(pending)
-	for _, id := range pending {
-		if fi, err := os.Stat(s.outputPath(id)); err == nil {
-			b.mu.Lock()
-			b.addLocked(id, fi.Size(), owners)
-			b.mu.Unlock()
+	ids := make([]string, len(pending))
+	for i, e := range pending {
+		ids[i] = e.id
+	}
+	owners := b.owners(ids)
+	for _, e := range pending {
+		fi, err := os.Stat(s.outputPath(e.id))
+		// The file takes the place of the size noted at the job's end,
+		// under one lock, so status never counts it twice or not at all.
+		b.mu.Lock()
+		if err == nil {
+			b.addLocked(e.id, fi.Size(), owners)
 		}
+		b.ending -= e.size
+		b.mu.Unlock()
 	}
 	s.mu.Lock()
 	failing := s.persist.err != nil

@@ -271,7 +271,7 @@ func (s dispatcher) run(c *card, j *job) (done []*job, recs []store.Job) {
 			done, recs = []*job{j}, []store.Job{rec}
 			return
 		}
-		s.budget.ended(j.rec.ID)
+		s.budget.ended(j.rec.ID, ls.Disk)
 		if reset {
 			done, recs = s.resets.finishLocked(c, j, out, ls, now)
 			return

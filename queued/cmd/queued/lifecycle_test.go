@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ttkit/ttkit/internal/cmdtest"
 	"github.com/ttkit/ttkit/queued/api"
 )
 
@@ -76,7 +77,7 @@ func TestQueued_FailedStartChangesNoJob(t *testing.T) {
 // output.
 func startFailing(t *testing.T, path, state, addr string) string {
 	t.Helper()
-	d := &daemon{t: t, state: state, stderr: &syncBuffer{}, exited: make(chan struct{})}
+	d := &daemon{t: t, state: state, stderr: &cmdtest.Buffer{}, exited: make(chan struct{})}
 	c := newCmd(path, "--listen", addr)
 	c.Env = env("TT_DEVICE_IDS=0,1", "TT_DEVICE_LOG_DIR="+state, "TT_DEVICE_KILL_GRACE=2")
 	c.Stderr = d.stderr

@@ -10,11 +10,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/ttkit/ttkit/internal/cmdtest"
 	"github.com/ttkit/ttkit/queued/api"
 	"go.uber.org/goleak"
 )
@@ -62,25 +62,11 @@ func env(extra ...string) []string {
 	return append(out, extra...)
 }
 
-// syncBuffer collects a process's stderr for failure messages.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
-
 type daemon struct {
 	t      *testing.T
 	state  string
 	cmd    *exec.Cmd
-	stderr *syncBuffer
+	stderr *cmdtest.Buffer
 	exited chan struct{}
 	client *api.Client
 }
@@ -147,7 +133,7 @@ func spawn(t *testing.T, state string, cmd *exec.Cmd, extra ...string) *daemon {
 // spawnWith is spawn with start doing the cmd.Start.
 func spawnWith(t *testing.T, state string, cmd *exec.Cmd, start func(*exec.Cmd) error, extra ...string) *daemon {
 	t.Helper()
-	d := &daemon{t: t, state: state, stderr: &syncBuffer{}, exited: make(chan struct{}), cmd: cmd}
+	d := &daemon{t: t, state: state, stderr: &cmdtest.Buffer{}, exited: make(chan struct{}), cmd: cmd}
 	d.cmd.Env = env(append([]string{"TT_DEVICE_IDS=0,1", "TT_DEVICE_LOG_DIR=" + state, "TT_DEVICE_KILL_GRACE=2"}, extra...)...)
 	d.cmd.Stderr = d.stderr
 	if err := start(d.cmd); err != nil {
