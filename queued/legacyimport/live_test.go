@@ -201,7 +201,14 @@ func TestImport_BusyToolLosesNothing(t *testing.T) {
 	db := filepath.Join(dir, legacyimport.DBName)
 	kmdtest.MakeLegacyDB(t, map[string]any{"path": db})
 	l := startLive(t, db, 0, "busy", true)
-	for i := 0; i < 40; i++ {
+	// At least 40 imports, and on until the tool has committed ten jobs
+	// among them: a refused import takes a few ms, a commit on a slow disk
+	// longer, so a fixed count alone could end before the tool did much.
+	deadline := time.Now().Add(30 * time.Second)
+	for i := 0; i < 40 || len(l.acked()) < 10; i++ {
+		if time.Now().After(deadline) {
+			t.Fatalf("the tool acknowledged %d jobs in 30s of imports", len(l.acked()))
+		}
 		if _, err := legacyimport.ImportInto(t.TempDir(), db, opts()); !errors.Is(err, legacyimport.ErrInUse) {
 			t.Fatalf("import %d while the tool commits jobs: %v, want ErrInUse", i, err)
 		}
