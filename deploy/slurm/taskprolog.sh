@@ -56,8 +56,7 @@ main() {
 	# The job has no tt card on this node.
 	[[ -z $hold && -z $cards ]] && exit 0
 	[[ $hold =~ ^[0-9a-f]{32}$ && -n $cards ]] || refuse "$(tt_marker) names no hold; the Prolog did not finish"
-	wait=$(duration_seconds "$TT_SLURM_HOLD_WAIT") ||
-		refuse "TT_SLURM_HOLD_WAIT=$TT_SLURM_HOLD_WAIT in $tt_slurm_env: want a duration such as 600, 10m or 1h30m"
+	wait=$(duration_seconds "$TT_SLURM_HOLD_WAIT") # tt_load checked it
 	tt_timeout=$((wait + TT_SLURM_TIMEOUT))
 	tt_cli hold-status "$hold" --wait="${wait}s" --json
 	rc=$?

@@ -236,7 +236,7 @@ func cardNotes(c api.CardStatus, now time.Time) []string {
 	if why, ok := strings.CutPrefix(c.Worker, "waiting: "); ok {
 		idle := "idle"
 		if c.WaitingSince != nil {
-			idle += " " + fmtDuration(time.Since(*c.WaitingSince))
+			idle += " " + fmtDuration(now.Sub(*c.WaitingSince))
 		}
 		out = append(out, card+idle+", waiting: "+why)
 	}

@@ -117,8 +117,9 @@ type runEvent struct {
 // follow copies the job's output to stdout until the job is done, only
 // its first outputLimit bytes when that is above 0 (cut then says some
 // were left out).
-func (a *App) follow(ctx context.Context, sub api.QueueResponse, outputLimit int64) (job api.Job, cut bool, err error) {
+func (a *App) follow(ctx context.Context, sub api.QueueResponse, outputLimit int64) (api.Job, bool, error) {
 	c := a.client
+	cut := false
 	refresh := plainRefresh
 	if a.progress.live {
 		refresh = liveRefresh

@@ -60,9 +60,6 @@ const (
 	kindString                  // string
 )
 
-// maxSeconds bounds every duration setting (api.MaxSeconds).
-const maxSeconds = api.MaxSeconds
-
 // Settings lists every setting in Config's order: the seed's table, then
 // the ones queued adds. It is read from Config's struct tags once, at
 // start.
@@ -92,8 +89,8 @@ func defaultVarMap() map[string]string {
 	}
 	for name, v := range defaults.Vars {
 		vars[name] = fmt.Sprint(v)
-		if b, ok := v.(bool); ok {
-			vars[name] = map[bool]string{false: "0", true: "1"}[b] // as the variables are written
+		if b, ok := v.(bool); ok { // written as the variables are: 1 or 0
+			vars[name] = Setting{kind: kindBool}.format(reflect.ValueOf(b))
 		}
 	}
 	return vars
@@ -122,7 +119,7 @@ func declared() []Setting {
 		switch {
 		case f.Type == reflect.TypeFor[time.Duration]() && f.Tag.Get("type") == "seconds":
 			s.kind, s.Unit = kindSeconds, "seconds"
-			s.max, s.hasMax = maxSeconds, true
+			s.max, s.hasMax = api.MaxSeconds, true
 		case f.Type == reflect.TypeFor[[]int]() && f.Tag.Get("type") == "cards":
 			s.kind = kindCards
 		case f.Type == reflect.TypeFor[*int]():
@@ -236,7 +233,7 @@ func (s Setting) read(raw string) (reflect.Value, error) {
 		v = n
 	case kindSeconds:
 		n, err := strconv.ParseInt(raw, 10, 64)
-		if err != nil || n > maxSeconds || n < -maxSeconds { // beyond the bounds and time.Duration's
+		if err != nil || n > api.MaxSeconds || n < -api.MaxSeconds { // beyond the bounds and time.Duration's
 			return reflect.Value{}, errors.New(s.want())
 		}
 		v = time.Duration(n) * time.Second

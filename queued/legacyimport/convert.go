@@ -234,7 +234,7 @@ func (c *converted) fitBudget(j *store.Job, now time.Time) {
 	c.report.OverBudget++
 	why := fmt.Sprintf("its cmd (%d bytes) and env (%d bytes) take %d bytes, over queued's record budget of %d bytes (a cmd of at most %d); imported with its cmd cut to %d bytes and no env, the whole row left in the Python tool's database",
 		len(j.Cmd), envBytes, size, api.MaxRecordBytes, api.MaxCmdBytes, store.PreviewBytes)
-	j.Cmd = strings.ToValidUTF8(j.Cmd[:min(len(j.Cmd), store.PreviewBytes)], "")
+	j.Cmd = strings.Clone(store.Preview(j.Cmd))
 	j.Env = nil
 	switch {
 	case j.Kind == store.KindReset:

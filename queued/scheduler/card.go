@@ -33,7 +33,7 @@ type card struct {
 	last       resetResult      // the last finished reset
 	paused     string           // why a dispatchable job waits (a foreign holder); "" when it does not
 	waiting    string           // why the head, a job of several cards, waits for the others; "" when it does not
-	waitSince  time.Time        // since when the card has been idle waiting so (zero when it is not)
+	waitSince  time.Time        // since when the card has been waiting so; read only while waiting is set
 	ident      ttsysfs.Identity // PCI address and board, from sysfs; see identify
 	identErr   string           // why ident could not be read, if it could not
 	rev        uint64           // changes to the card record in memory

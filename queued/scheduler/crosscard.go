@@ -3,10 +3,9 @@ package scheduler
 import (
 	"fmt"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
+	"github.com/ttkit/ttkit/queued/api"
 	"github.com/ttkit/ttkit/queued/runner"
 	"github.com/ttkit/ttkit/queued/store"
 )
@@ -35,7 +34,7 @@ type CrossCard struct {
 // Advice is the status line for it: what happened and what to do.
 func (x CrossCard) Advice() string {
 	return fmt.Sprintf("job %s on card %s also opened card %d: tt-metal opens every card it sees; queue it with --device %s or pass TT_VISIBLE_DEVICES",
-		short(x.JobID), x.JobCards, x.Card, spanAdvice(x.Cover))
+		short(x.JobID), x.JobCards, x.Card, api.FormatDevices(x.Cover))
 }
 
 // crossCardOf is job record rec's CrossCard for card.
@@ -43,16 +42,6 @@ func crossCardOf(rec *store.Job, card int) CrossCard {
 	cover := slices.Concat(rec.Cards(), rec.CrossCards)
 	slices.Sort(cover)
 	return CrossCard{JobID: rec.ID, JobCards: rec.DeviceText(), Card: card, Cover: slices.Compact(cover)}
-}
-
-// spanAdvice is the --device a job should have asked for: cards, written
-// as a list.
-func spanAdvice(cards []int) string {
-	parts := make([]string, len(cards))
-	for i, c := range cards {
-		parts[i] = strconv.Itoa(c)
-	}
-	return strings.Join(parts, ",")
 }
 
 // Cross-card policies (TT_DEVICE_CROSS_CARD).
@@ -150,7 +139,7 @@ func (w crossWatch) found(j *job, d, pid int) {
 	w.met.crossCard(d)
 	if w.opt.CrossCard == CrossCardKill {
 		j.crossKill = fmt.Sprintf("killed: it opened card %d outside its own (TT_DEVICE_CROSS_CARD=kill); queue it with --device %s or pass TT_VISIBLE_DEVICES",
-			d, spanAdvice(x.Cover))
+			d, api.FormatDevices(x.Cover))
 		j.stopFor(stopKill)
 	}
 	w.notify(j)

@@ -62,12 +62,17 @@ func (s holdDesk) hold(spec HoldSpec) (JobInfo, error) {
 	}
 	info, err := (submitter{s.core}).enqueue(withCards(rec, spec.Cards, spec.DeviceSpec), keyOf(rec.Cmd))
 	if err == nil && !rec.ExpiresAt.IsZero() {
-		select {
-		case s.expiry <- struct{}{}:
-		default: // the loop has a wake-up pending already
-		}
+		s.kickExpiry()
 	}
 	return info, err
+}
+
+// kickExpiry makes the expiry loop look at the queued holds now.
+func (c *core) kickExpiry() {
+	select {
+	case c.expiry <- struct{}{}:
+	default: // the loop has a wake-up pending already
+	}
 }
 
 // expiryLoop ends each queued hold when its expiry passes. A hold's expiry

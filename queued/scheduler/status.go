@@ -136,7 +136,7 @@ func (s reporter) statusLocked() (Status, []ownJob) {
 		c := s.cards[id]
 		cs := CardStatus{ID: id, State: c.state, Worker: s.workerStateLocked(c), ForeignWait: s.opt.WaitForeign, Paused: c.paused,
 			ResetEpoch: c.resetEpoch, Identity: c.ident, IdentityError: c.identErr, CrossCard: s.crossCardsLocked(id)}
-		if c.waiting != "" && c.current == nil {
+		if c.waiting != "" {
 			cs.WaitingSince = c.waitSince
 		}
 		var o ownJob

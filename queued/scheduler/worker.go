@@ -122,17 +122,8 @@ func (s dispatcher) idle(c *card, paused bool) {
 // every one of their queues, each free and alive. It is then taken from
 // every queue and is the current job of every card (see span.go).
 func (s dispatcher) takeLocked(c *card) *job {
+	wasWaiting := c.waiting != ""
 	c.waiting = ""
-	defer func() {
-		// The idle time a waiting spanning job costs the card counts from
-		// the first look that found it waiting.
-		switch {
-		case c.waiting == "":
-			c.waitSince = time.Time{}
-		case c.waitSince.IsZero():
-			c.waitSince = s.opt.Now()
-		}
-	}()
 	if s.stopping || s.persist.err != nil || c.current != nil || len(c.queue) == 0 {
 		return nil
 	}
@@ -143,10 +134,7 @@ func (s dispatcher) takeLocked(c *card) *job {
 	if at := head.rec.ExpiresAt; head.rec.Kind == store.KindHold && !at.IsZero() && !s.opt.Now().Before(at) {
 		// Expired while it waited: the expiry loop ends it (and so wakes
 		// the card) rather than it being taken, and shown active, after.
-		select {
-		case s.expiry <- struct{}{}:
-		default:
-		}
+		s.kickExpiry()
 		return nil
 	}
 	if head.isWork() && (c.dead != nil || c.paused != "") {
@@ -156,6 +144,11 @@ func (s dispatcher) takeLocked(c *card) *job {
 	if head.spans() {
 		cards = s.cardsOf(head)
 		if ok, why := cards.readyFor(head, c); !ok {
+			if !wasWaiting {
+				// The idle time this wait costs the card counts from the
+				// first look that found it waiting.
+				c.waitSince = s.opt.Now()
+			}
 			c.waiting = why
 			return nil
 		}
@@ -163,7 +156,7 @@ func (s dispatcher) takeLocked(c *card) *job {
 	for _, cd := range cards {
 		cd.pop()
 		cd.current = head
-		cd.waiting, cd.waitSince = "", time.Time{}
+		cd.waiting = ""
 	}
 	j := head
 	s.queued--

@@ -76,7 +76,7 @@ func (j Job) Briefed() Job {
 		sum := sha256.Sum256([]byte(j.Cmd))
 		j.CmdBytes, j.CmdSHA256 = len(j.Cmd), hex.EncodeToString(sum[:])
 		// A copy: a substring would keep the whole command alive.
-		j.Cmd = strings.Clone(cutUTF8(j.Cmd, PreviewBytes))
+		j.Cmd = strings.Clone(Preview(j.Cmd))
 	} else {
 		j.CmdBytes, j.CmdSHA256 = 0, ""
 	}
@@ -110,6 +110,11 @@ func (j *Job) CmdDigest() [sha256.Size]byte {
 	}
 	return sha256.Sum256([]byte(j.Cmd))
 }
+
+// Preview is cmd as a brief record keeps it: its first PreviewBytes, not
+// cut inside a UTF-8 sequence. Records too large to keep whole (an
+// import's over the record budget) keep the same.
+func Preview(cmd string) string { return cutUTF8(cmd, PreviewBytes) }
 
 // cutUTF8 cuts s to at most n bytes, not inside a UTF-8 sequence.
 func cutUTF8(s string, n int) string {
