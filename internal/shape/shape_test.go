@@ -104,7 +104,7 @@ func TestShape_NoBackArrow(t *testing.T) {
 	t.Parallel()
 	root := moduleRoot(t)
 	forbidden := module + "/queued/config"
-	for _, pkg := range []string{module + "/queued/api", module + "/queued/api/server", module + "/queued/scheduler",
+	for _, pkg := range []string{module + "/queued/api", module + "/queued/server", module + "/queued/scheduler",
 		module + "/queued/runner", module + "/queued/store"} {
 		if path, ok := dependsOn(t, root, pkg, forbidden, map[string]bool{}); ok {
 			t.Errorf("%s depends on %s: %s", pkg, forbidden, strings.Join(path, " -> "))

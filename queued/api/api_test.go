@@ -187,7 +187,7 @@ func TestClient_FollowsNoRedirect(t *testing.T) {
 // no whole-request timeout (contexts bound calls), idle connections
 // dropped before the daemon drops them.
 func TestNewClient_Transport(t *testing.T) {
-	c := NewClient(DefaultURL, "tok")
+	c := NewClient("http://127.0.0.1:5741", "tok")
 	defer c.Close()
 	tr, ok := c.http.Transport.(*http.Transport)
 	if !ok {

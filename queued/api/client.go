@@ -45,7 +45,7 @@ const (
 )
 
 // NewClient returns a client for the daemon at baseURL (such as
-// DefaultURL) with the token from its state directory (see ReadToken).
+// http://127.0.0.1:5741) with the token from its state directory (see ReadToken).
 // One Client is safe for concurrent use and keeps a connection for each
 // of up to 64 concurrent callers. It connects to baseURL directly, never
 // through a proxy from the environment, so the token goes nowhere else,

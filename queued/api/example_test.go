@@ -8,6 +8,7 @@ import (
 
 	"github.com/ttkit/ttkit/queued/api"
 	"github.com/ttkit/ttkit/queued/config"
+	"github.com/ttkit/ttkit/queued/defaults"
 )
 
 // Submitting a job and streaming its output, as `tt-device-queue run`
@@ -24,7 +25,7 @@ func Example() {
 		fmt.Println(err) // queued is not running with this state directory
 		return
 	}
-	c := api.NewClient(api.DefaultURL, token)
+	c := api.NewClient(defaults.URL, token)
 	defer c.Close()
 	ctx := context.Background()
 	job, err := c.Queue(ctx, api.QueueRequest{Cmd: "python3 my_device0_script.py", Cwd: "/home/me/blackhole-py", DeviceID: "0"})

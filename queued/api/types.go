@@ -1,5 +1,5 @@
 // Package api is queued's HTTP interface as clients see it: the request
-// and response types (shared with the server in api/server, so the wire
+// and response types (shared with the server in queued/server, so the wire
 // format is defined once), the typed Go client the tt-device-queue CLI
 // uses, and the token and address files in the state directory. It has no
 // dependency on the daemon's internals.
@@ -7,16 +7,8 @@ package api
 
 import (
 	"encoding/json"
-	"net"
-	"strconv"
 	"time"
-
-	"github.com/ttkit/ttkit/queued/defaults"
 )
-
-// DefaultURL is where the daemon listens unless told otherwise: the
-// loopback address on TT_DEVICE_PORT's default.
-var DefaultURL = "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(defaults.Port))
 
 // QueueRequest is the body of POST /queue.
 type QueueRequest struct {

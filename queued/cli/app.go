@@ -16,6 +16,7 @@ import (
 
 	"github.com/ttkit/ttkit/queued/api"
 	"github.com/ttkit/ttkit/queued/config"
+	"github.com/ttkit/ttkit/queued/defaults"
 )
 
 // App is what every command's Run receives: the global options, the
@@ -153,7 +154,7 @@ func (a *App) baseURL() (string, error) {
 		return "", usageErr("--port %d: want a TCP port, 1-65535", port)
 	}
 	if host == "" && port == 0 {
-		return api.DefaultURL, nil
+		return defaults.URL, nil
 	}
 	if host == "" {
 		host = "127.0.0.1"

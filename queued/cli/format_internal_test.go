@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ttkit/ttkit/queued/api"
+	"github.com/ttkit/ttkit/queued/defaults"
 )
 
 func TestJobStatus(t *testing.T) {
@@ -76,7 +77,7 @@ func TestBaseURL(t *testing.T) {
 		port int
 		want string
 	}{
-		{"", 0, api.DefaultURL},
+		{"", 0, defaults.URL},
 		{"", 6000, "http://127.0.0.1:6000"},
 		{"localhost", 0, "http://localhost:5741"},
 		{"::1", 7000, "http://[::1]:7000"},
@@ -93,7 +94,7 @@ func TestBaseURL(t *testing.T) {
 	// TCP port that a stranger may hold while queued is down.
 	api.WriteAddress(dir, "http://127.0.0.1:4242")
 	a.Host, a.Port = "", 0
-	if got, _ := a.baseURL(); got != api.DefaultURL {
+	if got, _ := a.baseURL(); got != defaults.URL {
 		t.Errorf("with an address file: %q; want it ignored", got)
 	}
 	for _, bad := range []struct {

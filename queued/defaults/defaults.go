@@ -7,7 +7,17 @@
 // sits above them.
 package defaults
 
-import "github.com/ttkit/ttkit/internal/procscan"
+import (
+	"net"
+	"strconv"
+
+	"github.com/ttkit/ttkit/internal/procscan"
+)
+
+// URL is where a client finds the daemon unless told otherwise: the
+// loopback address on TT_DEVICE_PORT's default. It lives here, not in
+// the wire package, so that queued/api depends on nothing of queued's.
+var URL = "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(Port))
 
 // The defaults, by the variable that sets each.
 const (

@@ -22,7 +22,7 @@ import (
 // memory; once the filler is deleted, dispatch resumes and every
 // acknowledged job finishes, also across a restart. (Write faults
 // injected at every transition are tested in package queued/scheduler and
-// queued/api/server; this is the real thing.)
+// queued/server; this is the real thing.)
 func TestDiskFull(t *testing.T) {
 	mnt, state, logPath, work := onTmpfs(t, "2m")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -23,12 +23,12 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ttkit/ttkit/queued/api"
-	"github.com/ttkit/ttkit/queued/api/server"
 	"github.com/ttkit/ttkit/queued/config"
 	"github.com/ttkit/ttkit/queued/jobcgroup"
 	"github.com/ttkit/ttkit/queued/legacyimport"
 	"github.com/ttkit/ttkit/queued/runner"
 	"github.com/ttkit/ttkit/queued/scheduler"
+	"github.com/ttkit/ttkit/queued/server"
 	"github.com/ttkit/ttkit/queued/slurmcheck"
 	"github.com/ttkit/ttkit/queued/store"
 	"github.com/ttkit/ttkit/queued/telemetry"

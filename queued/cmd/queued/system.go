@@ -9,8 +9,8 @@ import (
 	"syscall"
 
 	"github.com/ttkit/ttkit/queued/account"
-	"github.com/ttkit/ttkit/queued/api/server"
 	"github.com/ttkit/ttkit/queued/config"
+	"github.com/ttkit/ttkit/queued/server"
 )
 
 // system is what system mode (TT_DEVICE_SOCKET) resolves at start, before
