@@ -1,8 +1,7 @@
-// Tests of the Slurm scripts in deploy/slurm, run by bash as slurmd and
-// slurmstepd run them (no PATH, only the job's SLURM_* variables), with
-// stand-ins for squeue, scontrol, slurmd -G and tt-device-queue that answer what
-// each case needs and record how they were called. test/slurm runs the
-// same scripts under a real Slurm and a real queued.
+// Tests of deploy/slurm's scripts, run by bash as slurmd and slurmstepd run
+// them (no PATH, only SLURM_* variables), with stand-ins for squeue, scontrol,
+// slurmd -G and tt-device-queue that answer each case and record their calls.
+// test/slurm runs the same scripts under a real Slurm and a real queued.
 package slurm_test
 
 import (
@@ -28,8 +27,7 @@ type host struct {
 // stub writes a stand-in command: it records its arguments in calls, then
 // answers from the file named answer.<first word> (for tt-device-queue,
 // the subcommand): an exit status line, a stderr line, then stdout.
-// tt-device-queue's slurm subcommands are the real CLI's (cliBin), which
-// runs the stand-ins for squeue and slurmd.
+// tt-device-queue slurm ... is the real CLI (cliBin), on these stand-ins.
 const stub = `#!/bin/bash
 d=%q
 if [[ ${0##*/} == tt-device-queue && $1 == slurm && -x $d/real/tt-device-queue ]]; then
