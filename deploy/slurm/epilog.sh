@@ -38,9 +38,22 @@ main() {
 		tt_log "error: the settings in $tt_slurm_env are invalid: not resetting; releasing the hold with the defaults"
 		TT_SLURM_RESET=never
 	fi
-	local hold cards state want=no card code
-	if [[ -f $(tt_marker) && -z $(tt_marker_get hold) && -z $(tt_marker_get cards) && -z $(tt_marker_get error) ]]; then
-		# The Prolog found no tt card for the job on this node.
+	local hold cards state want=no card code err
+	if [[ -f $(tt_marker) && -z $(tt_marker_get hold) && -z $(tt_marker_get cards) ]]; then
+		err=$(tt_marker_get error)
+		if [[ -z $err ]]; then
+			# The Prolog found no tt card for the job on this node.
+			rm -f -- "$(tt_marker)"
+			exit 0
+		fi
+		# The Prolog took no hold (the marker says why), so nothing says
+		# which cards the job had: no reset. A hold queued has for the job
+		# all the same (its answer to the Prolog was lost) is released.
+		if tt_cli release --slurm-job "$SLURM_JOB_ID"; then
+			tt_log "no reset: the Prolog took no hold ($err); release: $tt_out"
+		else
+			tt_log "no reset: the Prolog took no hold ($err); error: release failed: ${tt_err:-exit $?}"
+		fi
 		rm -f -- "$(tt_marker)"
 		exit 0
 	fi

@@ -38,44 +38,27 @@ fail() {
 	exit 0
 }
 
-# allocated_cards prints the card numbers (0,3) of the tt GRES the job has
-# on this node. Slurm 22.05 gives a Prolog no variable for a GRES other
-# than gpu, so they come from `scontrol show job -d` (a line per node
-# group: "Nodes=n[1-2] CPU_IDs=0-3 Mem=0 GRES=tt:p150a:2(IDX:0-1)"). IDX
-# counts the node's tt GRES in the order slurmd lists them, which
-# `slurmd -G` prints with each one's device file, /dev/tenstorrent/N.
+# allocated_cards prints the card numbers (0,3) of the tt GRES Slurm
+# allocated the job on this node, or fails saying why. Slurm 22.05 gives a
+# Prolog no variable for a GRES other than gpu, and `scontrol show job -d`
+# prints the job's name and comment as given, newlines and all, so a job
+# named "x\n     Nodes=n1 ... GRES=tt:4(IDX:0-3)" would print a GRES line
+# of its own. `tt-device-queue slurm cards` reads the allocation from
+# squeue --json instead, where that text is a quoted string, and maps the
+# GRES indexes to cards through slurmd -G, strictly: what it cannot read
+# is an error and no card, so the job gets no hold (fails closed).
 allocated_cards() {
-	local detail line nodes gres list idx files i card out=()
-	detail=$(timeout -k 2 "$TT_SLURM_TIMEOUT" scontrol show job -d "$SLURM_JOB_ID" 2>&1) ||
-		{ echo "scontrol show job -d $SLURM_JOB_ID failed: $detail" >&2; return 1; }
-	idx=()
-	while IFS= read -r line; do
-		[[ $line =~ [[:space:]]Nodes=([^[:space:]]+)[[:space:]].*GRES=([^[:space:]]*) ]] || continue
-		nodes=${BASH_REMATCH[1]} gres=${BASH_REMATCH[2]}
-		scontrol show hostnames "$nodes" 2>/dev/null | grep -qxF -- "$SLURMD_NODENAME" || continue
-		while read -r i; do
-			[[ -n $i ]] || continue
-			list=$(tt_expand_list "$i") || { echo "cannot read the GRES index list $i in $gres" >&2; return 1; }
-			mapfile -t -O "${#idx[@]}" idx <<<"$list"
-		done < <(grep -oE '(^|[,=])tt(:[^,:()]+)?(:[0-9]+)?\(IDX:[0-9,-]+\)' <<<"$gres" | sed -E 's/.*\(IDX:([0-9,-]+)\)/\1/')
-	done <<<"$detail"
-	((${#idx[@]} > 0)) || return 0
-	mapfile -t files < <(timeout -k 2 "$TT_SLURM_TIMEOUT" slurmd -G -N "$SLURMD_NODENAME" 2>&1 |
-		sed -nE 's/.*Gres Name=tt .*File=([^[:space:]]+).*/\1/p')
-	for i in "${idx[@]}"; do
-		if ((i >= ${#files[@]})); then
-			echo "GRES tt index $i, but slurmd -G lists ${#files[@]} tt device files on $SLURMD_NODENAME" >&2
-			return 1
-		fi
-		card=${files[$i]##*/}
-		if [[ ! $card =~ ^[0-9]+$ ]]; then
-			echo "GRES tt index $i is ${files[$i]}, not a /dev/tenstorrent/N card" >&2
-			return 1
-		fi
-		out+=("$card")
-	done
-	local IFS=,
-	printf '%s\n' "${out[*]}"
+	local rc=0
+	tt_cli slurm cards --job "$SLURM_JOB_ID" --node "$SLURMD_NODENAME" || rc=$?
+	if ((rc != 0)); then
+		echo "${tt_err:-tt-device-queue slurm cards: exit $rc}" >&2
+		return 1
+	fi
+	if [[ ! $tt_out =~ ^([0-9]+(,[0-9]+)*)?$ ]]; then
+		echo "tt-device-queue slurm cards printed $tt_out, not a card list" >&2
+		return 1
+	fi
+	printf '%s\n' "$tt_out"
 }
 
 main() {
@@ -89,7 +72,7 @@ main() {
 	cards=$(allocated_cards 2>"$errf")
 	local rc=$?
 	local err
-	err=$(tr '\n' ' ' <"$errf")
+	err=$(tr '\n' ' ' <"$errf" | sed 's/[[:space:]]*$//')
 	rm -f "$errf"
 	((rc == 0)) || fail "cannot tell which tt cards Slurm gave this job on $SLURMD_NODENAME: $err"
 	if [[ -z $cards ]]; then

@@ -1,8 +1,7 @@
-// Tests of the Slurm scripts in deploy/slurm, run by bash as slurmd and
-// slurmstepd run them (no PATH, only the job's SLURM_* variables), with
-// stand-ins for scontrol, slurmd -G and tt-device-queue that answer what
-// each case needs and record how they were called. test/slurm runs the
-// same scripts under a real Slurm and a real queued.
+// Tests of deploy/slurm's scripts, run by bash as slurmd and slurmstepd run
+// them (no PATH, only SLURM_* variables), with stand-ins for squeue, scontrol,
+// slurmd -G and tt-device-queue that answer each case and record their calls.
+// test/slurm runs the same scripts under a real Slurm and a real queued.
 package slurm_test
 
 import (
@@ -10,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -29,8 +27,12 @@ type host struct {
 // stub writes a stand-in command: it records its arguments in calls, then
 // answers from the file named answer.<first word> (for tt-device-queue,
 // the subcommand): an exit status line, a stderr line, then stdout.
+// tt-device-queue slurm ... is the real CLI (cliBin), on these stand-ins.
 const stub = `#!/bin/bash
 d=%q
+if [[ ${0##*/} == tt-device-queue && $1 == slurm && -x $d/real/tt-device-queue ]]; then
+	exec "$d/real/tt-device-queue" "$@"
+fi
 if [[ ${0##*/} == scontrol && $1 == show && $2 == hostnames ]]; then
 	tr , '\n' <<<"$3"
 	exit 0
@@ -39,6 +41,7 @@ printf '%%s %%s\n' "${0##*/}" "$*" >>"$d/calls"
 key=$1
 [[ $key == --json || $key == show || $key == -G ]] && key=$2
 [[ ${0##*/} == slurmd ]] && key=G
+[[ ${0##*/} == squeue ]] && key=job
 f="$d/answer.${0##*/}.$key"
 [[ -f $f ]] || exit 0
 rc=$(sed -n 1p "$f")
@@ -63,8 +66,11 @@ func newHost(t *testing.T, settings ...string) *host {
 		}
 		write(t, filepath.Join(h.scripts, name), string(b), 0o755)
 	}
-	for _, name := range []string{"tt-device-queue", "scontrol", "slurmd"} {
+	for _, name := range []string{"tt-device-queue", "scontrol", "slurmd", "squeue"} {
 		write(t, filepath.Join(h.stubs, name), fmt.Sprintf(stub, h.stubs), 0o755)
+	}
+	if err := os.Symlink(cliBin, filepath.Join(h.stubs, "real")); err != nil {
+		t.Fatal(err)
 	}
 	h.sysfs = kmdtest.BusySysfs(t, filepath.Join(dir, "sysfs"), 4).Root
 	env := strings.Join(append([]string{
@@ -89,7 +95,7 @@ func write(t *testing.T, path, content string, mode os.FileMode) {
 }
 
 // answer makes the stand-in cmd answer key (tt-device-queue's subcommand,
-// scontrol's "job", slurmd's "G") with an exit status, a stderr line and
+// squeue's and scontrol's "job", slurmd's "G") with an exit status, a stderr line and
 // stdout.
 func (h *host) answer(t *testing.T, cmd, key string, code int, stderr, stdout string) {
 	t.Helper()
@@ -206,24 +212,24 @@ func holdAnswer(cards, state string) string {
 	return fmt.Sprintf(`{"hold_id":%q,"device_id":%q,"state":%q}`+"\n", holdID, cards, state)
 }
 
-// The Prolog finds the job's cards on this node from scontrol's GRES
+// The Prolog finds the job's cards on this node from squeue --json's GRES
 // index lists and slurmd -G's device files, takes one hold for all of
 // them for the Slurm job, and leaves the hold in the job's marker.
 func TestProlog_TakesAHoldOnTheJobsCards(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		name, node, detail, cards string
+		name, node, squeue, cards string
 	}{
-		{"typed, index past a gap", "n1", "     Nodes=n1 CPU_IDs=0-1 Mem=0 GRES=tt:p150a:2(IDX:1-2)\n", "1,3"},
-		{"untyped, one card", "n1", "     Nodes=n1 CPU_IDs=0 Mem=0 GRES=tt:1(IDX:0)\n", "0"},
+		{"typed, index past a gap", "n1", squeueJob(42, "n1", "tt:p150a:2(IDX:1-2)"), "1,3"},
+		{"untyped, one card", "n1", squeueJob(42, "n1", "tt:1(IDX:0)"), "0"},
 		{"two nodes, another GRES beside", "n2",
-			"     Nodes=n1 CPU_IDs=0 Mem=0 GRES=gpu:1(IDX:0),tt:1(IDX:2)\n     Nodes=n2,n3 CPU_IDs=0-3 Mem=0 GRES=gpu:1(IDX:0),tt:p150a:2(IDX:0,2)\n", "0,3"},
-		{"mixed types on one node", "n1", "     Nodes=n1 CPU_IDs=0 Mem=0 GRES=tt:p150a:1(IDX:0),tt:n300:1(IDX:1)\n", "0,1"},
+			squeueJob(42, "n1", "gpu:1(IDX:0),tt:1(IDX:2)", "n2", "gpu:1(IDX:0),tt:p150a:2(IDX:0,2)", "n3", "gpu:1(IDX:0),tt:p150a:2(IDX:0,2)"), "0,3"},
+		{"mixed types on one node", "n1", squeueJob(42, "n1", "tt:p150a:1(IDX:0),tt:n300:1(IDX:1)"), "0,1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			h := newHost(t)
-			h.answer(t, "scontrol", "job", 0, "", "JobId=42 JobName=train\n   JOB_GRES=tt:2\n"+tc.detail)
+			h.answer(t, "squeue", "job", 0, "", tc.squeue)
 			h.answer(t, "slurmd", "G", 0, "", slurmdG)
 			h.answer(t, "tt-device-queue", "hold", 0, "", holdAnswer(tc.cards, "queued"))
 			r := h.run(t, "prolog.sh", prologEnv("42", tc.node)...)
@@ -246,13 +252,13 @@ func TestProlog_TakesAHoldOnTheJobsCards(t *testing.T) {
 // says so, for the TaskProlog and the Epilog.
 func TestProlog_NoCards(t *testing.T) {
 	t.Parallel()
-	for _, detail := range []string{"     Nodes=n1 CPU_IDs=0 Mem=0 GRES=\n", "     Nodes=n1 CPU_IDs=0 Mem=0 GRES=gpu:1(IDX:0)\n",
-		"     Nodes=n2 CPU_IDs=0 Mem=0 GRES=tt:1(IDX:0)\n     Nodes=n1 CPU_IDs=0 Mem=0 GRES=\n"} {
+	for _, answer := range []string{squeueJob(7, "n1", ""), squeueJob(7, "n1", "gpu:1(IDX:0)"), squeueJob(7, "n2", "tt:1(IDX:0)", "n1", ""),
+		`{"jobs":[{"job_id":7,"job_resources":{"allocated_nodes":[{"nodename":"n1"}]}}]}`} {
 		h := newHost(t)
-		h.answer(t, "scontrol", "job", 0, "", "JobId=7\n"+detail)
+		h.answer(t, "squeue", "job", 0, "", answer)
 		r := h.run(t, "prolog.sh", prologEnv("7", "n1")...)
 		if r.code != 0 || h.marker("7") != "cards=\n" || len(h.cliCalls()) != 0 {
-			t.Errorf("%q: %v; marker %q; calls %q", detail, r, h.marker("7"), h.calls())
+			t.Errorf("%s: %v; marker %q; calls %q", answer, r, h.marker("7"), h.calls())
 		}
 	}
 }
@@ -272,17 +278,17 @@ func TestProlog_FailuresGoToTheMarker(t *testing.T) {
 			h.answer(t, "tt-device-queue", "hold", 1, "tt-device-queue: card 1 is dead", "")
 		}, "error=queued did not take a hold on card(s) 1 for this job: tt-device-queue: card 1 is dead"},
 		{"queued silent", []string{"TT_SLURM_TIMEOUT=1"}, func(t *testing.T, h *host) {
-			write(t, filepath.Join(h.stubs, "tt-device-queue"), "#!/bin/bash\nexec sleep 30\n", 0o755)
+			write(t, filepath.Join(h.stubs, "tt-device-queue"), "#!/bin/bash\n[[ $1 == slurm ]] && exec \"${0%/*}/real/tt-device-queue\" \"$@\"\nexec sleep 30\n", 0o755)
 		}, "error=queued did not take a hold on card(s) 1 for this job: no answer within 1s"},
 		{"an answer without a hold id", nil, func(t *testing.T, h *host) {
 			h.answer(t, "tt-device-queue", "hold", 0, "", `{"state":"queued"}`+"\n")
 		}, `error=queued's answer to the hold on card(s) 1 has no hold id: {"state":"queued"}`},
-		{"scontrol fails", nil, func(t *testing.T, h *host) {
-			h.answer(t, "scontrol", "job", 1, "slurm_load_jobs error: Unable to contact slurm controller", "")
-		}, "error=cannot tell which tt cards Slurm gave this job on n1: scontrol show job -d 42 failed: slurm_load_jobs error: Unable to contact slurm controller"},
+		{"squeue fails", nil, func(t *testing.T, h *host) {
+			h.answer(t, "squeue", "job", 1, "slurm_load_jobs error: Unable to contact slurm controller", "")
+		}, "error=cannot tell which tt cards Slurm gave this job on n1: tt-device-queue: squeue --json -j 42: exit status 1: slurm_load_jobs error: Unable to contact slurm controller\n"},
 		{"index past slurmd's list", nil, func(t *testing.T, h *host) {
-			h.answer(t, "scontrol", "job", 0, "", "     Nodes=n1 CPU_IDs=0 Mem=0 GRES=tt:1(IDX:5)\n")
-		}, "error=cannot tell which tt cards Slurm gave this job on n1: GRES tt index 5, but slurmd -G lists 3 tt device files on n1"},
+			h.answer(t, "squeue", "job", 0, "", squeueJob(42, "n1", "tt:1(IDX:5)"))
+		}, "error=cannot tell which tt cards Slurm gave this job on n1: tt-device-queue: cannot read Slurm's answer strictly: GRES tt index 5, but slurmd -G lists 3 tt device files\n"},
 		{"a bad setting", []string{"TT_SLURM_RESTE=always"}, nil, "error=the settings in "},
 		{"a bad hold expiry", []string{"TT_SLURM_HOLD_EXPIRES=2 hours"}, nil, "error=the settings in "},
 		{"a bad hold wait", []string{"TT_SLURM_HOLD_WAIT=soon"}, nil, "error=the settings in "},
@@ -290,7 +296,7 @@ func TestProlog_FailuresGoToTheMarker(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			h := newHost(t, tc.settings...)
-			h.answer(t, "scontrol", "job", 0, "", "     Nodes=n1 CPU_IDs=0 Mem=0 GRES=tt:1(IDX:1)\n")
+			h.answer(t, "squeue", "job", 0, "", squeueJob(42, "n1", "tt:1(IDX:1)"))
 			h.answer(t, "slurmd", "G", 0, "", slurmdG)
 			if tc.setup != nil {
 				tc.setup(t, h)
@@ -491,38 +497,4 @@ func TestEpilog_EdgeCases(t *testing.T) {
 		}
 		contains(t, "log", r.log, "TT_SLURM_RESET=sometimes in ", "want never, on-failure or always", "not resetting")
 	})
-}
-
-// The shipped tt-slurm.env names every setting of tt-slurm.sh with its
-// default, commented out, and the scripts accept it as it is.
-func TestShippedSettings(t *testing.T) {
-	t.Parallel()
-	setting := regexp.MustCompile(`(?m)^#?(TT_SLURM_[A-Z_]+)=(.*)$`)
-	read := func(name string) map[string]string {
-		b, err := os.ReadFile(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m := map[string]string{}
-		for _, s := range setting.FindAllStringSubmatch(string(b), -1) {
-			m[s[1]] = s[2]
-		}
-		return m
-	}
-	defaults, shipped := read("tt-slurm.sh"), read("tt-slurm.env")
-	if len(defaults) < 10 || fmt.Sprint(defaults) != fmt.Sprint(shipped) {
-		t.Errorf("tt-slurm.env's settings\n%v\ndiffer from tt-slurm.sh's defaults\n%v", shipped, defaults)
-	}
-	h := newHost(t)
-	b, err := os.ReadFile("tt-slurm.env")
-	if err != nil {
-		t.Fatal(err)
-	}
-	write(t, filepath.Join(h.scripts, "tt-slurm.env"), string(b)+"TT_SLURM_LOG="+h.log+"\n", 0o644)
-	cmd := exec.Command("/bin/bash", "-c", `. "$1/tt-slurm.sh" && tt_load && echo "$PATH|$TT_DEVICE_URL|$HOME"`, "-", h.scripts)
-	cmd.Env = []string{}
-	out, err := cmd.CombinedOutput()
-	if err != nil || string(out) != "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin|unix:///run/tt-device-queue/queued.sock|\n" {
-		t.Errorf("loading the shipped tt-slurm.env: %v: %q", err, out)
-	}
 }

@@ -30,6 +30,11 @@ func TestSystemMode_Holds(t *testing.T) {
 	s.run(alice, "reset", "--device", "0", "--force").want(t, 1, nil, []string{"only", "may force"})
 	s.run(alice, "hold-status", hold).want(t, 0, []string{"active"}, nil)
 
+	// Only admins tie a hold to a Slurm job: root's Epilog trusts such a
+	// hold's cards when its Prolog's record is lost.
+	s.run(alice, "hold", "--device", "0,1", "--slurm-job", "4243").want(t, 1, nil, []string{"slurm_job_id", "only admins", "Slurm Prolog"})
+	s.run(alice, "hold-status", "--slurm-job", "4243").want(t, 1, nil, []string{"no hold for Slurm job 4243"})
+
 	// Alice's own hold: bounded by the longest timeout, refused beyond it.
 	s.run(alice, "hold", "--device", "1", "--expires", "2h").want(t, 1, nil, []string{"expires_sec", "7200 is above 3600", "admins"})
 	r = s.run(alice, "--json", "hold-status", strings.TrimSpace(s.run(alice, "hold", "--device", "1").stdout))

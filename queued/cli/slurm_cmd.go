@@ -18,7 +18,8 @@ import (
 // allocation into a hold on the cards, so queued starts nothing on them
 // while a Slurm job has them.
 type SlurmCmd struct {
-	Gres SlurmGresCmd `cmd:"" help:"Print gres.conf lines for this host's cards, and the slurm.conf lines that go with them."`
+	Gres  SlurmGresCmd  `cmd:"" help:"Print gres.conf lines for this host's cards, and the slurm.conf lines that go with them."`
+	Cards SlurmCardsCmd `cmd:"" help:"Print the cards Slurm allocated a job on a node, from squeue --json and slurmd -G (for the Prolog)."`
 }
 
 // SlurmGresCmd prints the gres.conf lines that describe this host's cards

@@ -93,9 +93,18 @@ func (h *holds) decodeHold(fields map[string]json.RawMessage) (scheduler.HoldSpe
 // theirs could take: a hold that never ends (expires_sec 0) ends after
 // the longest timeout, and a longer one is refused. Admins (root's Slurm
 // Prolog, an operator's maintenance) hold as long as they ask.
+//
+// Only admins tie a hold to a Slurm job (slurm_job_id) on a shared daemon:
+// root's Epilog resets the cards of the hold it finds for its job when
+// the Prolog's own record is lost, and releases every hold of that job,
+// so a user's hold tied to someone's job id, or to their own on cards
+// Slurm never gave it, would steer what root does.
 func (h *holds) boundHold(r *http.Request, spec *scheduler.HoldSpec) error {
 	if !h.rules.shared() || h.rules.of(r).admin() {
 		return nil
+	}
+	if spec.SlurmJobID != "" {
+		return fieldErr("slurm_job_id", "%q: only admins (%s: the Slurm Prolog) may tie a hold to a Slurm job", spec.SlurmJobID, h.rules.adminsText())
 	}
 	switch {
 	case spec.Expires == 0:

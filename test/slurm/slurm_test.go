@@ -267,7 +267,7 @@ func TestSlurm(t *testing.T) {
 	})
 
 	// The Prolog finds the cards Slurm gave the job on this node (from
-	// scontrol's GRES index and slurmd -G's device files), whatever the
+	// squeue --json's GRES index and slurmd -G's device files), whatever the
 	// request's form, and the job runs with TT_QUEUE_DEVICE naming them.
 	t.Run("PrologFindsTheCards", func(t *testing.T) {
 		for _, tc := range []struct{ gres, cards, bdfs string }{{"tt:2", "0,1", card0 + "," + card1}, {"tt:p150a:1", "0", card0}} {
@@ -423,6 +423,8 @@ func TestSlurm(t *testing.T) {
 			t.Errorf("resets %q, want %d", got, want)
 		}
 	})
+
+	t.Run("HostileJobText", func(t *testing.T) { hostileJobText(t, c, alice) })
 
 	// otelcol-tt labels the Slurm job's process on its card with its
 	// Slurm job id, read from the job's cgroup, which slurmd made.
