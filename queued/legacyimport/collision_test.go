@@ -1,10 +1,12 @@
 package legacyimport_test
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -55,14 +57,20 @@ func craftedDB(t *testing.T, u usertest.User, sub string, rows []map[string]any)
 // writing it would, and leaves its files u's.
 func sqlExec(t *testing.T, u usertest.User, db string, stmts ...string) {
 	t.Helper()
-	script := "import sqlite3, sys\nc = sqlite3.connect(sys.argv[1], isolation_level=None)\nfor s in sys.argv[2:]:\n    c.execute(s)\nc.close()\n"
-	if out, err := exec.Command("python3", append([]string{"-c", script, db}, stmts...)...).CombinedOutput(); err != nil {
-		t.Fatalf("changing %s: %v\n%s", db, err, out)
-	}
+	sqlExecAsMe(t, db, stmts...)
 	for _, p := range []string{db, db + "-wal", db + "-shm"} {
 		if _, err := os.Lstat(p); err == nil {
 			chown(t, u, p)
 		}
+	}
+}
+
+// sqlExecAsMe runs statements on the database at db.
+func sqlExecAsMe(t *testing.T, db string, stmts ...string) {
+	t.Helper()
+	script := "import sqlite3, sys\nc = sqlite3.connect(sys.argv[1], isolation_level=None)\nfor s in sys.argv[2:]:\n    c.execute(s)\nc.close()\n"
+	if out, err := exec.Command("python3", append([]string{"-c", script, db}, stmts...)...).CombinedOutput(); err != nil {
+		t.Fatalf("changing %s: %v\n%s", db, err, out)
 	}
 }
 
@@ -144,5 +152,86 @@ func TestImport_CraftedRowNeverReplacesAnotherUsersJob(t *testing.T) {
 				t.Errorf("active after two imports: %+v; want vera's job, then mallory's new one", active)
 			}
 		})
+	}
+}
+
+// TestImport_DatabaseChangedHandsNeverChangesAnOwner: ana's database is
+// imported into the system-mode store; the file then changes hands
+// (chowned to mallory, who rewrites ana's queued row and adds one of
+// hers). Imported again, ana's job stays hers and queued, the row is
+// refused and named in the report, and mallory's new row is hers. With
+// nothing else new, the import fails naming the refused row.
+func TestImport_DatabaseChangedHandsNeverChangesAnOwner(t *testing.T) {
+	usertest.RequireRoot(t)
+	t.Parallel()
+	ana, mallory := usertest.New(t, "ttha"), usertest.New(t, "tthm")
+	const anas = "a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0"
+	db := craftedDB(t, ana, "tool", []map[string]any{q(anas, "ana")})
+	dir := t.TempDir()
+	o := opts()
+	o.Mode = api.SystemMode
+	if rep, err := legacyimport.ImportInto(dir, db, o); err != nil || rep.Queued != 1 {
+		t.Fatalf("ana's import: %+v %v", rep, err)
+	}
+	st := openStore(t, dir)
+	before, err := st.Job(anas)
+	if err != nil || before.ImportSource != db || before.LegacyID != anas || before.OwnerUID == nil || *before.OwnerUID != ana.UID {
+		t.Fatalf("ana's imported job: %+v %v", before, err)
+	}
+	st.Close()
+
+	chown(t, mallory, filepath.Dir(db), db)
+	sqlExec(t, mallory, db, "UPDATE jobs SET status='done', exit_code=0, started_at=5, finished_at=6, cmd='cat ~/loot'")
+	_, err = legacyimport.ImportInto(dir, db, o)
+	if !errors.Is(err, legacyimport.ErrUnsafe) || !strings.Contains(err.Error(), "row "+anas) || !strings.Contains(err.Error(), "never changes a job's owner") {
+		t.Fatalf("the import of the rewritten row alone: %v; want it refused, naming the row", err)
+	}
+	sqlExec(t, mallory, db, "INSERT INTO jobs (id, cmd, cwd, mode, status, submitted, client_id, log_truncated, dropped_log_bytes) VALUES ('b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1', 'true', '/', 'run', 'queued', 7, 'mallory', 0, 0)")
+	rep, err := legacyimport.ImportInto(dir, db, o)
+	if err != nil || rep.Queued != 1 || rep.Updated != 0 || !strings.Contains(rep.Refused[anas], "never changes a job's owner") {
+		t.Fatalf("the import with a new row: %+v %v; want the new row, ana's refused", rep, err)
+	}
+	st = openStore(t, dir)
+	unchanged(t, st, before)
+	if j, err := st.Job("b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1"); err != nil || j.OwnerUID == nil || *j.OwnerUID != mallory.UID {
+		t.Errorf("mallory's new row: %+v %v; want hers", j, err)
+	}
+}
+
+// TestImport_AgainIntoAStoreFromBeforeSources: a store whose imported
+// records were written before records carried their source (no
+// import_source) is imported into again from the same database: the
+// records are still the source's to update, and none is added twice.
+func TestImport_AgainIntoAStoreFromBeforeSources(t *testing.T) {
+	t.Parallel()
+	old := t.TempDir()
+	db := filepath.Join(old, legacyimport.DBName)
+	const first, second = "c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0", "c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1"
+	kmdtest.MakeLegacyDB(t, map[string]any{"path": db, "rows": []map[string]any{q(first, "ana"), q(second, "ana")}})
+	dir := t.TempDir()
+	if _, err := legacyimport.ImportInto(dir, db, opts()); err != nil {
+		t.Fatal(err)
+	}
+	st := openStore(t, dir)
+	for _, id := range []string{first, second} {
+		j, err := st.Job(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		j.ImportSource, j.LegacyID = "", ""
+		if err := st.Put(j); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st.Close()
+	sqlExecAsMe(t, db, "UPDATE jobs SET status='done', exit_code=0, started_at=5, finished_at=6 WHERE id='"+first+"'")
+	rep, err := legacyimport.ImportInto(dir, db, opts())
+	if err != nil || rep.Updated != 1 || rep.Unchanged != 1 || len(rep.TakenIDs) != 0 {
+		t.Fatalf("the second import: %+v %v; want the run job updated, the other unchanged", rep, err)
+	}
+	st = openStore(t, dir)
+	active, _ := st.Active()
+	if j, _ := st.Job(first); j.State != store.StateDone || j.ImportSource != db || len(active) != 1 || active[0].ID != second {
+		t.Errorf("after the second import: %+v, active %+v", j, active)
 	}
 }
