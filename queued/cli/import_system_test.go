@@ -75,9 +75,29 @@ func TestSystemMode_ImportNeverTakesOverAnotherUsersJob(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	s.run(mallory, "job", victim).want(t, 1, nil, []string{"belongs to " + vera.Name})
+	// The id mallory's row asked for is vera's job's: every request of
+	// mallory's by it (the Python tool's too: logs, result, kill) is
+	// refused, and the job runs on.
+	for _, args := range [][]string{{"job", victim}, {"logs", victim}, {"result", victim}, {"kill", victim}, {"resubmit", victim}} {
+		s.run(mallory, args...).want(t, 1, nil, []string{"belongs to " + vera.Name})
+	}
+	if j := job(vera, victim); j.State != "running" {
+		t.Fatalf("vera's job after mallory's requests: %+v", j)
+	}
 	if m := job(mallory, fresh); m.Owner != mallory.Name || m.LegacyID != victim || m.Cmd != "echo mine now" || m.State != "done" {
 		t.Errorf("mallory's imported job: %+v; want hers, done, legacy_id %s", m, victim)
 	}
 	s.run(mallory, "job", fresh).want(t, 0, []string{"legacy id", victim}, nil)
+	// A resubmit of the imported job is a new job of its owner's, not an
+	// imported one: no legacy id, so no later import can claim it.
+	r = s.run(mallory, "--json", "resubmit", fresh)
+	r.want(t, 0, nil, nil)
+	var q api.QueueResponse
+	if err := json.Unmarshal([]byte(r.stdout), &q); err != nil {
+		t.Fatalf("%v: %s", err, r.stdout)
+	}
+	if c := job(mallory, q.JobID); c.Owner != mallory.Name || c.LegacyID != "" || c.Cmd != "echo mine now" {
+		t.Errorf("the resubmitted copy: %+v; want mallory's, without a legacy id", c)
+	}
+	s.run(vera, "resubmit", fresh).want(t, 1, nil, []string{"belongs to " + mallory.Name})
 }
