@@ -14,7 +14,11 @@
 // The database is opened read-only through SQLite (modernc.org/sqlite, a
 // pure-Go driver, linked only where this package is), so commits still in
 // its WAL are read and nothing of it is written. Old job ids stay usable:
-// a new id starts with the old one (see newID).
+// a new id starts with the old one (see newID), except where that id is
+// another record's already: an import never takes over a stored job. The
+// row then gets a fresh id, and every imported record keeps its old id
+// (LegacyID) and its database (ImportSource), so only a later import of
+// the same database updates it, and never its owner (see merge).
 //
 // Two ways in: ImportOnStart, which queued runs before it opens its store,
 // imports the state directory's own jobs.sqlite3 when there is no store
