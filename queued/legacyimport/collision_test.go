@@ -235,3 +235,45 @@ func TestImport_AgainIntoAStoreFromBeforeSources(t *testing.T) {
 		t.Errorf("after the second import: %+v, active %+v", j, active)
 	}
 }
+
+// TestImport_RowsThatMapToOneIDBothArrive: two rows whose ids differ only
+// in case (or dashes) would both become the same queued id; the second
+// gets a fresh one rather than failing the whole import.
+func TestImport_RowsThatMapToOneIDBothArrive(t *testing.T) {
+	t.Parallel()
+	old := t.TempDir()
+	kmdtest.MakeLegacyDB(t, map[string]any{"path": filepath.Join(old, legacyimport.DBName),
+		"rows": []map[string]any{q(strings.Repeat("ABCD", 8), "ana"), q(strings.Repeat("abcd", 8), "ana"), q(strings.Repeat("ab-cd", 8), "ana")}})
+	dir := t.TempDir()
+	rep, err := legacyimport.ImportInto(dir, old, opts())
+	if err != nil || rep.Queued != 3 || len(rep.TakenIDs) != 2 {
+		t.Fatalf("import: %+v %v; want 3 queued, 2 taken ids", rep, err)
+	}
+	st := openStore(t, dir)
+	active, _ := st.Active()
+	legacy := map[string]bool{}
+	for _, j := range active {
+		legacy[j.LegacyID] = true
+	}
+	if len(active) != 3 || len(legacy) != 3 {
+		t.Errorf("active: %+v; want the three rows, each with its old id", active)
+	}
+	byLegacy := map[string]string{}
+	for _, j := range active {
+		byLegacy[j.LegacyID] = j.ID
+	}
+	st.Close()
+	// Read again after the tool ran one of them: each row finds its own
+	// job again, the one that ran is updated, nothing is added.
+	ran := strings.Repeat("ab-cd", 8)
+	sqlExecAsMe(t, filepath.Join(old, legacyimport.DBName), "UPDATE jobs SET status='done', exit_code=0, started_at=5, finished_at=6 WHERE id='"+ran+"'")
+	rep, err = legacyimport.ImportInto(dir, old, opts())
+	if err != nil || rep.Updated != 1 || rep.Unchanged != 2 || len(rep.TakenIDs) != 0 {
+		t.Fatalf("the second import: %+v %v; want one updated, two unchanged", rep, err)
+	}
+	st = openStore(t, dir)
+	active, _ = st.Active()
+	if j, _ := st.Job(byLegacy[ran]); len(active) != 2 || j.State != store.StateDone || j.LegacyID != ran {
+		t.Errorf("after the second import: active %+v, the run row's job %+v", active, j)
+	}
+}

@@ -37,8 +37,8 @@ type converted struct {
 	cards      []store.Card
 	report     Report
 	renamedIDs map[string]string // old id -> new id, where the old is not a prefix of the new
-	// renamed maps the id a job would have had to the fresh one merge
-	// gave it, that id being another record's (see merge).
+	// renamed maps a job (its renameKey) to the fresh id merge gave it,
+	// the id it would have had being another record's (see merge).
 	renamed map[string]string
 }
 

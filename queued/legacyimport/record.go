@@ -28,9 +28,9 @@ type sourceRecord struct {
 	// one that is no longer in the store ran on queued and was deleted by
 	// retention since, and is never imported again.
 	Queued []string `json:"queued,omitempty"`
-	// Renamed maps the id a job of the database would have had (its
-	// own) to the fresh one it got because that id was another
-	// record's; a later import of the source finds the job by it.
+	// Renamed maps a job of the database (its renameKey) to the fresh
+	// id it got because the id it would have had was another record's;
+	// a later import of the source finds the job by it.
 	Renamed map[string]string `json:"renamed,omitempty"`
 }
 
@@ -85,8 +85,9 @@ func replaceable(j store.Job) bool {
 // brought back.
 //
 // A row never takes over a record this source did not import (see
-// fromSource): whose id it carries is another job's, queued's own or
-// another import's, and the row is added under a fresh id, kept in prev's
+// fromSource), nor one an earlier row of the batch took: whose id it
+// carries is another job's, queued's own or another import's, and the
+// row is added under a fresh id, kept in prev's
 // Renamed so that the next import of the source finds it again. A row
 // whose record this source imported for another user (the file changed
 // hands) is refused, named in the report: an import never changes an
@@ -97,12 +98,19 @@ func merge(st *store.Store, c *converted, source string, prev sourceRecord, seen
 	taken := map[string]bool{}
 	for _, j := range c.jobs {
 		j.ImportSource = source
-		first := j.ID // the id the database gives it
-		if id, ok := prev.Renamed[first]; ok {
+		first, key := j.ID, renameKey(j) // the id the database gives it, and the job's name in Renamed
+		if id, ok := prev.Renamed[key]; ok {
 			j.ID = id
 		}
 		old, err := st.Job(j.ID)
 		switch {
+		case taken[j.ID]:
+			// An earlier row has it (ids that differ only in case or
+			// dashes map to one).
+			if j.ID, err = freshID(st, taken); err != nil {
+				return b, nil, err
+			}
+			c.moved(key, first, j, b.Cards)
 		case errors.Is(err, store.ErrNotFound):
 			if slices.Contains(prev.Queued, j.ID) {
 				c.report.Unchanged++
@@ -114,18 +122,20 @@ func merge(st *store.Store, c *converted, source string, prev sourceRecord, seen
 			if j.ID, err = freshID(st, taken); err != nil {
 				return b, nil, err
 			}
-			c.moved(first, j, b.Cards)
+			c.moved(key, first, j, b.Cards)
 		case !sameOwner(old.OwnerUID, j.OwnerUID):
 			c.refuse(j, fmt.Sprintf("job %s is %s's (uid %s) in the store, and the database now belongs to %s: an import never changes a job's owner",
 				j.ID, old.Owner, uidText(old.OwnerUID), ownerName(j)))
 			continue
 		case !replaceable(old) || same(old, j):
 			c.report.Unchanged++
+			taken[j.ID] = true
 			final = append(final, j)
 			continue
 		default:
 			j.Seq = old.Seq
 			b.Replace = append(b.Replace, j)
+			taken[j.ID] = true
 			final = append(final, j)
 			c.report.Updated++
 			continue
@@ -158,12 +168,13 @@ func freshID(st *store.Store, taken map[string]bool) (string, error) {
 	}
 }
 
-// moved records that job j, which the database would have stored as
-// first, got the id j.ID because first is another record's: in the
-// report and in what the next import of the source reads (renamed), for
-// its output file, and for the card whose last reset it was.
-func (c *converted) moved(first string, j store.Job, cards []store.Card) {
-	c.renamed[first] = j.ID
+// moved records that job j (key, its renameKey), which the database
+// would have stored as first, got the id j.ID because first is another
+// record's: in the report and in what the next import of the source
+// reads (renamed), for its output file, and for the card whose last
+// reset it was.
+func (c *converted) moved(key, first string, j store.Job, cards []store.Card) {
+	c.renamed[key] = j.ID
 	if j.LegacyID != "" {
 		if c.report.Renamed == nil {
 			c.report.Renamed = map[string]string{}
@@ -179,6 +190,17 @@ func (c *converted) moved(first string, j store.Job, cards []store.Card) {
 			cards[i].LastResetID = j.ID
 		}
 	}
+}
+
+// renameKey is what names j in a source's Renamed: its row's id, unique
+// in its database; for a record the import made without a row of its
+// own (a card's reset), the id it was made with, which depends only on
+// the card's state.
+func renameKey(j store.Job) string {
+	if j.LegacyID != "" {
+		return "row " + j.LegacyID
+	}
+	return "made " + j.ID
 }
 
 // refuse leaves job j out of the import, saying why in the report.
