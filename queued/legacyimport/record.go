@@ -94,6 +94,9 @@ func replaceable(j store.Job) bool {
 // owner.
 func merge(st *store.Store, c *converted, source string, prev sourceRecord, seen bool) (store.ImportBatch, []store.Job, error) {
 	b := store.ImportBatch{Cards: slices.Clone(c.cards)}
+	// What an earlier merge of c (into a store that then lost the race
+	// to be the directory's) decided does not count.
+	c.renamed, c.report.TakenIDs, c.report.Refused = map[string]string{}, nil, nil
 	final := make([]store.Job, 0, len(c.jobs))
 	taken := map[string]bool{}
 	for _, j := range c.jobs {
