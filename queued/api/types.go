@@ -311,6 +311,11 @@ type Job struct {
 	// on a user-mode daemon, whose jobs are all its user's.
 	OwnerUID *uint32 `json:"owner_uid,omitempty"`
 	Owner    string  `json:"owner,omitempty"`
+	// LegacyID is, on a job imported from the Python tt-device-queue's
+	// database, its id there. It differs from ID where that id was
+	// already another job's in queued's store (the import gave the job a
+	// new one); it is not an id requests accept.
+	LegacyID string `json:"legacy_id,omitempty"`
 	// EnvFromShell names the entries of Env that came from the
 	// submitter's shell (sorted); the others were given with --env.
 	EnvFromShell []string `json:"env_from_shell,omitempty"`

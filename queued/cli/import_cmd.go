@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -102,7 +104,14 @@ func (c *ImportCmd) Run(a *App) error {
 	}
 	sort.Strings(olds)
 	for _, old := range olds {
-		fmt.Fprintf(a.Out, "job %s is now %s\n", old, rep.Renamed[old])
+		why := ""
+		if slices.Contains(rep.TakenIDs, old) {
+			why = " (" + old + " is another job's id here; the job keeps it as its legacy_id)"
+		}
+		fmt.Fprintf(a.Out, "job %s is now %s%s\n", old, rep.Renamed[old], why)
+	}
+	for _, old := range slices.Sorted(maps.Keys(rep.Refused)) {
+		fmt.Fprintf(a.Out, "job %s was not imported: %s\n", old, rep.Refused[old])
 	}
 	return nil
 }

@@ -87,6 +87,9 @@ func jobFields(j api.Job, now time.Time) fields {
 	if j.ClientID != "" {
 		f.add("client", "%s", j.ClientID)
 	}
+	if j.LegacyID != "" && j.LegacyID != j.ID {
+		f.add("legacy id", "%s (its id in the Python tt-device-queue's database)", j.LegacyID)
+	}
 	f.add("submitted", "%s", fmtTime(j.SubmittedAt, now))
 	if j.StartedAt != nil {
 		f.add("started", "%s, after waiting %s", fmtTime(*j.StartedAt, now), fmtDuration(j.StartedAt.Sub(j.SubmittedAt)))

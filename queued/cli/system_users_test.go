@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -22,6 +23,9 @@ type shared struct {
 	t    *testing.T
 	sock string
 	cli  string
+	// stop stops queued (SIGTERM) and waits for it to exit; the test's
+	// end does it too.
+	stop func()
 }
 
 // startShared starts queued in system mode on cards 0 and 1.
@@ -47,9 +51,12 @@ func startShared(t *testing.T, extra ...string) *shared {
 	}
 	exited := make(chan struct{})
 	go func() { cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
+	s.stop = sync.OnceFunc(func() {
 		cmd.Process.Signal(syscall.SIGTERM)
 		<-exited
+	})
+	t.Cleanup(func() {
+		s.stop()
 		if t.Failed() {
 			t.Logf("queued's log:\n%s", log.String())
 		}

@@ -37,6 +37,9 @@ type converted struct {
 	cards      []store.Card
 	report     Report
 	renamedIDs map[string]string // old id -> new id, where the old is not a prefix of the new
+	// renamed maps a job (its renameKey) to the fresh id merge gave it,
+	// the id it would have had being another record's (see merge).
+	renamed map[string]string
 }
 
 // convertOptions are what convert needs besides the rows.
@@ -62,7 +65,7 @@ type convertOptions struct {
 // history. A row it cannot place (an unknown status, a card that is not a
 // number) stops the whole import, naming the row.
 func convert(l *legacyDB, o convertOptions) (*converted, error) {
-	c := &converted{outputs: map[string]string{}, renamedIDs: map[string]string{}}
+	c := &converted{outputs: map[string]string{}, renamedIDs: map[string]string{}, renamed: map[string]string{}}
 	c.report.UserVersion = l.userVersion
 	c.report.CardColumn = l.cardColumn
 	boots := map[int]string{}
@@ -273,7 +276,7 @@ func (c *converted) row(r row, cardColumn string, o convertOptions) (store.Job, 
 		ID: id, Kind: store.KindJob, Device: &card,
 		Cmd: r.str("cmd"), Cwd: r.str("cwd"), Timeout: timeout, Repeat: int(max(r.int("repeat"), 1)),
 		ClientID: r.str("client_id"), SubmittedAt: unixTime(r, "submitted"),
-		ResetEpoch: uint64(max(r.int("reset_epoch"), 0)), OwnerUID: o.ownerUID, Owner: o.owner,
+		ResetEpoch: uint64(max(r.int("reset_epoch"), 0)), OwnerUID: o.ownerUID, Owner: o.owner, LegacyID: old,
 	}
 	if j.SubmittedAt.IsZero() {
 		j.SubmittedAt = o.now

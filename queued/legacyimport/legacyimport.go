@@ -14,7 +14,11 @@
 // The database is opened read-only through SQLite (modernc.org/sqlite, a
 // pure-Go driver, linked only where this package is), so commits still in
 // its WAL are read and nothing of it is written. Old job ids stay usable:
-// a new id starts with the old one (see newID).
+// a new id starts with the old one (see newID), except where that id is
+// another record's already: an import never takes over a stored job. The
+// row then gets a fresh id, and every imported record keeps its old id
+// (LegacyID) and its database (ImportSource), so only a later import of
+// the same database updates it, and never its owner (see merge).
 //
 // Two ways in: ImportOnStart, which queued runs before it opens its store,
 // imports the state directory's own jobs.sqlite3 when there is no store
@@ -29,8 +33,10 @@ import (
 	"fmt"
 	"github.com/ttkit/ttkit/queued/api"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -139,6 +145,15 @@ type Report struct {
 	CutOutputs int `json:"cut_outputs,omitempty"`
 	// Renamed maps old ids that are not a prefix of their new id.
 	Renamed map[string]string `json:"renamed,omitempty"`
+	// TakenIDs are the old ids (in Renamed) that were another job's id in
+	// the store already, queued's own or another import's: their jobs got
+	// a fresh id, and the old one stays their legacy_id. An import never
+	// takes over a stored job.
+	TakenIDs []string `json:"taken_ids,omitempty"`
+	// Refused maps the old ids of rows left out to why: a job this
+	// database was imported as before, for another user (the file changed
+	// hands since); an import never changes a job's owner.
+	Refused map[string]string `json:"refused,omitempty"`
 }
 
 // ImportOnStart imports dir's jobs.sqlite3, when dir holds one that is
@@ -188,6 +203,13 @@ func ImportInto(dir, source string, opt Options) (Report, error) {
 	if fi, err := os.Stat(source); err == nil && fi.IsDir() {
 		source = filepath.Join(source, DBName)
 	}
+	// The absolute path is the source's identity in the store: the
+	// records an import of it makes carry it (see merge).
+	abs, err := filepath.Abs(source)
+	if err != nil {
+		return Report{}, fmt.Errorf("the Python tt-device-queue's database %s: %w", source, err)
+	}
+	source = abs
 	s, err := openSource(source, opt.Mode.System())
 	if err != nil {
 		return Report{}, err
@@ -236,11 +258,6 @@ func ImportInto(dir, source string, opt Options) (Report, error) {
 		c.report.Renamed = c.renamedIDs
 	}
 	rec := sourceRecord{Fingerprint: fp, ImportedAt: opt.Now().UTC()}
-	for _, j := range c.jobs {
-		if j.State == store.StateQueued {
-			rec.Queued = append(rec.Queued, j.ID)
-		}
-	}
 	if err := write(dir, c, s, opt, rec); err != nil {
 		return c.report, err
 	}
@@ -312,15 +329,27 @@ func writeExisting(dir string, c *converted, s *source, opt Options, rec sourceR
 	if err != nil {
 		return err
 	}
-	b, err := merge(st, c, all.Sources[source])
+	prev, seen := all.Sources[source]
+	b, final, err := merge(st, c, source, prev, seen)
 	if err != nil {
 		return err
 	}
 	if all.Sources == nil {
 		all.Sources = map[string]sourceRecord{}
 	}
-	if p, ok := all.Sources[source]; ok {
-		rec.Queued = mergeIDs(p.Queued, rec.Queued)
+	for _, j := range final {
+		if j.State == store.StateQueued {
+			rec.Queued = append(rec.Queued, j.ID)
+		}
+	}
+	rec.Queued = mergeIDs(prev.Queued, rec.Queued)
+	rec.Renamed = prev.Renamed
+	if len(c.renamed) > 0 {
+		rec.Renamed = maps.Clone(prev.Renamed)
+		if rec.Renamed == nil {
+			rec.Renamed = map[string]string{}
+		}
+		maps.Copy(rec.Renamed, c.renamed)
 	}
 	all.Sources[source] = rec
 	if b.Record, err = json.Marshal(all); err != nil {
@@ -330,6 +359,9 @@ func writeExisting(dir string, c *converted, s *source, opt Options, rec sourceR
 		// Nothing new: record that this version was read, and say so.
 		if _, err := st.ImportBatch(store.ImportBatch{Record: b.Record}); err != nil {
 			return err
+		}
+		if len(c.report.Refused) > 0 {
+			return fmt.Errorf("%s: nothing imported: %s: %w", c.report.Source, refusedText(c.report.Refused), ErrUnsafe)
 		}
 		return fmt.Errorf("%s: its jobs are in %s already: %w", c.report.Source, dir, ErrAlreadyImported)
 	}
@@ -349,6 +381,16 @@ func writeExisting(dir string, c *converted, s *source, opt Options, rec sourceR
 	}
 	c.report.KeptCards = kept
 	return st.Close()
+}
+
+// refusedText names the refused rows and why, in id order.
+func refusedText(refused map[string]string) string {
+	ids := slices.Sorted(maps.Keys(refused))
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = "row " + id + ": " + refused[id]
+	}
+	return strings.Join(parts, "; ")
 }
 
 func removeAll(paths []string) {

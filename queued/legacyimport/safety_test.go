@@ -223,3 +223,41 @@ func TestImport_RefusesADatabaseNotItsOwnersToImport(t *testing.T) {
 		}
 	}
 }
+
+// TestImport_SystemModeRefusesADatabaseOthersCouldWrite: vera's
+// database, or its WAL, is writable by her group or by everyone, so
+// mallory could have written its rows; imported into the system-mode
+// store they would run as vera. The import refuses it, naming the file.
+func TestImport_SystemModeRefusesADatabaseOthersCouldWrite(t *testing.T) {
+	usertest.RequireRoot(t)
+	t.Parallel()
+	vera := usertest.New(t, "ttgw")
+	for _, tc := range []struct {
+		name, file string
+		mode       os.FileMode
+	}{
+		{"group-writable database", "", 0o660},
+		{"world-writable database", "", 0o606},
+		{"group-writable WAL", "-wal", 0o620},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := filepath.Join(vera.Home, strings.ReplaceAll(tc.name, " ", "-"))
+			if err := os.Mkdir(d, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			db := filepath.Join(d, legacyimport.DBName)
+			kmdtest.MakeLegacyDB(t, map[string]any{"path": db, "rows": []map[string]any{q("aaaa0001", "vera"), q("aaaa0002", "vera")}, "keep_wal": true})
+			chown(t, vera, d, db, db+"-wal")
+			os.Remove(db + "-shm")
+			if err := os.Chmod(db+tc.file, tc.mode); err != nil {
+				t.Fatal(err)
+			}
+			o := opts()
+			o.Mode = api.SystemMode
+			_, err := legacyimport.ImportInto(t.TempDir(), db, o)
+			if !errors.Is(err, legacyimport.ErrUnsafe) || !strings.Contains(err.Error(), db+tc.file) || !strings.Contains(err.Error(), "chmod go-w") {
+				t.Errorf("import: %v; want ErrUnsafe naming %s", err, db+tc.file)
+			}
+		})
+	}
+}

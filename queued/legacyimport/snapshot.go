@@ -54,13 +54,22 @@ func snapshot(s *source, into string) (string, fingerprint, error) {
 }
 
 // copyOwned copies the owner's file src, which must still be the file id
-// names, to a new private file dst, adding what it read to h.
+// names, to a new private file dst, adding what it read to h. When root
+// imports it for its owner (system mode), a file that users other than
+// the owner may write (group or others' write permission) is refused
+// (ErrUnsafe): its jobs would run as the owner, written by another.
 func copyOwned(s *source, src string, id fileID, dst string, h hash.Hash) error {
 	in, fi, err := s.openOwned(src, id)
 	if err != nil {
 		return fmt.Errorf("reading the Python tt-device-queue's database: %w", err)
 	}
 	defer in.Close()
+	if s.asOwner && fi.Mode().Perm()&0o022 != 0 {
+		// Root imports it as the owner's jobs: rows that another user
+		// could have written would run as the owner.
+		return fmt.Errorf("%s can be written by users other than %s (mode %#o), who could have written jobs into it that would run as %s; chmod go-w it (as %s) and import again: %w",
+			src, s.owner.Name, fi.Mode().Perm(), s.owner.Name, s.owner.Name, ErrUnsafe)
+	}
 	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return fmt.Errorf("copying %s: %w", src, err)

@@ -13,6 +13,11 @@ import (
 // records were imported before.
 var ErrExists = errors.New("job id already stored")
 
+// ErrNotImportable refuses to write an imported record over a stored one
+// that the same source did not import for the same owner: an import
+// never takes over another job, nor gives a job to another user.
+var ErrNotImportable = errors.New("not a record this import may update")
+
 // KeyImports, in BucketMeta, holds what imports of another tool's
 // database brought in (JSON written and read by legacyimport: each
 // source's fingerprint and the ids it queued), so that a later start can
@@ -40,7 +45,9 @@ type ImportBatch struct {
 	Add []Job
 	// Replace are stored jobs written again with the same sequence
 	// number: an import that reads a database again updates the records
-	// queued never ran (a queued job the other tool has run since).
+	// queued never ran (a queued job the other tool has run since). Each
+	// must have been imported from the same source (ImportSource) and
+	// keep its owner, or the batch is refused (ErrNotImportable).
 	Replace []Job
 	// Record, when not nil, is stored under meta/imports.
 	Record []byte
@@ -81,7 +88,13 @@ func (s *Store) ImportBatch(b ImportBatch) (kept []int, err error) {
 			}
 			if old := tx.Bucket(BucketJobs).Get(seq); old != nil {
 				var prev Job
-				if err := decodeBrief(old, &prev); err == nil && prev.State == StateDone {
+				if err := decodeBrief(old, &prev); err != nil {
+					return fmt.Errorf("importing job %s again: %w", j.ID, err)
+				}
+				if err := mayReplace(prev, j); err != nil {
+					return err
+				}
+				if prev.State == StateDone {
 					// Its finish-time index entry moves with the record.
 					if err := tx.Bucket(BucketFinished).Delete(finishedKey(prev.FinishedAt, prev.Seq)); err != nil {
 						return fmt.Errorf("importing job %s again: %w", j.ID, err)
@@ -113,6 +126,33 @@ func (s *Store) ImportBatch(b ImportBatch) (kept []int, err error) {
 		return nil, fmt.Errorf("importing %d new, %d updated job and %d card record(s): %w", len(b.Add), len(b.Replace), len(b.Cards), err)
 	}
 	return kept, nil
+}
+
+// mayReplace is nil when the imported record j may be written over the
+// stored prev: prev came from the same source (a record stored before
+// imports recorded their source may be updated by any import, as then)
+// and both are the same user's.
+func mayReplace(prev, j Job) error {
+	switch {
+	case prev.ImportSource != "" && prev.ImportSource != j.ImportSource:
+		return fmt.Errorf("importing job %s again: it was imported from %s, not from %q: %w", j.ID, prev.ImportSource, j.ImportSource, ErrNotImportable)
+	case !sameOwner(prev.OwnerUID, j.OwnerUID):
+		return fmt.Errorf("importing job %s again: it is %s, the import would make it %s: %w", j.ID, ownerText(prev.OwnerUID), ownerText(j.OwnerUID), ErrNotImportable)
+	}
+	return nil
+}
+
+// sameOwner reports whether two records' owners are the same: the same
+// uid, or none on both.
+func sameOwner(a, b *uint32) bool {
+	return (a == nil) == (b == nil) && (a == nil || *a == *b)
+}
+
+func ownerText(uid *uint32) string {
+	if uid == nil {
+		return "no user's"
+	}
+	return "uid " + strconv.FormatUint(uint64(*uid), 10) + "'s"
 }
 
 func putEncoded(tx *bolt.Tx, j *Job) error {

@@ -89,3 +89,59 @@ func TestImportBatch_ReplaceAndRecord(t *testing.T) {
 		t.Fatalf("import record %q", rec)
 	}
 }
+
+// TestImportBatch_ReplaceNeverTakesOverAJob: an import's replacement of
+// a stored record is refused, and nothing of its batch written, when the
+// record is another user's (a submission of theirs, or their import) or
+// was imported from another source; the same source may update its own
+// user's record.
+func TestImportBatch_ReplaceNeverTakesOverAJob(t *testing.T) {
+	t.Parallel()
+	s, err := store.Open(t.TempDir(), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	zero, vera, mallory := 0, uint32(1001), uint32(1002)
+	job := func(uid *uint32, source string) store.Job {
+		return store.Job{ID: store.NewID(), Kind: store.KindJob, Device: &zero, Cmd: "x", Cwd: "/", State: store.StateQueued,
+			SubmittedAt: time.Now(), OwnerUID: uid, Owner: "someone", ImportSource: source}
+	}
+	submitted, imported := job(&vera, ""), job(&vera, "/home/vera/jobs.sqlite3")
+	if _, err := s.ImportBatch(store.ImportBatch{Add: []store.Job{submitted, imported}}); err != nil {
+		t.Fatal(err)
+	}
+	over := func(j store.Job, uid *uint32, source string) store.Job {
+		stored, err := s.Job(j.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored.OwnerUID, stored.ImportSource, stored.Cmd = uid, source, "cat ~/loot"
+		return stored
+	}
+	for _, tc := range []struct {
+		name string
+		j    store.Job
+	}{
+		{"another user's submission", over(submitted, &mallory, "/home/mallory/jobs.sqlite3")},
+		{"another user's import, from their source", over(imported, &mallory, imported.ImportSource)},
+		{"an import from another source", over(imported, &vera, "/tmp/jobs.sqlite3")},
+		{"a user's job made no one's", over(imported, nil, imported.ImportSource)},
+	} {
+		_, err := s.ImportBatch(store.ImportBatch{Replace: []store.Job{tc.j}, Record: []byte(`{"x":1}`)})
+		if !errors.Is(err, store.ErrNotImportable) {
+			t.Errorf("%s: %v; want ErrNotImportable", tc.name, err)
+		}
+		if got, _ := s.Job(tc.j.ID); got.OwnerUID == nil || *got.OwnerUID != vera || got.Cmd != "x" {
+			t.Errorf("%s: the record became %+v", tc.name, got)
+		}
+	}
+	if rec, _ := s.ImportRecord(); rec != nil {
+		t.Fatalf("a refused batch stored its record %q", rec)
+	}
+	same := over(imported, &vera, imported.ImportSource)
+	same.State = store.StateDone
+	if _, err := s.ImportBatch(store.ImportBatch{Replace: []store.Job{same}}); err != nil {
+		t.Fatalf("the same source's update of its own user's record: %v", err)
+	}
+}

@@ -87,6 +87,16 @@ type Job struct {
 	// people reading status; the uid is what counts.
 	Owner string `json:"owner,omitempty"`
 
+	// ImportSource is, on a record an import of another tool's database
+	// made, that database (its absolute path): only a later import of
+	// the same database may update the record, and never its owner.
+	// Empty on queued's own jobs.
+	ImportSource string `json:"import_source,omitempty"`
+	// LegacyID is, on an imported record, the job's id in the database
+	// it came from. It differs from ID where that id was already another
+	// record's: an import never takes over a stored job's id.
+	LegacyID string `json:"legacy_id,omitempty"`
+
 	// EnvFromShell names the entries of Env the CLI took from the
 	// submitter's shell (sorted); the rest were given with --env.
 	EnvFromShell []string `json:"env_from_shell,omitempty"`
