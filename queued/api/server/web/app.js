@@ -78,11 +78,21 @@ function setConn(text, live) {
   c.className = "conn " + (live ? "live" : "down");
 }
 
+// BIDI are the bidirectional-text controls: in another user's command
+// they reorder what the page shows, so it reads other than what runs.
+const BIDI = /[\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]/g;
+
+// visible is text with its bidirectional-text controls shown as escapes
+// (\u202e), as the CLI prints them.
+function visible(text) {
+  return String(text).replace(BIDI, (c) => "\\u" + c.charCodeAt(0).toString(16).padStart(4, "0"));
+}
+
 // el builds an element; text is set with textContent, never parsed.
 function el(tag, cls, text, ...kids) {
   const e = document.createElement(tag);
   if (cls) e.className = cls;
-  if (text !== undefined && text !== null) e.textContent = text;
+  if (text !== undefined && text !== null) e.textContent = visible(text);
   for (const k of kids) if (k) e.appendChild(k);
   return e;
 }
@@ -116,7 +126,7 @@ function kv(pairs) {
     if (v === undefined || v === null || v === "") continue;
     dl.appendChild(el("dt", null, k));
     const dd = el("dd");
-    if (v instanceof Node) dd.appendChild(v); else dd.textContent = v;
+    if (v instanceof Node) dd.appendChild(v); else dd.textContent = visible(v);
     dl.appendChild(dd);
   }
   return dl;
@@ -257,7 +267,7 @@ function showTail(id, text) {
   const pre = document.getElementById("tail-" + id);
   if (pre) {
     const atEnd = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
-    pre.textContent = text;
+    pre.textContent = visible(text);
     if (atEnd) pre.scrollTop = pre.scrollHeight;
   }
 }
