@@ -42,7 +42,7 @@ func TestChromiumStatusPageOpensWithOneTimeCode(t *testing.T) {
 	if strings.Contains(state[0], "code") || pageToken == "" || pageToken == sc.d.Token {
 		t.Errorf("the page should trade the code for a token of its own: href %q, a page token: %t", state[0], pageToken != "" && pageToken != sc.d.Token)
 	}
-	js := `document.querySelector('li[data-job="` + bidi + `"]')?.textContent || ""`
+	js := `(document.querySelector('li[data-job="` + bidi + `"]')?.textContent || "")`
 	if _, err := chromedp.Run(tab, chromedp.Poll[bool](js+`.includes("\\u202eexe.cod\\u202c")`, chromedp.WithPollingTimeout(15*time.Second))); err != nil {
 		got, _ := chromedp.Run(tab, chromedp.Evaluate[string](js))
 		t.Errorf("the queued job's right-to-left override is not shown as an escape: %q", got)
