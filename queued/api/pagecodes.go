@@ -4,8 +4,11 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"strings"
 	"sync"
 	"time"
 )
@@ -152,4 +155,27 @@ func (pc *PageCodes) PageToken(tok string) bool {
 	defer pc.mu.Unlock()
 	_, ok := pc.tokens[hashOf(tok)]
 	return ok
+}
+
+// maxCodeBody bounds POST /page/session's body: a code is 64 characters.
+const maxCodeBody = 1 << 10
+
+// ReadCode reads POST /page/session's body, {"code": "..."}, at most 1
+// KiB: the daemon and web's page proxy both take it so.
+func ReadCode(body io.Reader) (string, error) {
+	var req PageSessionRequest
+	b, err := io.ReadAll(io.LimitReader(body, maxCodeBody+1))
+	if err == nil && len(b) > maxCodeBody {
+		err = fmt.Errorf("%d bytes or more, the limit is %d", len(b), maxCodeBody)
+	}
+	if err == nil {
+		err = json.Unmarshal(b, &req)
+	}
+	if err == nil && strings.TrimSpace(req.Code) == "" {
+		err = errors.New("no code")
+	}
+	if err != nil {
+		return "", fmt.Errorf(`want a JSON body {"code": "..."} with the code from the page's address: %w`, err)
+	}
+	return strings.TrimSpace(req.Code), nil
 }

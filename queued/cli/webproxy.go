@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -112,13 +111,12 @@ func (p *pageProxy) codeURL() (string, error) {
 // exchange answers POST /page/session: the code in the body, once, for
 // the proxy's token.
 func (p *pageProxy) exchange(w http.ResponseWriter, r *http.Request) {
-	var req api.PageSessionRequest
-	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<10+1))
-	if err != nil || len(body) > 1<<10 || json.Unmarshal(body, &req) != nil || strings.TrimSpace(req.Code) == "" {
-		refuse(w, http.StatusBadRequest, `want a JSON body {"code": "..."} of at most 1 KiB, with the code from the page's address`)
+	code, err := api.ReadCode(r.Body)
+	if err != nil {
+		refuse(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	tok, err := p.codes.Exchange(strings.TrimSpace(req.Code))
+	tok, err := p.codes.Exchange(code)
 	if err != nil {
 		refuse(w, http.StatusUnauthorized, err.Error()+": run tt-device-queue web --open again")
 		return

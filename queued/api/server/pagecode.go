@@ -1,10 +1,8 @@
 package server
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -58,10 +56,6 @@ func (pl *pageLogin) handleCode(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, api.PageCodeResponse{Code: code, ExpiresIn: int(api.CodeLifetime.Seconds())})
 }
 
-// maxExchangeBody bounds POST /page/session's body: a code is 64
-// characters.
-const maxExchangeBody = 1 << 10
-
 // handleSession is POST /page/session, before any token: the code in the
 // body, once, from a connection of the daemon's own user, for a page
 // token.
@@ -78,13 +72,12 @@ func (pl *pageLogin) handleSession(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusForbidden, fmt.Sprintf("the status page's code is exchanged only on a connection of queued's own user, not of %s (uid %d)", userName(uid), uid))
 		return
 	}
-	var req api.PageSessionRequest
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxExchangeBody+1))
-	if err != nil || len(body) > maxExchangeBody || json.Unmarshal(body, &req) != nil || strings.TrimSpace(req.Code) == "" {
-		writeError(w, http.StatusBadRequest, `want a JSON body {"code": "..."} of at most 1 KiB, with the code from the page's address`)
+	code, err := api.ReadCode(r.Body)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	tok, err := pl.codes.Exchange(strings.TrimSpace(req.Code))
+	tok, err := pl.codes.Exchange(code)
 	if errors.Is(err, api.ErrBadCode) {
 		writeError(w, http.StatusUnauthorized, err.Error()+": run tt-device-queue web --open again")
 		return
