@@ -93,7 +93,9 @@ func TestWeb_SystemModeOpenGivesAnotherUserNothing(t *testing.T) {
 		t.Fatalf("the browser was given %q", opened)
 	}
 	base, code := m[1], m[2]
-	asBob := func() (net.Conn, error) { return usertest.DialTCPAs(strings.TrimPrefix(base, "http://"), bob.UID, bob.GID) }
+	asBob := func() (net.Conn, error) {
+		return usertest.DialTCPAs(strings.TrimPrefix(base, "http://"), bob.UID, bob.GID)
+	}
 	if status, _ := exchange(t, base, code, asBob); status != http.StatusForbidden {
 		t.Errorf("bob's exchange of alice's code: %d, want 403", status)
 	}
