@@ -22,7 +22,7 @@ import (
 // exchanges for a token that only reads the page's data (see pageLogin
 // in the server).
 type WebCmd struct {
-	Open bool `help:"Also open the page in a browser ($BROWSER, else xdg-open)."`
+	Open bool `help:"Also open the page in a browser ($BROWSER, else xdg-open), on a one-time code: a browser's command line is every user's to read, so it never gets the token."`
 }
 
 // Help says what the page shows and who may see it.
