@@ -17,8 +17,9 @@ import (
 // it: ESC and C1 sequences clear the screen, recolour it, set its title,
 // write the clipboard or, on some terminals, type into it. So every such
 // text is printed as ps prints command lines, with C0 controls, DEL, C1
-// controls (U+0080-U+009F, as UTF-8 and as raw bytes) and bytes that are
-// not UTF-8 made visible as escapes: \n, \t, \r, \x1b, \u009b, \xff. A
+// controls (U+0080-U+009F, as UTF-8 and as raw bytes), the
+// bidirectional-text controls (bidiControl) and bytes that are not UTF-8
+// made visible as escapes: \n, \t, \r, \x1b, \u009b, \u202e, \xff. A
 // backslash is printed as it is, so the escapes show the characters, not
 // an exact copy: --json prints every field exactly.
 //
@@ -63,13 +64,33 @@ func escapeControls(s, keep string) string {
 }
 
 // needsEscape reports whether the rune r, n bytes long, is a C0 or C1
-// control, DEL or a byte that is not UTF-8, and not in keep.
+// control, DEL, a bidirectional-text control or a byte that is not
+// UTF-8, and not in keep.
 func needsEscape(r rune, n int, keep string) bool {
 	switch {
 	case r == utf8.RuneError && n == 1:
 		return true
 	case r < 0x20 || (r >= 0x7f && r <= 0x9f):
 		return !strings.ContainsRune(keep, r)
+	}
+	return bidiControl(r)
+}
+
+// bidiControl reports whether r reorders or breaks the text around it
+// when a terminal lays the line out: the embeddings and overrides
+// (U+202A-U+202E), the isolates (U+2066-U+2069), the marks (U+200E,
+// U+200F, U+061C) and the line and paragraph separators (U+2028,
+// U+2029). A right-to-left override in another user's command makes it
+// read as something else than what runs ("Trojan Source"); printed as an
+// escape it reads as what it is.
+func bidiControl(r rune) bool {
+	switch {
+	case r == 0x061c, r == 0x200e, r == 0x200f:
+		return true
+	case r >= 0x2028 && r <= 0x202e:
+		return true
+	case r >= 0x2066 && r <= 0x2069:
+		return true
 	}
 	return false
 }

@@ -14,6 +14,7 @@ func TestTermText(t *testing.T) {
 		{"C1 as UTF-8: \u009b31m \u0085 \u0080\u009f", `C1 as UTF-8: \u009b31m \u0085 \u0080\u009f`, `C1 as UTF-8: \u009b31m \u0085 \u0080\u009f`},
 		{"raw C1 \x9b31m, not UTF-8 \xff\xfe, cut \xe2\x82", `raw C1 \x9b31m, not UTF-8 \xff\xfe, cut \xe2\x82`, `raw C1 \x9b31m, not UTF-8 \xff\xfe, cut \xe2\x82`},
 		{`a literal \x1b stays`, `a literal \x1b stays`, `a literal \x1b stays`},
+		{"bidi: ls \u202e3pm.sh\u202c \u2066x\u2069 \u200e\u200f\u061c \u202a\u202b\u202d \u2028\u2029", `bidi: ls \u202e3pm.sh\u202c \u2066x\u2069 \u200e\u200f\u061c \u202a\u202b\u202d \u2028\u2029`, `bidi: ls \u202e3pm.sh\u202c \u2066x\u2069 \u200e\u200f\u061c \u202a\u202b\u202d \u2028\u2029`},
 		{"\u00a0 and U+00A0 on are printable", "\u00a0 and U+00A0 on are printable", "\u00a0 and U+00A0 on are printable"},
 	} {
 		if got := termText(tc.in); got != tc.text {

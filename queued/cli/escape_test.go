@@ -20,22 +20,26 @@ import (
 // nasty is what another user's command, client id, directory or
 // environment value may carry to whoever lists the queue: clear the
 // screen, colour, set the window title (OSC, ended by BEL), DEL, and the
-// one-character CSI of C1 (U+009B), which some terminals obey as ESC [.
-const nasty = "\x1b[2J\x1b[31mFAKE\x1b]0;title\x07 \x7f \u009b31m"
+// one-character CSI of C1 (U+009B), which some terminals obey as ESC [,
+// and the bidirectional-text controls that reorder what follows them on
+// the line, so a command reads other than it runs (issue 38, finding 8):
+// right-to-left override U+202E, the isolates U+2066-U+2069, the marks
+// U+200E, U+200F and U+061C, and the line separator U+2028.
+const nasty = "\x1b[2J\x1b[31mFAKE\x1b]0;title\x07 \x7f \u009b31m \u202eevil\u202c \u2066\u2067\u2068\u2069 \u200e\u200f\u061c \u2028"
 
 // escaped is nasty as the CLI prints it.
-const escaped = `\x1b[2J\x1b[31mFAKE\x1b]0;title\x07 \x7f \u009b31m`
+const escaped = `\x1b[2J\x1b[31mFAKE\x1b]0;title\x07 \x7f \u009b31m \u202eevil\u202c \u2066\u2067\u2068\u2069 \u200e\u200f\u061c \u2028`
 
 // clean fails the test when s holds anything a terminal would act on:
-// a control character other than newline, DEL, a C1 control, or bytes
-// that are not UTF-8.
+// a control character other than newline, DEL, a C1 control, a
+// bidirectional-text control, or bytes that are not UTF-8.
 func clean(t *testing.T, what, s string) {
 	t.Helper()
 	if !utf8.ValidString(s) {
 		t.Errorf("%s is not UTF-8: %q", what, s)
 	}
 	for _, r := range s {
-		if (r < 0x20 && r != '\n') || (r >= 0x7f && r <= 0x9f) {
+		if (r < 0x20 && r != '\n') || (r >= 0x7f && r <= 0x9f) || strings.ContainsRune("\u061c\u200e\u200f\u2028\u2029\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069", r) {
 			t.Errorf("%s holds control character %U: %q", what, r, s)
 			return
 		}

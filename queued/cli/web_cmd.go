@@ -15,9 +15,14 @@ import (
 // WebCmd prints the address of queued's live status page with the token
 // in its fragment: the browser keeps the fragment to itself, so the token
 // never travels in a request line, a log or a Referer; the page sends it
-// as the bearer token. It opens a browser only when asked.
+// as the bearer token. The address is printed to the user's own terminal
+// only. It opens a browser only when asked, and then never on that
+// address: a browser's command line is every local user's to read (ps),
+// so the browser is given a one-time code instead, which the page
+// exchanges for a token that only reads the page's data (see pageLogin
+// in the server).
 type WebCmd struct {
-	Open bool `help:"Also open the page in a browser ($BROWSER, else xdg-open)."`
+	Open bool `help:"Also open the page in a browser ($BROWSER, else xdg-open), on a one-time code: a browser's command line is every user's to read, so it never gets the token."`
 }
 
 // Help says what the page shows and who may see it.
@@ -29,14 +34,15 @@ func (c *WebCmd) Help() string {
 		"address: web then serves the page itself, on a loopback port with a token of its own, as you, until Ctrl-C."
 }
 
-// webURL is the status page's address for the daemon at base with token.
-func webURL(base, token string) (string, error) {
+// webURL is the status page's address for the daemon at base with key
+// ("token" or "code") set to value in its fragment.
+func webURL(base, key, value string) (string, error) {
 	u, err := url.Parse(base)
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 		return "", fmt.Errorf("queued's address %q is not an http URL", base)
 	}
 	u.Path, u.RawQuery, u.Fragment = "/", "", ""
-	return u.String() + "#token=" + url.QueryEscape(token), nil
+	return u.String() + "#" + key + "=" + url.QueryEscape(value), nil
 }
 
 // Run finds queued's TCP address (--host/--port, else the address queued
@@ -82,7 +88,7 @@ func (c *WebCmd) Run(a *App) error {
 		}
 		return a.explain(a.ctx, err)
 	}
-	page, err := webURL(base, token)
+	page, err := webURL(base, "token", token)
 	if err != nil {
 		return &Error{Code: ExitRefused, Err: err}
 	}
@@ -96,7 +102,17 @@ func (c *WebCmd) Run(a *App) error {
 	if !c.Open {
 		return nil
 	}
-	return openBrowser(page)
+	client := api.NewClient(base, token)
+	defer client.Close()
+	code, err := client.PageCode(a.ctx)
+	if err != nil {
+		return a.explain(a.ctx, fmt.Errorf("--open: asking queued for a one-time code to open the page with: %w", err))
+	}
+	opened, err := webURL(base, "code", code.Code)
+	if err != nil {
+		return &Error{Code: ExitRefused, Err: err}
+	}
+	return openBrowser(opened)
 }
 
 // proxy serves the page of the daemon the CLI reaches over a Unix socket
@@ -108,7 +124,7 @@ func (c *WebCmd) proxy(a *App) error {
 		return err
 	}
 	sock := strings.TrimPrefix(a.url, "unix://")
-	err := servePage(a.ctx, sock, func(page string) error {
+	err := servePage(a.ctx, sock, func(page string, codeURL func() (string, error)) error {
 		if a.JSON {
 			if err := a.printJSON(map[string]string{"url": page}); err != nil {
 				return err
@@ -118,7 +134,11 @@ func (c *WebCmd) proxy(a *App) error {
 			fmt.Fprintln(a.Out, page)
 		}
 		if c.Open {
-			return openBrowser(page)
+			opened, err := codeURL()
+			if err != nil {
+				return err
+			}
+			return openBrowser(opened)
 		}
 		return nil
 	})
@@ -129,7 +149,9 @@ func (c *WebCmd) proxy(a *App) error {
 }
 
 // openBrowser starts $BROWSER, else xdg-open, on page and does not wait
-// for it.
+// for it. page is in the browser's command line, which every user of the
+// host may read: it must hold no secret that outlives one use (a
+// one-time code, never a token).
 func openBrowser(page string) error {
 	prog := os.Getenv("BROWSER")
 	if prog == "" {

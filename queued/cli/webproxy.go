@@ -5,16 +5,19 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/ttkit/ttkit/internal/loopuid"
 	"github.com/ttkit/ttkit/queued/api"
 )
 
@@ -23,15 +26,36 @@ import (
 // browser: a loopback listener that forwards the page's reads to the
 // socket, where the daemon sees this process, so this user, as the
 // caller. Anyone who could connect to the port would act as this user, so
-// every request but the page's static files must carry a token of this
-// proxy's own (in the address's fragment, as the daemon's page expects);
-// only GET and HEAD are forwarded (the page only reads), and the same
-// Host, Origin and fetch-site checks as the daemon's keep other web pages
-// out.
+// a connection whose socket another user owns (loopuid) is refused
+// outright, and every request but the page's static files must carry a
+// token of this proxy's own (in the printed address's fragment, as the
+// daemon's page expects, or got for a one-time code at POST
+// /page/session, as a browser web --open started does); only GET and
+// HEAD are forwarded (the page only reads), and the same Host, Origin and
+// fetch-site checks as the daemon's keep other web pages out.
 type pageProxy struct {
 	token string
 	addr  string // host:port of the listener
 	rp    *httputil.ReverseProxy
+	codes *api.PageCodes
+}
+
+// connOwnerKey is the context key of a connection's owner check: nil when
+// the connection is this user's or root's, else why it is refused.
+type connOwnerKey struct{}
+
+// connOwner is http.Server's ConnContext for the proxy: it finds, once
+// per connection, whether the socket at its other end is this user's or
+// root's.
+func connOwner(ctx context.Context, c net.Conn) context.Context {
+	uid, err := loopuid.Owner(c.LocalAddr(), c.RemoteAddr())
+	switch {
+	case err != nil:
+		err = fmt.Errorf("who owns the connection from %s is unknown: %w", c.RemoteAddr(), err)
+	case uid != 0 && int(uid) != os.Getuid():
+		err = fmt.Errorf("the connection from %s is uid %d's, and this page is uid %d's", c.RemoteAddr(), uid, os.Getuid())
+	}
+	return context.WithValue(ctx, connOwnerKey{}, err)
 }
 
 // newPageProxy proxies to the daemon's socket at sock for a listener at
@@ -42,6 +66,7 @@ func newPageProxy(sock, addr string) (*pageProxy, error) {
 		return nil, fmt.Errorf("making the page's token: %w", err)
 	}
 	p := &pageProxy{token: hex.EncodeToString(b), addr: addr}
+	p.codes = api.NewPageCodes(p.token)
 	d := &net.Dialer{Timeout: 5 * time.Second}
 	p.rp = &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
@@ -66,10 +91,38 @@ func newPageProxy(sock, addr string) (*pageProxy, error) {
 	return p, nil
 }
 
-// pageURL is the address to open: the proxy's root with its token in the
-// fragment, which the browser never sends.
+// pageURL is the address to print: the proxy's root with its token in
+// the fragment, which the browser never sends.
 func (p *pageProxy) pageURL() string {
 	return "http://" + p.addr + "/#token=" + url.QueryEscape(p.token)
+}
+
+// codeURL is the address to start a browser on, whose command line every
+// user may read: the proxy's root with a new one-time code in the
+// fragment, which the page exchanges for the token.
+func (p *pageProxy) codeURL() (string, error) {
+	code, err := p.codes.Issue()
+	if err != nil {
+		return "", err
+	}
+	return "http://" + p.addr + "/#code=" + url.QueryEscape(code), nil
+}
+
+// exchange answers POST /page/session: the code in the body, once, for
+// the proxy's token.
+func (p *pageProxy) exchange(w http.ResponseWriter, r *http.Request) {
+	code, err := api.ReadCode(r.Body)
+	if err != nil {
+		refuse(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	tok, err := p.codes.Exchange(code)
+	if err != nil {
+		refuse(w, http.StatusUnauthorized, err.Error()+": run tt-device-queue web --open again")
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(api.PageSessionResponse{Token: tok})
 }
 
 // refuse answers a request the proxy does not forward.
@@ -83,6 +136,10 @@ func (p *pageProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	host, port, _ := net.SplitHostPort(r.Host)
 	_, ownPort, _ := net.SplitHostPort(p.addr)
+	if err, _ := r.Context().Value(connOwnerKey{}).(error); err != nil {
+		refuse(w, http.StatusForbidden, "this page is served to its own user only: "+err.Error())
+		return
+	}
 	switch {
 	case port != ownPort || (host != "127.0.0.1" && host != "localhost"):
 		refuse(w, http.StatusForbidden, fmt.Sprintf("Host %q is not this page's address", r.Host))
@@ -92,6 +149,9 @@ func (p *pageProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	case r.Header.Get("Sec-Fetch-Site") != "" && r.Header.Get("Sec-Fetch-Site") != "same-origin" && r.Header.Get("Sec-Fetch-Site") != "none":
 		refuse(w, http.StatusForbidden, "cross-site requests are refused")
+		return
+	case r.URL.Path == api.PageSessionPath && r.Method == http.MethodPost:
+		p.exchange(w, r)
 		return
 	case r.Method != http.MethodGet && r.Method != http.MethodHead:
 		w.Header().Set("Allow", "GET, HEAD")
@@ -109,8 +169,9 @@ func (p *pageProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // servePage serves the proxy on a new loopback port until ctx ends,
-// calling ready with the page's address once it listens.
-func servePage(ctx context.Context, sock string, ready func(page string) error) error {
+// calling ready once it listens with the page's address (to print) and
+// a maker of one-time addresses (to start a browser on).
+func servePage(ctx context.Context, sock string, ready func(page string, codeURL func() (string, error)) error) error {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return fmt.Errorf("listening for the page: %w", err)
@@ -120,10 +181,10 @@ func servePage(ctx context.Context, sock string, ready func(page string) error) 
 		ln.Close()
 		return err
 	}
-	hs := &http.Server{Handler: p, ReadHeaderTimeout: 10 * time.Second}
+	hs := &http.Server{Handler: p, ReadHeaderTimeout: 10 * time.Second, ConnContext: connOwner}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
-	if err := ready(p.pageURL()); err != nil {
+	if err := ready(p.pageURL(), p.codeURL); err != nil {
 		hs.Close()
 		return err
 	}

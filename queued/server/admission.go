@@ -29,6 +29,9 @@ type admission struct {
 	listenAddr string
 	allowPeer  func(Peer) error
 	extraHosts []string
+	// pageTokens are the status page's tokens (pageLogin), good for the
+	// page's reads only.
+	pageTokens *api.PageCodes
 	maxBody    int64
 	// writeTimeout bounds the writing of an answer from its first byte.
 	writeTimeout time.Duration
@@ -95,7 +98,7 @@ func (ad *admission) hostAllowed(hostport string) bool {
 
 // authorize decides whether a request may go on: over a Unix socket by the
 // caller's credentials (the token is not needed there), over TCP by the
-// bearer token.
+// bearer token, or by a page token for the status page's reads.
 func (ad *admission) authorize(w http.ResponseWriter, r *http.Request) bool {
 	peer, onSocket, err := PeerOf(r.Context())
 	if onSocket {
@@ -108,12 +111,16 @@ func (ad *admission) authorize(w http.ResponseWriter, r *http.Request) bool {
 		}
 		return true
 	}
-	if !tokenMatches(r.Header.Get("Authorization"), ad.token) {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="queued"`)
-		writeError(w, http.StatusUnauthorized, "missing or wrong bearer token; the token is in the file \"token\" in queued's state directory")
-		return false
+	header := r.Header.Get("Authorization")
+	if tokenMatches(header, ad.token) {
+		return true
 	}
-	return true
+	if got, ok := strings.CutPrefix(header, "Bearer "); ok && pageRead(r) && ad.pageTokens.PageToken(strings.TrimSpace(got)) {
+		return true
+	}
+	w.Header().Set("WWW-Authenticate", `Bearer realm="queued"`)
+	writeError(w, http.StatusUnauthorized, "missing or wrong bearer token; the token is in the file \"token\" in queued's state directory")
+	return false
 }
 
 // checkRequest refuses, once the caller is known, a path that is not

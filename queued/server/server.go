@@ -104,6 +104,7 @@ type Server struct {
 	resets      *resets
 	holds       *holds
 	page        *statusPage
+	login       *pageLogin
 	// active counts requests being handled and last is when one last
 	// began or ended (Unix ns), for IdleFor.
 	active atomic.Int64
@@ -155,14 +156,16 @@ func NewServer(cfg Config) (*Server, error) {
 	views := &pythonViews{sched: cfg.Scheduler}
 	rr := &reserveRule{rules: b.rules}
 	cs := newConns(cfg.MaxConns, cfg.ConnsPerUser, rr.reserved)
+	login := newPageLogin(b)
 	sl := newSlots(cfg.Workers, cfg.WorkersPerUser, cfg.WaitsPerUser, cs)
 	s := &Server{cfg: cfg, log: cfg.Logger, slots: sl,
 		admission: &admission{base: b, token: cfg.Token, listenAddr: cfg.ListenAddr, allowPeer: cfg.AllowPeer,
-			extraHosts: cfg.ExtraHosts, maxBody: cfg.MaxRequestBytes, writeTimeout: cfg.WriteTimeout, conns: cs, slots: sl},
+			extraHosts: cfg.ExtraHosts, pageTokens: login.codes, maxBody: cfg.MaxRequestBytes, writeTimeout: cfg.WriteTimeout, conns: cs, slots: sl},
 		submissions: &submissions{base: b, maxTimeout: cfg.MaxTimeout, cwd: &cwdProber{}},
 		resets:      &resets{base: b},
 		holds:       &holds{base: b, maxTimeout: cfg.MaxTimeout},
 		page:        &statusPage{base: b, views: views, slots: sl, conns: cs, version: cfg.Version},
+		login:       login,
 	}
 	jobs := &jobHandlers{base: b, views: views}
 	waits := &jobWaits{base: b, views: views, slots: sl}
@@ -179,6 +182,7 @@ func NewServer(cfg Config) (*Server, error) {
 	m.HandleFunc("/hold", only(http.MethodPost, s.holds.handleHold))
 	m.HandleFunc("/release", only(http.MethodPost, s.holds.handleRelease))
 	m.HandleFunc("/changes", only(http.MethodGet, s.page.handleChanges))
+	m.HandleFunc(api.PageCodePath, only(http.MethodPost, s.login.handleCode))
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no endpoint %s", cut(r.URL.Path, 100)))
 	})
@@ -233,8 +237,9 @@ func (s *Server) NewHTTPServer() *http.Server {
 // caller's credentials on a Unix socket), that the path is canonical,
 // that the body is not content-encoded and (for POST) the content type,
 // all before the request may take a handler slot, so a refused request
-// costs nothing and causes nothing (admission). GET /proof and the status
-// page's files come before the token: they need none. The slot is given
+// costs nothing and causes nothing (admission). GET /proof, the status
+// page's files and its code exchange come before the token: they need
+// none. The slot is given
 // back when the answer starts, which must then be written within
 // WriteTimeout.
 func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
@@ -250,6 +255,10 @@ func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	}
 	if r.URL.Path == api.ProofPath {
 		s.admission.handleProof(w, r)
+		return
+	}
+	if r.URL.Path == api.PageSessionPath { // the page's one-time code, for a page token (pagecode.go)
+		s.login.handleSession(w, r)
 		return
 	}
 	if s.page.servePage(w, r) { // the status page's files; no data, so no token (page.go)

@@ -1,8 +1,12 @@
 // queued's live status page. Read-only: it reads GET /status, follows
 // GET /changes (a long-poll that answers at the scheduler's next change)
 // and tails the running jobs' output with GET /logs long-polls. The
-// token comes from the URL fragment (#token=...), which never reaches the
-// server; it is kept in sessionStorage and sent as the bearer token.
+// token comes from the URL fragment (#token=..., the address
+// `tt-device-queue web` prints), which never reaches the server, or is
+// got once for the one-time code in it (#code=..., the address `web
+// --open` starts a browser on, whose command line every local user can
+// read) at POST /page/session; it is kept in sessionStorage and sent as
+// the bearer token.
 "use strict";
 
 const TOKEN_KEY = "queued-token";
@@ -16,13 +20,29 @@ let token = "";
 let lastStatus = null;
 const tails = new Map();    // job id -> {text, done}
 
-function takeToken() {
-  const m = /^#token=([A-Za-z0-9._~%-]+)$/.exec(location.hash);
+async function takeToken() {
+  const m = /^#(token|code)=([A-Za-z0-9._~%-]+)$/.exec(location.hash);
   if (m) {
-    sessionStorage.setItem(TOKEN_KEY, decodeURIComponent(m[1]));
     history.replaceState(null, "", location.pathname);
+    const value = decodeURIComponent(m[2]);
+    if (m[1] === "token") {
+      sessionStorage.setItem(TOKEN_KEY, value);
+    } else {
+      sessionStorage.setItem(TOKEN_KEY, await exchangeCode(value));
+    }
   }
   return sessionStorage.getItem(TOKEN_KEY) || "";
+}
+
+// exchangeCode trades the one-time code for the page's token; the code
+// is dead afterwards, so a reload finds the token in sessionStorage.
+async function exchangeCode(code) {
+  const r = await fetch("/page/session", {method: "POST", headers: {"Content-Type": "application/json"},
+    body: JSON.stringify({code: code}), cache: "no-store", credentials: "omit"});
+  let b = {};
+  try { b = await r.json(); } catch (_) { /* not JSON */ }
+  if (!r.ok || !b.token) throw new Error(b.error || (r.status + " " + r.statusText));
+  return b.token;
 }
 
 class HTTPError extends Error {
@@ -58,11 +78,21 @@ function setConn(text, live) {
   c.className = "conn " + (live ? "live" : "down");
 }
 
+// BIDI are the bidirectional-text controls: in another user's command
+// they reorder what the page shows, so it reads other than what runs.
+const BIDI = /[\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]/g;
+
+// visible is text with its bidirectional-text controls shown as escapes
+// (\u202e), as the CLI prints them.
+function visible(text) {
+  return String(text).replace(BIDI, (c) => "\\u" + c.charCodeAt(0).toString(16).padStart(4, "0"));
+}
+
 // el builds an element; text is set with textContent, never parsed.
 function el(tag, cls, text, ...kids) {
   const e = document.createElement(tag);
   if (cls) e.className = cls;
-  if (text !== undefined && text !== null) e.textContent = text;
+  if (text !== undefined && text !== null) e.textContent = visible(text);
   for (const k of kids) if (k) e.appendChild(k);
   return e;
 }
@@ -96,7 +126,7 @@ function kv(pairs) {
     if (v === undefined || v === null || v === "") continue;
     dl.appendChild(el("dt", null, k));
     const dd = el("dd");
-    if (v instanceof Node) dd.appendChild(v); else dd.textContent = v;
+    if (v instanceof Node) dd.appendChild(v); else dd.textContent = visible(v);
     dl.appendChild(dd);
   }
   return dl;
@@ -237,7 +267,7 @@ function showTail(id, text) {
   const pre = document.getElementById("tail-" + id);
   if (pre) {
     const atEnd = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
-    pre.textContent = text;
+    pre.textContent = visible(text);
     if (atEnd) pre.scrollTop = pre.scrollHeight;
   }
 }
@@ -290,8 +320,14 @@ async function follow() {
   }
 }
 
-function main() {
-  token = takeToken();
+async function main() {
+  try {
+    token = await takeToken();
+  } catch (e) {
+    notice("The one-time code was refused (" + e.message + "). Run `tt-device-queue web --open` again, or open the address it prints.", true);
+    setConn("not signed in", false);
+    return;
+  }
   if (!token) {
     notice("No token: open the address that `tt-device-queue web` prints (it carries the token after #).", true);
     setConn("not signed in", false);
