@@ -80,7 +80,7 @@ func (w crossWatch) check() {
 		cards []int
 	}
 	byID := map[string]running{}
-	for _, o := range w.runningLocked() {
+	for _, o := range runningOf(w.core) {
 		if j := w.jobs[o.id]; j != nil && o.kind == store.KindJob {
 			jobs = append(jobs, o)
 			byID[o.id] = running{j, j.rec.Cards()}

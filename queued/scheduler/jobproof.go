@@ -48,21 +48,23 @@ type ownJob struct {
 	hasUID bool
 }
 
-// ownJobLocked is j's ownJob.
-func (s *core) ownJobLocked(j *job) ownJob {
+// ownJobOf is j's ownJob; s.mu held. (Functions, not methods of core:
+// core's embedders are at their bound of methods.)
+func ownJobOf(s *core, j *job) ownJob {
 	o := ownJob{id: j.rec.ID, kind: j.rec.Kind, leader: j.rec.PGID, start: j.rec.LeaderStart}
-	o.uid, o.hasUID = s.runUID(&j.rec)
+	o.uid, o.hasUID = runUID(&s.opt, &j.rec)
 	return o
 }
 
-// runningLocked lists every card's running job or reset, each once.
-func (s *core) runningLocked() []ownJob {
+// runningOf lists every card's running job or reset, each once; s.mu
+// held.
+func runningOf(s *core) []ownJob {
 	var out []ownJob
 	seen := map[*job]bool{}
 	for _, id := range s.order {
 		if j := s.cards[id].current; j != nil && !seen[j] {
 			seen[j] = true
-			out = append(out, s.ownJobLocked(j))
+			out = append(out, ownJobOf(s, j))
 		}
 	}
 	return out
@@ -71,11 +73,11 @@ func (s *core) runningLocked() []ownJob {
 // runUID is the user rec runs as, as launcher.spec decides it: a reset's
 // ResetAccount, else queued's own user for a reset or any job of a
 // user-mode daemon, else the job's owner.
-func (s *core) runUID(rec *store.Job) (uint32, bool) {
+func runUID(opt *Options, rec *store.Job) (uint32, bool) {
 	switch {
-	case rec.Kind == store.KindReset && s.opt.ResetAccount != nil:
-		return s.opt.ResetAccount.UID, true
-	case rec.Kind == store.KindReset || !s.opt.Mode.System():
+	case rec.Kind == store.KindReset && opt.ResetAccount != nil:
+		return opt.ResetAccount.UID, true
+	case rec.Kind == store.KindReset || !opt.Mode.System():
 		return uint32(os.Getuid()), true
 	case rec.OwnerUID != nil:
 		return *rec.OwnerUID, true

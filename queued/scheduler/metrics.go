@@ -298,5 +298,5 @@ func snapshot(s *core) ([]cardSnapshot, []ownJob, bool) {
 		}
 		out = append(out, cs)
 	}
-	return out, s.runningLocked(), s.persist.err != nil
+	return out, runningOf(s), s.persist.err != nil
 }

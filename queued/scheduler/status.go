@@ -170,7 +170,7 @@ func (s reporter) statusLocked() (Status, []string, []ownJob) {
 		cs.EstimatedWait = wait
 		st.Cards = append(st.Cards, cs)
 	}
-	return st, own, s.runningLocked()
+	return st, own, runningOf(s.core)
 }
 
 func (s reporter) workerStateLocked(c *card) string {
