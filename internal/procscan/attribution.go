@@ -40,7 +40,15 @@ type AttributionOptions struct {
 	// Cgroup reads /proc/<pid>/cgroup for a Slurm job, a container and a
 	// Kubernetes pod: Attribution.SlurmJob, ContainerID and PodUID.
 	Cgroup bool
+	// CgroupRoot is where the cgroup filesystem is mounted (cgroup v1
+	// hierarchies in directories named for their controllers below it),
+	// for checking that a Slurm job's cgroup directory is slurmd's.
+	// Default DefaultCgroupRoot.
+	CgroupRoot string
 }
+
+// DefaultCgroupRoot is where the cgroup filesystem is mounted.
+const DefaultCgroupRoot = "/sys/fs/cgroup"
 
 // Any reports whether any attribution read is on.
 func (o AttributionOptions) Any() bool { return o.User || o.QueuedJob || o.Cgroup }
@@ -104,7 +112,8 @@ func (r *reader) readAttribution(dir string, o AttributionOptions) Attribution {
 	if o.Cgroup {
 		a.SlurmJob, a.ContainerID, a.PodUID = Unknown, Unknown, Unknown
 		if data, err := readFile(dir+"/cgroup", &r.buf, maxCgroupRead); err == nil {
-			a.SlurmJob, a.ContainerID, a.PodUID = ParseCgroup(data)
+			_, a.ContainerID, a.PodUID = ParseCgroup(data)
+			a.SlurmJob = slurmdsJob(data, o.CgroupRoot)
 		}
 	}
 	return a
@@ -184,9 +193,12 @@ var containerScopes = []string{"cri-containerd-", "crio-", "docker-", "libpod-"}
 //     /kubepods/.../crio-<id>, Podman's /libpod_parent/libpod-<id>) or the
 //     64-hex-digit id itself (/docker/<id>, containerd's
 //     /kubepods/.../<id>); or a <slice>:<runtime>:<id> element;
-//   - Slurm: .../job_<id>/... under a path that names slurm (v1's
-//     /slurm/uid_<uid>/job_<id>/step_<n>, v2's
-//     /system.slice/slurmstepd.scope/job_<id>/step_<n>).
+//   - Slurm: v1's /slurm/uid_<uid>/job_<id>/..., v2's
+//     /system.slice/[<node>_]slurmstepd.scope/job_<id>/... (slurmd's
+//     own cgroup roots), never a path through a user's delegated
+//     user@<uid>.service, where the user may create any directory.
+//     That the job directory is slurmd's (root's) is checked by the
+//     scanner, not here: see slurmdsJob.
 func ParseCgroup(data []byte) (slurmJob, containerID, podUID string) {
 	for _, line := range strings.Split(string(data), "\n") {
 		// hierarchy-ID:controller-list:path; the path may itself hold ':'.
@@ -198,13 +210,10 @@ func ParseCgroup(data []byte) (slurmJob, containerID, podUID string) {
 		if !ok {
 			continue
 		}
-		slurm := strings.Contains(path, "slurm")
+		if slurmJob == "" {
+			slurmJob, _ = slurmJobDir(path)
+		}
 		for _, elem := range strings.Split(path, "/") {
-			if slurmJob == "" && slurm {
-				if id, ok := strings.CutPrefix(elem, "job_"); ok && isDecimal(id) {
-					slurmJob = id
-				}
-			}
 			if podUID == "" {
 				podUID = podOf(elem)
 			}
@@ -299,4 +308,80 @@ func isDecimal(s string) bool {
 		}
 	}
 	return true
+}
+
+// slurmJobDir returns the Slurm job a cgroup path lies in and the path of
+// that job's directory, when the path has one of slurmd's layouts:
+// /slurm/uid_<uid>/job_<id> (cgroup v1) or
+// /system.slice/[<node>_]slurmstepd.scope/job_<id> (cgroup v2); else "".
+func slurmJobDir(path string) (id, dir string) {
+	elems := strings.Split(path, "/")
+	for _, e := range elems {
+		if strings.HasPrefix(e, "user@") {
+			return "", "" // a user's delegated subtree: anything can be made there
+		}
+	}
+	var n int
+	switch {
+	case len(elems) >= 4 && elems[0] == "" && elems[1] == "slurm" && strings.HasPrefix(elems[2], "uid_") && isDecimal(elems[2][len("uid_"):]):
+		n = 3
+	case len(elems) >= 4 && elems[0] == "" && elems[1] == "system.slice" && strings.HasSuffix(elems[2], "slurmstepd.scope"):
+		n = 3
+	default:
+		return "", ""
+	}
+	id, ok := strings.CutPrefix(elems[n], "job_")
+	if !ok || !isDecimal(id) {
+		return "", ""
+	}
+	return id, strings.Join(elems[:n+1], "/")
+}
+
+// slurmdsJob returns the Slurm job of a /proc/<pid>/cgroup text when its
+// job directory, under the cgroupfs mount root, is root's as slurmd makes
+// it; "" when no line names one in slurmd's layout, or that directory is
+// another user's (who could have made it, or been given it, to pass a
+// process off as a job's); Unknown when the directory cannot be looked at
+// (no cgroupfs mounted where the collector runs).
+func slurmdsJob(data []byte, root string) string {
+	if root == "" {
+		root = DefaultCgroupRoot
+	}
+	unknown := false
+	for _, line := range strings.Split(string(data), "\n") {
+		hier, rest, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		controllers, path, ok := strings.Cut(rest, ":")
+		if !ok {
+			continue
+		}
+		id, dir := slurmJobDir(path)
+		if id == "" {
+			continue
+		}
+		mount := root
+		if hier != "0" || controllers != "" {
+			// A v1 hierarchy is mounted in a directory named for its
+			// controllers (name=systemd's is "systemd").
+			name := strings.TrimPrefix(controllers, "name=")
+			if name == "" || strings.Contains(name, "/") || name == "." || name == ".." {
+				continue
+			}
+			mount = root + "/" + name
+		}
+		var st unix.Stat_t
+		if err := unix.Lstat(mount+dir, &st); err != nil {
+			unknown = true
+			continue
+		}
+		if st.Mode&unix.S_IFMT == unix.S_IFDIR && st.Uid == 0 {
+			return id
+		}
+	}
+	if unknown {
+		return Unknown
+	}
+	return ""
 }

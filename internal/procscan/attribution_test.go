@@ -190,3 +190,24 @@ func TestScan_PendingAttributionIsUnknown(t *testing.T) {
 		t.Errorf("pending %v, attribution %+v; want pending with queued job Unknown", id.Pending, id.Attribution)
 	}
 }
+
+// Only slurmd's cgroup layouts name a Slurm job; a user's delegated
+// subtree never does, whatever it holds.
+func TestSlurmJobDir_OnlySlurmdsLayouts(t *testing.T) {
+	t.Parallel()
+	for path, want := range map[string]string{
+		"/slurm/uid_1000/job_42/step_0/task_0":                                 "/slurm/uid_1000/job_42",
+		"/system.slice/slurmstepd.scope/job_42/step_0/user/task_0":             "/system.slice/slurmstepd.scope/job_42",
+		"/system.slice/node1_slurmstepd.scope/job_42/step_batch":               "/system.slice/node1_slurmstepd.scope/job_42",
+		"/user.slice/user-1000.slice/user@1000.service/app.slice/slurm/job_42": "",
+		"/user.slice/user-1000.slice/user@1000.service/slurm/uid_1000/job_42":  "",
+		"/system.slice/slurmstepd.scope/user@1000.service/job_42":              "",
+		"/mine/slurm/uid_1000/job_42":                                          "",
+		"/slurm/uid_x/job_42":                                                  "",
+		"/system.slice/slurmstepd.scope/job_4x2":                               "",
+	} {
+		if _, dir := slurmJobDir(path); dir != want {
+			t.Errorf("slurmJobDir(%q) = %q, want %q", path, dir, want)
+		}
+	}
+}

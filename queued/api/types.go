@@ -249,9 +249,15 @@ type Holder struct {
 	PID          int    `json:"pid"`
 	FriendlyName string `json:"friendly_name"`
 	CommandLine  string `json:"command_line"`
-	// JobID is the TT_QUEUE_JOB_ID in its environment, if any: a job of
-	// another card's queue, or a leftover of a finished job.
+	// JobID is the running job of another card's queue the process was
+	// proven to belong to: by its cgroup, or by its session or parent chain
+	// and its user; never by its environment alone.
 	JobID string `json:"job_id,omitempty"`
+	// ClaimedJobID is the TT_QUEUE_JOB_ID in its environment when that is
+	// not JobID: a leftover of a finished job, a job's process that left
+	// the job, or a forgery. It is what the process says of itself, shown
+	// so people can look, never believed.
+	ClaimedJobID string `json:"claimed_job_id,omitempty"`
 }
 
 // ResetInfo describes one reset job of a card: the pending or running one

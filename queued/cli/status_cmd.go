@@ -258,6 +258,11 @@ func cardNotes(c api.CardStatus, now time.Time) []string {
 		if h.JobID != "" {
 			who += " (job " + shortID(h.JobID) + ", not this card's)"
 		}
+		if h.ClaimedJobID != "" {
+			// What its environment says, which anyone can set: shown
+			// so the holder can be traced, never as its job.
+			who += " (claims job " + termText(shortID(h.ClaimedJobID)) + ", unproven)"
+		}
 		out = append(out, fmt.Sprintf("%sheld outside the queue by %s: %s", card, who, cut(termText(h.CommandLine), 120)))
 	}
 	if c.ForeignError != "" {

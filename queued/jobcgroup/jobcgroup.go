@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -104,13 +105,7 @@ func (m *Manager) New(name string) (*Job, error) {
 	if m == nil {
 		return nil, nil
 	}
-	clean := strings.Map(func(r rune) rune {
-		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
-			return r
-		}
-		return -1
-	}, name)
-	dir := filepath.Join(m.dir, fmt.Sprintf("job-%s.%d.%d", clean, os.Getpid(), m.seq.Add(1)))
+	dir := filepath.Join(m.dir, fmt.Sprintf("%s%d.%d", namePrefix(name), os.Getpid(), m.seq.Add(1)))
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating job cgroup: %w", err)
 	}
@@ -126,6 +121,49 @@ func (m *Manager) New(name string) (*Job, error) {
 		return nil, fmt.Errorf("opening job cgroup: %w", err)
 	}
 	return &Job{dir: dir, fd: fd, pids: contains(m.controllers, "pids")}, nil
+}
+
+// namePrefix is how the cgroup of a job named name begins: "job-", the
+// name without the characters New drops, and a dot.
+func namePrefix(name string) string {
+	return "job-" + strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
+			return r
+		}
+		return -1
+	}, name) + "."
+}
+
+// IsJobCgroup reports whether the cgroup path p (as /proc/<pid>/cgroup
+// gives it) is one New made for the job named name (non-empty): its last
+// element is that job's cgroup name. The scheduler asks it of a job
+// leader's own cgroup, which only queued could have put it in, to know
+// the job's cgroup without the runner telling it.
+func IsJobCgroup(p, name string) bool {
+	if name == "" {
+		return false
+	}
+	base := path.Base(p)
+	rest, ok := strings.CutPrefix(base, namePrefix(name))
+	if !ok {
+		return false
+	}
+	// <queued's pid>.<sequence number>
+	pid, seq, ok := strings.Cut(rest, ".")
+	return ok && isDigits(pid) && isDigits(seq)
+}
+
+// isDigits reports a non-empty run of ASCII digits.
+func isDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // Has reports whether the job cgroups get controller (see Controllers); a

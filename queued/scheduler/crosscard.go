@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/ttkit/ttkit/queued/api"
-	"github.com/ttkit/ttkit/queued/runner"
 	"github.com/ttkit/ttkit/queued/store"
 )
 
@@ -70,25 +69,21 @@ func (w crossWatch) loop() {
 	}
 }
 
-// running is a running job and what tells its processes apart.
-type runningJob struct {
-	j     *job
-	pgid  int
-	cards []int
-}
-
-// check scans once and records what it finds.
+// check scans once and records what it finds: a card held by a process
+// proven (see jobproof.go) to be a running job's, outside that job's
+// cards. A process merely carrying a job's TT_QUEUE_JOB_ID is no evidence.
 func (w crossWatch) check() {
 	w.mu.Lock()
-	var jobs []runningJob
-	byID := map[string]*job{}
-	seen := map[*job]bool{}
-	for _, id := range w.order {
-		c := w.cards[id]
-		if j := c.current; j != nil && j.rec.Kind == store.KindJob && !seen[j] {
-			seen[j] = true
-			jobs = append(jobs, runningJob{j: j, pgid: j.rec.PGID, cards: j.rec.Cards()})
-			byID[j.rec.ID] = j
+	var jobs []ownJob
+	type running struct {
+		j     *job
+		cards []int
+	}
+	byID := map[string]running{}
+	for _, o := range runningOf(w.core) {
+		if j := w.jobs[o.id]; j != nil && o.kind == store.KindJob {
+			jobs = append(jobs, o)
+			byID[o.id] = running{j, j.rec.Cards()}
 		}
 	}
 	w.mu.Unlock()
@@ -96,30 +91,16 @@ func (w crossWatch) check() {
 		return
 	}
 	scan := w.holders.get(w.opt.HolderMaxAge)
+	pr := newProver(w.opt.ProcRoot, jobs)
 	for _, p := range scan.Processes {
-		var owner *runningJob
-		if g, err := runner.ProcessGroup(w.opt.ProcRoot, p.PID); err == nil {
-			for i := range jobs {
-				if jobs[i].pgid > 0 && jobs[i].pgid == g {
-					owner = &jobs[i]
-				}
-			}
-		}
-		if owner == nil {
-			if id, _ := runner.JobIDOf(w.opt.ProcRoot, p.PID); id != "" {
-				for i := range jobs {
-					if jobs[i].j.rec.ID == id {
-						owner = &jobs[i]
-					}
-				}
-			}
-		}
+		owner := pr.ownerOf(p.PID)
 		if owner == nil {
 			continue
 		}
+		r := byID[owner.id]
 		for _, d := range p.Devices {
-			if !slices.Contains(owner.cards, d) {
-				w.found(owner.j, d, p.PID)
+			if !slices.Contains(r.cards, d) {
+				w.found(r.j, d, p.PID)
 			}
 		}
 	}

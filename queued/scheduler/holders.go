@@ -20,17 +20,23 @@ type Holder struct {
 	PID          int
 	FriendlyName string
 	CommandLine  string
-	// JobID is the TT_QUEUE_JOB_ID in its environment, if any: a job of
-	// another card's queue, or a leftover of a finished job.
+	// JobID is the running job of another card's queue the process was
+	// proven to belong to (see jobproof.go: its cgroup, or its session or
+	// parent chain and its user), "" when it belongs to none.
 	JobID string
+	// ClaimedJobID is the TT_QUEUE_JOB_ID in its environment when that is
+	// not JobID: a leftover of a finished job, a job's process that left
+	// the job's session and was handed to init, or a forgery. It is only
+	// what the process says; it is shown, never believed.
+	ClaimedJobID string
 }
 
-// Who counts as the card's own: a holder whose process group is the
-// process group of the job (or reset command) running on the card now, or
-// whose environment carries that job's TT_QUEUE_JOB_ID (a child that left
-// the group). Everything else holding the card is foreign, including a
-// job of another card's queue: cooperative serialization is per card, so
-// that job bypasses this card's queue.
+// Who counts as the card's own: a holder proven (see jobproof.go) to be a
+// process of the job (or reset command) running on the card now.
+// Everything else holding the card is foreign, including a job of another
+// card's queue (cooperative serialization is per card, so that job
+// bypasses this card's queue) and any process that merely carries the
+// card's job's TT_QUEUE_JOB_ID.
 
 // holderWatch tells each card's foreign holders from its own: it owns the
 // one procscan.Scanner and caches its last result, so frequent /status
@@ -71,16 +77,10 @@ func (h *holderWatch) close() {
 	h.sc.Close()
 }
 
-// ownJob identifies the job running on a card, whose processes are not
-// foreign.
-type ownJob struct {
-	id   string
-	pgid int
-}
-
 // foreignOf lists the foreign holders of card in res and, when the scan
-// could not read the card's holders, why.
-func (h *holderWatch) foreignOf(res procscan.Result, card int, own ownJob) ([]Holder, string) {
+// could not read the card's holders, why. own is the card's running job
+// ("" for none), running every job running now, of any card.
+func (h *holderWatch) foreignOf(res procscan.Result, card int, own string, running []ownJob) ([]Holder, string) {
 	var hs []Holder
 	var problems []string
 	for _, err := range res.Errors {
@@ -95,20 +95,27 @@ func (h *holderWatch) foreignOf(res procscan.Result, card int, own ownJob) ([]Ho
 			hs = append(hs, Holder{FriendlyName: "(outside this PID namespace)"})
 		}
 	}
+	var pr *prover
 	for _, p := range res.Processes {
 		if !slices.Contains(p.Devices, card) {
 			continue
 		}
-		if own.pgid > 0 {
-			if g, err := runner.ProcessGroup(h.core.opt.ProcRoot, p.PID); err == nil && g == own.pgid {
+		if pr == nil {
+			pr = newProver(h.core.opt.ProcRoot, running)
+		}
+		hd := Holder{PID: p.PID, FriendlyName: p.Identity.FriendlyName, CommandLine: p.Identity.CommandLine}
+		if o := pr.ownerOf(p.PID); o != nil {
+			if o.id == own {
 				continue
 			}
+			hd.JobID = o.id
 		}
-		jobID, _ := runner.JobIDOf(h.core.opt.ProcRoot, p.PID) // unreadable: another user's process, foreign
-		if own.id != "" && jobID == own.id {
-			continue
+		// Unreadable (another user's process, to a user-mode daemon): none
+		// shown; nor is anything that is not a job id.
+		if claimed, _ := runner.JobIDOf(h.core.opt.ProcRoot, p.PID); claimed != hd.JobID && store.ValidID(claimed) {
+			hd.ClaimedJobID = claimed
 		}
-		hs = append(hs, Holder{PID: p.PID, FriendlyName: p.Identity.FriendlyName, CommandLine: p.Identity.CommandLine, JobID: jobID})
+		hs = append(hs, hd)
 	}
 	return hs, strings.Join(problems, "; ")
 }
@@ -136,7 +143,7 @@ func (h *holderWatch) gateLocked(c *card) []int {
 func (h *holderWatch) pause(cards []int) string {
 	scan := h.get(0)
 	for _, card := range cards {
-		hs, _ := h.foreignOf(scan, card, ownJob{})
+		hs, _ := h.foreignOf(scan, card, "", nil)
 		if len(hs) == 0 {
 			continue
 		}

@@ -60,8 +60,11 @@ const (
 	// sysfs gives none).
 	MetricCardInfo = "tt_device_queue.card.info"
 	// MetricForeign (gauge, {process}) is the number of processes of no
-	// queued job (no TT_QUEUE_JOB_ID) holding the card: status's foreign
-	// holders less the jobs of other cards, which MetricCrossCard counts.
+	// running queued job holding the card: status's foreign holders less
+	// the processes proven to be other cards' jobs (see jobproof.go), which
+	// MetricCrossCard counts. TT_QUEUE_JOB_ID in a process's environment
+	// does not make it a job's: a leftover of a finished job and a process
+	// forging a running job's id are counted.
 	// A Slurm job's processes under a hold are among them. From a holder
 	// scan at most HolderMaxAge old.
 	MetricForeign = "tt_device_queue.card.foreign"
@@ -180,10 +183,10 @@ func (m *metrics) register(s *core) error {
 		}
 	}
 	m.reg, err = m.meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
-		cards, failed := snapshot(s)
+		cards, running, failed := snapshot(s)
 		scan := s.holders.get(s.opt.HolderMaxAge)
 		for _, c := range cards {
-			holders, _ := s.holders.foreignOf(scan, c.id, c.own)
+			holders, _ := s.holders.foreignOf(scan, c.id, c.own, running)
 			outside := 0
 			for _, h := range holders {
 				if h.JobID == "" {
@@ -273,12 +276,12 @@ type cardSnapshot struct {
 	age   time.Duration
 	ident ttsysfs.Identity
 	held  bool
-	own   ownJob // the running job, whose processes are not foreign
+	own   string // the running job's id, whose processes are not foreign
 }
 
-// snapshot reads every card's gauges, and whether writes are failing,
-// under the lock.
-func snapshot(s *core) ([]cardSnapshot, bool) {
+// snapshot reads every card's gauges, the running jobs, and whether
+// writes are failing, under the lock.
+func snapshot(s *core) ([]cardSnapshot, []ownJob, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.opt.Now()
@@ -288,12 +291,12 @@ func snapshot(s *core) ([]cardSnapshot, bool) {
 		cs := cardSnapshot{id: id, depth: len(c.queue), state: c.state, ident: c.ident,
 			held: c.current != nil && c.current.rec.Kind == store.KindHold}
 		if c.current != nil {
-			cs.own = ownJob{id: c.current.rec.ID, pgid: c.current.rec.PGID}
+			cs.own = c.current.rec.ID
 		}
 		if c.current != nil && !cs.held && !c.current.rec.StartedAt.IsZero() {
 			cs.age = max(now.Sub(c.current.rec.StartedAt), 0)
 		}
 		out = append(out, cs)
 	}
-	return out, s.persist.err != nil
+	return out, runningOf(s), s.persist.err != nil
 }

@@ -106,21 +106,21 @@ type RetentionStatus struct {
 func (s reporter) status() Status {
 	s.identify()
 	scan := s.holders.get(s.opt.HolderMaxAge)
-	st, own := s.statusLocked()
+	st, own, running := s.statusLocked()
 	for i := range st.Cards {
 		cs := &st.Cards[i]
-		cs.Foreign, cs.ForeignError = s.holders.foreignOf(scan, cs.ID, own[i])
+		cs.Foreign, cs.ForeignError = s.holders.foreignOf(scan, cs.ID, own[i], running)
 	}
 	return st
 }
 
 // statusLocked takes the snapshot under the lock, with each card's running
-// job for telling its holders apart afterwards.
-func (s reporter) statusLocked() (Status, []ownJob) {
+// job's id and every running job, for telling its holders apart afterwards.
+func (s reporter) statusLocked() (Status, []string, []ownJob) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.opt.Now()
-	var own []ownJob
+	var own []string
 	st := Status{
 		Queued: s.queued, MaxQueued: s.opt.MaxQueued, Stopping: s.stopping, VisibleBDF: s.opt.VisibleBDF,
 		Persistence: PersistenceStatus{OK: s.persist.err == nil, Held: len(s.persist.held), Attempts: s.persist.attempts},
@@ -139,12 +139,12 @@ func (s reporter) statusLocked() (Status, []ownJob) {
 		if c.waiting != "" {
 			cs.WaitingSince = c.waitSince
 		}
-		var o ownJob
+		var o string
 		if c.current != nil {
 			info := JobInfo{Job: c.current.rec, EstimatedWait: c.remaining(c.current, now), EstimatedRun: c.runEstimate(c.current),
 				EstimateKnown: c.estimateKnown(c.current), Overdue: c.overdue(c.current, now)}
 			cs.Current = &info
-			o = ownJob{id: c.current.rec.ID, pgid: c.current.rec.PGID}
+			o = c.current.rec.ID
 		}
 		own = append(own, o)
 		if j := c.reset; j != nil {
@@ -170,7 +170,7 @@ func (s reporter) statusLocked() (Status, []ownJob) {
 		cs.EstimatedWait = wait
 		st.Cards = append(st.Cards, cs)
 	}
-	return st, own
+	return st, own, runningOf(s.core)
 }
 
 func (s reporter) workerStateLocked(c *card) string {

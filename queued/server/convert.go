@@ -96,7 +96,7 @@ func statusView(st scheduler.Status) api.Status {
 			cs.DeadReason, cs.DeadSince = c.DeadReason, timePtr(c.DeadSince)
 		}
 		for _, h := range c.Foreign {
-			cs.Foreign = append(cs.Foreign, api.Holder{PID: h.PID, FriendlyName: h.FriendlyName, CommandLine: h.CommandLine, JobID: h.JobID})
+			cs.Foreign = append(cs.Foreign, api.Holder{PID: h.PID, FriendlyName: h.FriendlyName, CommandLine: h.CommandLine, JobID: h.JobID, ClaimedJobID: h.ClaimedJobID})
 		}
 		cs.ForeignError, cs.ForeignWait = c.ForeignError, c.ForeignWait
 		if why, ok := strings.CutPrefix(c.Worker, "paused: "); ok {

@@ -22,10 +22,17 @@ type AttributionConfig struct {
 	// since Prometheus drops an empty label and "no job" could then not be
 	// told from a collector without the label. Reading another user's
 	// environment needs CAP_SYS_PTRACE: without it, such a holder's label
-	// is <unknown>.
+	// is <unknown>. It is a claim, not proof: any process may set
+	// TT_QUEUE_JOB_ID, to any job's id, and the collector has no record
+	// of queued's to check it against (queued's own status and metrics
+	// prove membership by cgroup, session and uid instead).
 	QueuedJob bool `mapstructure:"queued_job"`
-	// SlurmJob adds slurm_job: the Slurm job id from the process's cgroup
-	// path (.../job_<id>/...).
+	// SlurmJob adds slurm_job: the Slurm job id of the process's cgroup,
+	// only when that cgroup is under slurmd's cgroup root
+	// (/slurm/uid_<uid>/job_<id> in cgroup v1,
+	// /system.slice/slurmstepd.scope/job_<id> in v2) and its job
+	// directory is root's: a user's delegated systemd subtree can hold any
+	// directory name the user likes.
 	SlurmJob bool `mapstructure:"slurm_job"`
 	// ContainerID adds container_id: the container the process runs in,
 	// from /proc/<pid>/cgroup (containerd, CRI-O, Docker and Podman, with
@@ -43,12 +50,14 @@ type AttributionConfig struct {
 // to no queued job.
 const NoQueuedJob = "none"
 
-// scanOptions are the procscan reads the labels need.
-func (c AttributionConfig) scanOptions() procscan.AttributionOptions {
+// scanOptions are the procscan reads the labels need; cgroupRoot is the
+// cgroupfs mount where a Slurm job's directory is checked to be slurmd's.
+func (c AttributionConfig) scanOptions(cgroupRoot string) procscan.AttributionOptions {
 	return procscan.AttributionOptions{
-		User:      c.User,
-		QueuedJob: c.QueuedJob,
-		Cgroup:    c.SlurmJob || c.ContainerID || c.K8sPodUID,
+		User:       c.User,
+		QueuedJob:  c.QueuedJob,
+		Cgroup:     c.SlurmJob || c.ContainerID || c.K8sPodUID,
+		CgroupRoot: cgroupRoot,
 	}
 }
 

@@ -54,6 +54,7 @@ func populateAttributed(h *fakeHost) {
 	h.attributed(4242, testJob, "")
 	h.process(4243, 9002, "python3", "python3", "-m", "pytest", "tests/test_conv.py")
 	h.attributed(4243, "", "slurm-v2")
+	h.cgroupDir("/system.slice/slurmstepd.scope/job_4242", 0) // slurmd's
 	h.process(4244, 9003, "python3", "python3", "serve.py")
 	h.attributed(4244, "", "containerd-systemd-v2")
 	h.process(4245, 9004, "tt-smi", "tt-smi")

@@ -24,6 +24,7 @@ const (
 	defaultTimeout    = 5 * time.Second
 	defaultDriverPath = "/proc/driver/tenstorrent"
 	defaultProcPath   = "/proc"
+	defaultCgroupPath = "/sys/fs/cgroup"
 	defaultSysfsPath  = "/sys"
 	// defaultHeartbeatStallWindow is three default cycles: one missed
 	// read is not yet a hung firmware.
@@ -43,6 +44,10 @@ type Config struct {
 	// ProcPath is the procfs mount the receiver reads /<pid>/cmdline,
 	// comm and stat from.
 	ProcPath string `mapstructure:"proc_path"`
+	// cgroupPath is the cgroupfs mount, where a Slurm job's cgroup
+	// directory is checked to be slurmd's (root's); defaultCgroupPath
+	// when empty. Not configurable: tests point it at a fake tree.
+	cgroupPath string
 
 	// Hostname is the value of the hostname label and the host.name
 	// resource attribute. Empty means the OS host name; in Kubernetes set

@@ -18,12 +18,16 @@ type fakeHost struct {
 	t      *testing.T
 	driver *kmdtest.Tree
 	proc   string
+	// cgroup is the fake cgroupfs mount, where a Slurm job's cgroup
+	// directory is looked at for its owner.
+	cgroup string
 }
 
 func newFakeHost(t *testing.T) *fakeHost {
 	t.Helper()
 	dir := t.TempDir()
-	h := &fakeHost{t: t, driver: kmdtest.NewTree(t, filepath.Join(dir, "driver")), proc: filepath.Join(dir, "proc")}
+	h := &fakeHost{t: t, driver: kmdtest.NewTree(t, filepath.Join(dir, "driver")), proc: filepath.Join(dir, "proc"),
+		cgroup: filepath.Join(dir, "cgroup")}
 	if err := os.MkdirAll(h.proc, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -76,6 +80,20 @@ func (h *fakeHost) write(path, content string) {
 		h.t.Fatal(err)
 	}
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// cgroupDir creates the cgroup directory rel (as /proc/<pid>/cgroup names
+// it, under the hierarchy's mount for cgroup v1) in the fake cgroupfs,
+// owned by uid, as slurmd (root) or a user's delegated systemd would.
+func (h *fakeHost) cgroupDir(rel string, uid int) {
+	h.t.Helper()
+	dir := filepath.Join(h.cgroup, rel)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		h.t.Fatal(err)
+	}
+	if err := os.Chown(dir, uid, uid); err != nil {
 		h.t.Fatal(err)
 	}
 }

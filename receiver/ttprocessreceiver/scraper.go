@@ -1,6 +1,7 @@
 package ttprocessreceiver // import "github.com/ttkit/ttkit/receiver/ttprocessreceiver"
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -160,7 +161,7 @@ func (s *ttScraper) start(context.Context, component.Host) error {
 		SelfPID:    self,
 		Redact:     redactor(redactions),
 		// Whose each holder is, read with its identity.
-		Attribution: s.cfg.Attribution.scanOptions(),
+		Attribution: s.cfg.Attribution.scanOptions(cmp.Or(s.cfg.cgroupPath, defaultCgroupPath)),
 		// Half the scrape's time for identity reads, so that a scan
 		// waiting on a stuck read still ends inside the scrape.
 		ReadTimeout: s.cfg.scrapeTimeout() / 2,

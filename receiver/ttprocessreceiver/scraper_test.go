@@ -43,6 +43,7 @@ func setup(t *testing.T, mutate func(*Config)) *testBundle {
 	cfg := createDefaultConfig()
 	cfg.DriverPath = host.driver.Dir
 	cfg.ProcPath = host.proc
+	cfg.cgroupPath = host.cgroup
 	// One hostname per test: receivers of one process that share a
 	// hostname warn (see TestScrape_TwoReceiversOneHostnameWarn), and the
 	// tests run in parallel in one process.
