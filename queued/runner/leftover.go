@@ -23,6 +23,11 @@ type Leftover struct {
 	// start time; zero when the record never became durable.
 	PGID        int
 	LeaderStart uint64
+	// UID is the user the job ran as. Its marker is text that user wrote
+	// (or the queue did, for them): a process is killed by marker only if
+	// this user could signal it, so root never kills another user's
+	// process because of text in its environment.
+	UID uint32
 }
 
 // ErrSurvivors means processes of an interrupted job were still alive
@@ -40,9 +45,9 @@ func KillLeftovers(procRoot string, jobs []Leftover, timeout time.Duration) ([]i
 	if len(jobs) == 0 {
 		return nil, nil
 	}
-	marks := make([][]byte, len(jobs))
+	marks := make([]mark, len(jobs))
 	for i, j := range jobs {
-		marks[i] = []byte(JobEnvVar + "=" + j.JobID + "\x00")
+		marks[i] = mark{text: []byte(JobEnvVar + "=" + j.JobID + "\x00"), uid: j.UID}
 	}
 	self := os.Getpid()
 	var killed []int
@@ -80,10 +85,27 @@ func KillLeftovers(procRoot string, jobs []Leftover, timeout time.Duration) ([]i
 	}
 }
 
+// mark is a job's marker as found in an environment ("NAME=value\x00")
+// and the user the job ran as: only that user's processes are taken by it.
+type mark struct {
+	text []byte
+	uid  uint32
+}
+
+// marksOf is the one mark of a job with marker value marker run as uid,
+// or none for "".
+func marksOf(marker string, uid uint32) []mark {
+	if marker == "" {
+		return nil
+	}
+	return []mark{{text: []byte(JobEnvVar + "=" + marker + "\x00"), uid: uid}}
+}
+
 // scanEnv returns the live processes (not zombies, not self) whose
-// environment contains one of marks. Processes that vanish or cannot be
-// read (another user's, when not root) are skipped.
-func scanEnv(procRoot string, marks [][]byte, self int) ([]int, error) {
+// environment contains one of marks and that the mark's user could signal.
+// Processes that vanish or cannot be read (another user's, when not root)
+// are skipped.
+func scanEnv(procRoot string, marks []mark, self int) ([]int, error) {
 	names, err := pidNames(procRoot)
 	if err != nil {
 		return nil, fmt.Errorf("listing %s: %w", procRoot, err)
@@ -111,14 +133,12 @@ const stragglerTimeout = 2 * time.Second
 // its session (sid is the leader's pid, still unreaped, so no other
 // session can have that id), and, when the job has a marker, every live
 // process started since the leader (started, clock ticks since boot) whose
-// environment carries it (one that also left the session); older
+// environment carries it (one that also left the session) and that the
+// job's user (uid) could signal; older
 // processes cannot be the job's, so their environment is not read. It
 // repeats until a scan finds none, for at most stragglerTimeout.
-func killStragglers(procRoot string, sid int, started uint64, marker string) {
-	var marks [][]byte
-	if marker != "" {
-		marks = [][]byte{[]byte(JobEnvVar + "=" + marker + "\x00")}
-	}
+func killStragglers(procRoot string, sid int, started uint64, marker string, uid uint32) {
+	marks := marksOf(marker, uid)
 	self := os.Getpid()
 	deadline := time.Now().Add(stragglerTimeout)
 	for {
@@ -136,7 +156,7 @@ func killStragglers(procRoot string, sid int, started uint64, marker string) {
 // scanJob lists the live processes, other than the session's leader and
 // self, in session sid, or started at or after started and carrying one of
 // marks in their environment.
-func scanJob(procRoot string, sid int, started uint64, marks [][]byte, self int) []int {
+func scanJob(procRoot string, sid int, started uint64, marks []mark, self int) []int {
 	names, err := pidNames(procRoot)
 	if err != nil {
 		return nil
@@ -175,8 +195,8 @@ func pidNames(procRoot string) ([]string, error) {
 }
 
 // hasMark reports whether the environment of /proc/<name> holds one of
-// marks (each "NAME=value\x00").
-func hasMark(procRoot, name string, marks [][]byte) bool {
+// marks and that mark's user could signal the process (see signalableBy).
+func hasMark(procRoot, name string, marks []mark) bool {
 	env, err := os.ReadFile(filepath.Join(procRoot, name, "environ"))
 	if err != nil || len(env) == 0 {
 		return false
@@ -184,9 +204,34 @@ func hasMark(procRoot, name string, marks [][]byte) bool {
 	env = append([]byte{0}, env...) // so every variable starts after a NUL
 	env = append(env, 0)
 	for _, m := range marks {
-		if bytes.Contains(env, append([]byte{0}, m...)) {
+		if bytes.Contains(env, append([]byte{0}, m.text...)) && signalableBy(procRoot, name, m.uid) {
 			return true
 		}
+	}
+	return false
+}
+
+// signalableBy reports whether uid, unprivileged, could signal the process
+// /proc/<name>: uid is its real or saved uid (the kernel's own rule for a
+// sender whose real and effective uid are uid). A marker is text in an
+// environment, which any user can write into their own processes: root
+// kills by it only what the job's own user could have killed.
+func signalableBy(procRoot, name string, uid uint32) bool {
+	b, err := os.ReadFile(filepath.Join(procRoot, name, "status"))
+	if err != nil {
+		return false
+	}
+	for line := range bytes.SplitSeq(b, []byte{'\n'}) {
+		rest, ok := bytes.CutPrefix(line, []byte("Uid:"))
+		if !ok {
+			continue
+		}
+		f := bytes.Fields(rest) // real, effective, saved, filesystem
+		if len(f) < 3 {
+			return false
+		}
+		want := strconv.FormatUint(uint64(uid), 10)
+		return string(f[0]) == want || string(f[2]) == want
 	}
 	return false
 }

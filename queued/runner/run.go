@@ -206,6 +206,7 @@ type running struct {
 	copied chan struct{}
 	cg     *jobcgroup.Job // nil where queued's cgroup is not delegated
 	marker string         // the job's TT_QUEUE_JOB_ID, "" for none
+	uid    uint32         // the user it runs as: its marker takes only this user's processes
 	start  *startWatch
 }
 
@@ -432,7 +433,7 @@ func runOnce(spec *Spec, out *Log, stop <-chan struct{}, deadline time.Time) (re
 	if waitErr == nil {
 		syscall.Kill(-pgid, syscall.SIGKILL)
 		if r.cg == nil {
-			killStragglers("/proc", pgid, r.proc.Start, r.marker)
+			killStragglers("/proc", pgid, r.proc.Start, r.marker, r.uid)
 		}
 	}
 	r.cg.Kill()
