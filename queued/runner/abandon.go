@@ -118,7 +118,7 @@ func (r *running) abandon(after time.Duration, exited <-chan error) *Abandoned {
 func (r *running) giveUp(spec *Spec, res Result, running bool, startErr error, after time.Duration, exited <-chan error) (Result, bool) {
 	syscall.Kill(-r.proc.PID, syscall.SIGKILL)
 	if r.cg == nil {
-		killStragglers("/proc", r.proc.PID, r.proc.Start, r.marker, r.uid)
+		r.sweep()
 	}
 	r.cg.Kill()
 	res.Abandoned = r.abandon(after, exited)

@@ -81,7 +81,7 @@ func BenchmarkScanJob(b *testing.B) {
 		b.Fatal(err)
 	}
 	for b.Loop() {
-		if pids := scanJob("/proc", 1<<30, st.start, marks, self); len(pids) != 0 {
+		if pids := scanJob("/proc", trace{sid: 1 << 30, started: st.start, audit: 1<<32 - 2, marks: marks}, self); len(pids) != 0 {
 			b.Fatalf("found %v", pids)
 		}
 	}

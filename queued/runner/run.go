@@ -433,7 +433,7 @@ func runOnce(spec *Spec, out *Log, stop <-chan struct{}, deadline time.Time) (re
 	if waitErr == nil {
 		syscall.Kill(-pgid, syscall.SIGKILL)
 		if r.cg == nil {
-			killStragglers("/proc", pgid, r.proc.Start, r.marker, r.uid)
+			r.sweep()
 		}
 	}
 	r.cg.Kill()

@@ -60,6 +60,7 @@ func start(spec *Spec, out *Log) (*running, error) {
 	req := execjob.Request{
 		Path: spec.Shell[0], Argv: append(append([]string(nil), spec.Shell...), spec.Cmd), Env: spec.Env, Dir: spec.Dir,
 		Umask: startUmask, OOMScoreAdj: spec.OOMScoreAdj, Keyring: spec.Keyring || spec.Account != nil,
+		AuditSession: true,
 	}
 	if req.Dir == "" {
 		wd, err := os.Getwd()
