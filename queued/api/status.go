@@ -61,6 +61,12 @@ type Status struct {
 	// TT_VISIBLE_DEVICES naming its cards, "off" (or empty, from an older
 	// daemon) when queued leaves the variable alone.
 	VisibleDevices string `json:"visible_devices,omitempty"`
+	// JobTracking says what holds each job's processes, so that a kill
+	// reaches every one of them: a cgroup of its own where queued's is
+	// delegated, else its process group, session, audit session and
+	// marker, which miss more (doctor says what). Nil from an older
+	// daemon.
+	JobTracking *JobTracking `json:"job_tracking,omitempty"`
 	// Caller is who the daemon took the request to come from: the uid
 	// the kernel reported on the socket, or the daemon's own user for a
 	// token holder over TCP. Admin says whether it may act on every
@@ -199,4 +205,18 @@ type HTTPStatus struct {
 	WaitsPerUser    int `json:"long_polls_per_user,omitempty"`
 	ReservedConns   int `json:"reserved_conns,omitempty"`
 	ReservedWorkers int `json:"reserved_workers,omitempty"`
+}
+
+// JobTracking is how a daemon finds each job's processes.
+type JobTracking struct {
+	// Cgroup is set when each job runs in a cgroup of its own (queued's
+	// cgroup is delegated): a kill reaches every process the job started
+	// itself, whatever it did to its session, group or environment.
+	Cgroup bool `json:"cgroup"`
+	// AuditSession is set when each job gets an audit session of its own,
+	// which finds, without a cgroup, its processes that left its session
+	// and dropped its marker.
+	AuditSession bool `json:"audit_session"`
+	// Detail says why either is missing.
+	Detail string `json:"detail,omitempty"`
 }

@@ -178,6 +178,7 @@ var checks = []check{
 	{name: "proc-hidepid", run: func(_ context.Context, r *run) Check { return checkHidepid(r.h) }},
 	{name: "pid-namespace", run: func(_ context.Context, r *run) Check { return checkPIDNamespace(r.h) }},
 	{name: "queued", run: func(_ context.Context, r *run) Check { return checkQueued(r.h, r.status, r.statusErr) }},
+	{name: "job-tracking", run: func(_ context.Context, r *run) Check { return checkJobTracking(r.status) }},
 	{name: "cards", run: func(_ context.Context, r *run) Check { return checkCards(r.status, r.umd, r.h.DevDir) }},
 	{name: "token", run: func(_ context.Context, r *run) Check { return checkToken(r.h) },
 		skip: map[api.Mode]string{api.SystemMode: "no token is used on the system socket: the kernel tells queued who you are"}},

@@ -36,7 +36,8 @@ func healthy(t *testing.T) (*doctortest.Root, doctor.Host) {
 	h.QueuedAt = "a fake"
 	h.Queued = func(context.Context) (api.Status, error) {
 		return api.Status{Version: "test", Cards: []api.CardStatus{{DeviceID: "0", CardType: "p150a", PCIAddress: "0000:01:00.0"},
-			{DeviceID: "1", CardType: "p150a", PCIAddress: "0000:02:00.0"}}, VisibleDevices: "bdf", Persistence: api.Persistence{OK: true}}, nil
+			{DeviceID: "1", CardType: "p150a", PCIAddress: "0000:02:00.0"}}, VisibleDevices: "bdf", Persistence: api.Persistence{OK: true},
+			JobTracking: &api.JobTracking{Cgroup: true, AuditSession: true}}, nil
 	}
 	h.MinFree, h.WarnFree = 1, 2
 	return r, h
@@ -56,7 +57,7 @@ func byName(t *testing.T, checks []doctor.Check, name string) doctor.Check {
 func TestHealthyHostPassesEveryCheck(t *testing.T) {
 	_, h := healthy(t)
 	checks := doctor.Run(context.Background(), h)
-	want := []string{"kmd", "kmd-version", "device-nodes", "reset-command", "health-check", "proc-hidepid", "pid-namespace", "queued", "cards", "token", "store", "disk", "user-unit"}
+	want := []string{"kmd", "kmd-version", "device-nodes", "reset-command", "health-check", "proc-hidepid", "pid-namespace", "queued", "job-tracking", "cards", "token", "store", "disk", "user-unit"}
 	if len(checks) != len(want) {
 		t.Fatalf("got %d checks, want %d: %+v", len(checks), len(want), checks)
 	}

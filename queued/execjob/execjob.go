@@ -90,6 +90,17 @@ type Request struct {
 	Keyring bool `json:"keyring,omitempty"`
 	// Umask is set as given.
 	Umask int `json:"umask"`
+	// AuditSession gives the program an audit session of its own: the
+	// helper writes the program's uid to its loginuid before the switch
+	// to Cred, and the kernel assigns a new session id
+	// (/proc/<pid>/sessionid), which every process the program starts
+	// inherits and none can change without CAP_AUDIT_CONTROL: not by
+	// setsid, a double fork or a changed environment. It is how queued
+	// finds what the program left behind where no cgroup holds it. Best
+	// effort: where the kernel refuses (no audit support, a loginuid
+	// already set without the capability, or made immutable), the program
+	// keeps queued's session, and queued sees that.
+	AuditSession bool `json:"audit_session,omitempty"`
 	// OOMScoreAdj, when set, is written to /proc/self/oom_score_adj
 	// before the switch, so the kernel's OOM killer takes the program
 	// before queued and the user cannot lower it again.
@@ -160,6 +171,9 @@ func execJob() int {
 		os.WriteFile("/proc/self/oom_score_adj", []byte(strconv.Itoa(*req.OOMScoreAdj)), 0)
 	}
 	unix.Umask(req.Umask)
+	if req.AuditSession {
+		newAuditSession(req.Cred)
+	}
 	if c := req.Cred; c != nil {
 		if err := become(c); err != nil {
 			return fail(StageSetup, err)
@@ -225,4 +239,17 @@ func become(c *Cred) error {
 		}
 	}
 	return nil
+}
+
+// newAuditSession gives this thread, the one that executes the program, a
+// new audit session by writing the program's uid to its loginuid (the
+// thread's own file: the kernel takes the write only from the task it
+// names, and the program is this thread after the execve). Failure leaves
+// the session queued's, which queued tells by comparing the two.
+func newAuditSession(c *Cred) {
+	uid := uint32(os.Geteuid())
+	if c != nil {
+		uid = c.UID
+	}
+	os.WriteFile("/proc/thread-self/loginuid", []byte(strconv.FormatUint(uint64(uid), 10)), 0)
 }

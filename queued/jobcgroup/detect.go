@@ -32,7 +32,15 @@ var ErrNoCgroup2 = errors.New("no cgroup v2 hierarchy")
 var (
 	defaultOnce sync.Once
 	defaultMgr  *Manager
+	defaultErr  error
 )
+
+// DefaultReason says why Default returned nil (nil when it did not):
+// status and doctor tell an administrator what jobs are not held by.
+func DefaultReason() error {
+	Default()
+	return defaultErr
+}
 
 // Default returns the Manager for queued's own cgroup, set up on the first
 // call: when that cgroup is a delegated cgroup v2 directory, queued moves
@@ -45,6 +53,7 @@ func Default() *Manager {
 	defaultOnce.Do(func() {
 		m, err := setup("/proc/self")
 		if err != nil {
+			defaultErr = err
 			slog.Info("jobs are tracked by process group, not by cgroup", "reason", err.Error())
 			return
 		}

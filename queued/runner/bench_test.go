@@ -75,13 +75,13 @@ func BenchmarkRunAsUser(b *testing.B) {
 // BenchmarkRun pays it once per job.
 func BenchmarkScanJob(b *testing.B) {
 	self := os.Getpid()
-	marks := [][]byte{[]byte(JobEnvVar + "=bench-none\x00")}
+	marks := marksOf("bench-none", uint32(os.Geteuid()))
 	st, err := readStat("/proc", self)
 	if err != nil {
 		b.Fatal(err)
 	}
 	for b.Loop() {
-		if pids := scanJob("/proc", 1<<30, st.start, marks, self); len(pids) != 0 {
+		if pids := scanJob("/proc", trace{sid: 1 << 30, started: st.start, audit: 1<<32 - 2, marks: marks}, self); len(pids) != 0 {
 			b.Fatalf("found %v", pids)
 		}
 	}

@@ -29,6 +29,7 @@ const hostileEnv = "RUNNER_TEST_HOSTILE"
 //	setpgid   ignore SIGINT, join the process group in RUNNER_TEST_PGID, print the result, sleep
 //	orphan    start a copy of itself in a new session (mode sleep), print its pid, exit 0
 //	sleep     sleep for an hour
+//	pidsleep  write its pid to RUNNER_TEST_PIDFILE, then sleep
 func hostileMain(mode string) int {
 	switch mode {
 	case "session":
@@ -59,6 +60,9 @@ func hostileMain(mode string) int {
 		}
 		fmt.Printf("orphan=%d\n", cmd.Process.Pid)
 		return 0
+	case "pidsleep":
+		os.WriteFile(os.Getenv("RUNNER_TEST_PIDFILE"), []byte(strconv.Itoa(os.Getpid())), 0o644)
+		fallthrough
 	case "sleep":
 		signal.Ignore(syscall.SIGINT, syscall.SIGHUP)
 		time.Sleep(time.Hour)

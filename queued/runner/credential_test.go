@@ -104,3 +104,31 @@ func TestRun_WorkingDirectoryTheUserCannotEnter(t *testing.T) {
 		t.Errorf("below a closed directory: existing %v, absent %v; want permission denied for both", there, absent)
 	}
 }
+
+// A job run as its submitter gets an audit session of its own, with the
+// submitter as its login uid: the id every process it starts inherits
+// and cannot change, which finds them where no cgroup does. The user
+// cannot leave it: writing its loginuid is refused.
+func TestRun_AsTheSubmitterInAnAuditSessionOfItsOwn(t *testing.T) {
+	if !auditSessions() {
+		t.Skip("no audit sessions here")
+	}
+	u := usertest.New(t, "ttqau")
+	a, err := account.LookupUID(u.UID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, out := runAs(t, a, usertest.OpenDir(t),
+		"cat /proc/self/loginuid; echo; cat /proc/self/sessionid; echo; (echo 4294967295 >/proc/self/loginuid) 2>/dev/null && echo left || echo stayed")
+	lines := strings.Fields(out)
+	if res.ExitCode != 0 || len(lines) != 3 {
+		t.Fatalf("%+v: %q", res, out)
+	}
+	own, _ := os.ReadFile("/proc/self/sessionid")
+	if lines[0] != strconv.Itoa(int(u.UID)) || lines[1] == strings.TrimSpace(string(own)) || lines[1] == "4294967295" {
+		t.Errorf("loginuid %s, session %s (queued's %s): want uid %d in a session of its own", lines[0], lines[1], own, u.UID)
+	}
+	if lines[2] != "stayed" {
+		t.Error("the job could change its loginuid, and with it leave its audit session")
+	}
+}

@@ -23,6 +23,11 @@ type Leftover struct {
 	// start time; zero when the record never became durable.
 	PGID        int
 	LeaderStart uint64
+	// UID is the user the job ran as. Its marker is text that user wrote
+	// (or the queue did, for them): a process is killed by marker only if
+	// this user could signal it, so root never kills another user's
+	// process because of text in its environment.
+	UID uint32
 }
 
 // ErrSurvivors means processes of an interrupted job were still alive
@@ -32,23 +37,40 @@ var ErrSurvivors = errors.New("leftover processes survived SIGKILL")
 // KillLeftovers SIGKILLs what is left of interrupted jobs: each recorded
 // process group whose leader is alive with the recorded start time (a PID
 // reused by an unrelated process has another start time and is spared),
-// and every process whose environment carries TT_QUEUE_JOB_ID=<one of the
-// ids> (the record of the group may have been lost in a crash; a job's
-// children inherit the variable). It repeats until a scan finds nothing
+// with what that leader's session and audit session hold (see trace), and
+// every process of the job's user whose environment carries
+// TT_QUEUE_JOB_ID=<one of the ids> (the record of the group may have been
+// lost in a crash; a job's children inherit the variable). It repeats until a scan finds nothing
 // alive, for at most timeout, and returns the PIDs it signalled.
 func KillLeftovers(procRoot string, jobs []Leftover, timeout time.Duration) ([]int, error) {
 	if len(jobs) == 0 {
 		return nil, nil
 	}
-	marks := make([][]byte, len(jobs))
+	marks := make([]mark, len(jobs))
 	for i, j := range jobs {
-		marks[i] = []byte(JobEnvVar + "=" + j.JobID + "\x00")
+		marks[i] = mark{text: []byte(JobEnvVar + "=" + j.JobID + "\x00"), uid: j.UID}
 	}
 	self := os.Getpid()
+	// A recorded leader still alive (the same process: its start time)
+	// gives its job's audit session and session, which find what left its
+	// process group and dropped its marker. Read before the first kill.
+	var traces []trace
+	for _, j := range jobs {
+		if st, err := readStat(procRoot, j.PGID); j.PGID > 0 && err == nil && st.start == j.LeaderStart && st.state != 'Z' {
+			traces = append(traces, trace{sid: j.PGID, started: j.LeaderStart, audit: jobAuditSession(procRoot, j.PGID)})
+		}
+	}
 	var killed []int
 	deadline := time.Now().Add(timeout)
 	for {
 		alive := 0
+		for _, tr := range traces {
+			for _, pid := range scanJob(procRoot, tr, self) {
+				alive++
+				syscall.Kill(pid, syscall.SIGKILL)
+				killed = append(killed, pid)
+			}
+		}
 		for _, j := range jobs {
 			if j.PGID <= 0 {
 				continue
@@ -80,10 +102,27 @@ func KillLeftovers(procRoot string, jobs []Leftover, timeout time.Duration) ([]i
 	}
 }
 
+// mark is a job's marker as found in an environment ("NAME=value\x00")
+// and the user the job ran as: only that user's processes are taken by it.
+type mark struct {
+	text []byte
+	uid  uint32
+}
+
+// marksOf is the one mark of a job with marker value marker run as uid,
+// or none for "".
+func marksOf(marker string, uid uint32) []mark {
+	if marker == "" {
+		return nil
+	}
+	return []mark{{text: []byte(JobEnvVar + "=" + marker + "\x00"), uid: uid}}
+}
+
 // scanEnv returns the live processes (not zombies, not self) whose
-// environment contains one of marks. Processes that vanish or cannot be
-// read (another user's, when not root) are skipped.
-func scanEnv(procRoot string, marks [][]byte, self int) ([]int, error) {
+// environment contains one of marks and that the mark's user could signal.
+// Processes that vanish or cannot be read (another user's, when not root)
+// are skipped.
+func scanEnv(procRoot string, marks []mark, self int) ([]int, error) {
 	names, err := pidNames(procRoot)
 	if err != nil {
 		return nil, fmt.Errorf("listing %s: %w", procRoot, err)
@@ -106,23 +145,35 @@ func scanEnv(procRoot string, marks [][]byte, self int) ([]int, error) {
 // stragglerTimeout bounds how long killStragglers keeps looking.
 const stragglerTimeout = 2 * time.Second
 
-// killStragglers SIGKILLs what an ended iteration left behind outside its
-// process group, where it had no cgroup to take everything: processes of
-// its session (sid is the leader's pid, still unreaped, so no other
-// session can have that id), and, when the job has a marker, every live
-// process started since the leader (started, clock ticks since boot) whose
-// environment carries it (one that also left the session); older
-// processes cannot be the job's, so their environment is not read. It
-// repeats until a scan finds none, for at most stragglerTimeout.
-func killStragglers(procRoot string, sid int, started uint64, marker string) {
-	var marks [][]byte
-	if marker != "" {
-		marks = [][]byte{[]byte(JobEnvVar + "=" + marker + "\x00")}
-	}
+// trace is what finds an ended iteration's processes outside its process
+// group, where no cgroup holds them: its session (the leader's pid, still
+// unreaped, so no other session can have that id), its audit session
+// (kernel-assigned, which none of its processes can shed; 0 for none of
+// its own) and its marker (text in the environment, taken only from
+// processes its user could signal). Only processes started since the
+// leader (started, clock ticks since boot) can be the job's, so older
+// ones are not looked at further than their stat.
+type trace struct {
+	sid     int
+	started uint64
+	audit   uint32
+	marks   []mark
+}
+
+// sweep SIGKILLs what is left of r's iteration outside its process group
+// (see trace). Call it only before the leader is reaped.
+func (r *running) sweep() {
+	killStragglers("/proc", trace{sid: r.proc.PID, started: r.proc.Start,
+		audit: jobAuditSession("/proc", r.proc.PID), marks: marksOf(r.marker, r.uid)})
+}
+
+// killStragglers SIGKILLs the processes of tr, repeating until a scan
+// finds none, for at most stragglerTimeout.
+func killStragglers(procRoot string, tr trace) {
 	self := os.Getpid()
 	deadline := time.Now().Add(stragglerTimeout)
 	for {
-		pids := scanJob(procRoot, sid, started, marks, self)
+		pids := scanJob(procRoot, tr, self)
 		for _, pid := range pids {
 			syscall.Kill(pid, syscall.SIGKILL)
 		}
@@ -133,10 +184,10 @@ func killStragglers(procRoot string, sid int, started uint64, marker string) {
 	}
 }
 
-// scanJob lists the live processes, other than the session's leader and
-// self, in session sid, or started at or after started and carrying one of
-// marks in their environment.
-func scanJob(procRoot string, sid int, started uint64, marks [][]byte, self int) []int {
+// scanJob lists the live processes of tr other than its leader and self:
+// those in its session, and those started at or after its leader that are
+// in its audit session or carry its marker.
+func scanJob(procRoot string, tr trace, self int) []int {
 	names, err := pidNames(procRoot)
 	if err != nil {
 		return nil
@@ -145,22 +196,35 @@ func scanJob(procRoot string, sid int, started uint64, marks [][]byte, self int)
 	var pids []int
 	for _, name := range names {
 		pid, err := strconv.Atoi(name)
-		if err != nil || pid == self || pid == sid {
+		if err != nil || pid == self || pid == tr.sid {
 			continue
 		}
 		st, err := readStatFile(procRoot+"/"+name+"/stat", buf)
 		if err != nil || st.state == 'Z' {
 			continue
 		}
-		if st.session == sid {
-			pids = append(pids, pid)
-			continue
-		}
-		if len(marks) > 0 && st.start >= started && hasMark(procRoot, name, marks) {
+		if tr.takes(procRoot, name, st, buf) {
 			pids = append(pids, pid)
 		}
 	}
 	return pids
+}
+
+// takes reports whether the process /proc/<name>, whose stat is st, is
+// one of tr's (buf is scratch space).
+func (tr trace) takes(procRoot, name string, st procStat, buf []byte) bool {
+	switch {
+	case st.session == tr.sid:
+		return true
+	case st.start < tr.started:
+		return false
+	}
+	if tr.audit != 0 {
+		if id, ok := auditSessionOf(procRoot, name, buf); ok && id == tr.audit {
+			return true
+		}
+	}
+	return len(tr.marks) > 0 && hasMark(procRoot, name, tr.marks)
 }
 
 // pidNames lists the names in procRoot, unsorted (the scans have no use
@@ -175,8 +239,8 @@ func pidNames(procRoot string) ([]string, error) {
 }
 
 // hasMark reports whether the environment of /proc/<name> holds one of
-// marks (each "NAME=value\x00").
-func hasMark(procRoot, name string, marks [][]byte) bool {
+// marks and that mark's user could signal the process (see signalableBy).
+func hasMark(procRoot, name string, marks []mark) bool {
 	env, err := os.ReadFile(filepath.Join(procRoot, name, "environ"))
 	if err != nil || len(env) == 0 {
 		return false
@@ -184,9 +248,34 @@ func hasMark(procRoot, name string, marks [][]byte) bool {
 	env = append([]byte{0}, env...) // so every variable starts after a NUL
 	env = append(env, 0)
 	for _, m := range marks {
-		if bytes.Contains(env, append([]byte{0}, m...)) {
+		if bytes.Contains(env, append([]byte{0}, m.text...)) && signalableBy(procRoot, name, m.uid) {
 			return true
 		}
+	}
+	return false
+}
+
+// signalableBy reports whether uid, unprivileged, could signal the process
+// /proc/<name>: uid is its real or saved uid (the kernel's own rule for a
+// sender whose real and effective uid are uid). A marker is text in an
+// environment, which any user can write into their own processes: root
+// kills by it only what the job's own user could have killed.
+func signalableBy(procRoot, name string, uid uint32) bool {
+	b, err := os.ReadFile(filepath.Join(procRoot, name, "status"))
+	if err != nil {
+		return false
+	}
+	for line := range bytes.SplitSeq(b, []byte{'\n'}) {
+		rest, ok := bytes.CutPrefix(line, []byte("Uid:"))
+		if !ok {
+			continue
+		}
+		f := bytes.Fields(rest) // real, effective, saved, filesystem
+		if len(f) < 3 {
+			return false
+		}
+		want := strconv.FormatUint(uint64(uid), 10)
+		return string(f[0]) == want || string(f[2]) == want
 	}
 	return false
 }

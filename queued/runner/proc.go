@@ -102,3 +102,12 @@ func JobIDOf(procRoot string, pid int) (string, error) {
 	}
 	return "", nil
 }
+
+// SignalableBy reports whether uid, unprivileged, could signal pid: uid is
+// its real or saved uid. Whatever attributes a process to a job by the
+// marker in its environment (text its user wrote) must also check this
+// against the job's user, or a neighbour's process carrying another's
+// marker is taken for that job's.
+func SignalableBy(procRoot string, pid int, uid uint32) bool {
+	return signalableBy(procRoot, strconv.Itoa(pid), uid)
+}

@@ -85,6 +85,15 @@ type Spec struct {
 	Repeat int
 	// KillGrace is the time between SIGINT and SIGKILL after a stop.
 	KillGrace time.Duration
+	// AbandonAfter bounds the wait for an iteration's leader to die after
+	// its SIGKILL (zero means DefaultAbandonAfter): one that does not
+	// (asleep in the kernel on a mount that never answers) is abandoned,
+	// reported in Result.Abandoned and kept under watch (AbandonedProcs),
+	// and the run ends.
+	AbandonAfter time.Duration
+	// exitWait, when set, replaces waitExited: the tests' seam for a
+	// leader whose death is never seen.
+	exitWait func(pid int) error
 	// TasksMax, when above 0, caps each iteration at that many processes
 	// and threads (pids.max of its cgroup), where it has a cgroup of its
 	// own (see package jobcgroup); elsewhere it is not enforced.
@@ -136,6 +145,10 @@ type Result struct {
 	// Err says why the program could not be started, if it could not; with
 	// TimedOut or Stopped, what the start was still doing then.
 	Err error
+	// Abandoned, when set, is the iteration's leader that SIGKILL did not
+	// end within Spec.AbandonAfter: the run ended without it (ExitCode
+	// -9), and it is watched until it dies (see AbandonedProcs).
+	Abandoned *Abandoned
 }
 
 // Run runs spec to the end, writing output to out (which it does not
@@ -171,7 +184,8 @@ func Run(spec Spec, out *Log, stop <-chan struct{}) Result {
 			res.Iterations++
 		}
 		res.ExitCode, res.TimedOut, res.Stopped, res.Err = it.ExitCode, it.TimedOut, it.Stopped, it.Err
-		if it.ExitCode != 0 || it.Stopped || it.Err != nil || it.TimedOut {
+		res.Abandoned = it.Abandoned
+		if it.ExitCode != 0 || it.Stopped || it.Err != nil || it.TimedOut || it.Abandoned != nil {
 			break
 		}
 	}
@@ -192,6 +206,7 @@ type running struct {
 	copied chan struct{}
 	cg     *jobcgroup.Job // nil where queued's cgroup is not delegated
 	marker string         // the job's TT_QUEUE_JOB_ID, "" for none
+	uid    uint32         // the user it runs as: its marker takes only this user's processes
 	start  *startWatch
 }
 
@@ -318,7 +333,28 @@ func runOnce(spec *Spec, out *Log, stop <-chan struct{}, deadline time.Time) (re
 		spec.OnStart(r.proc)
 	}
 	exited := make(chan error, 1)
-	go func() { exited <- waitExited(pgid) }()
+	wait := waitExited
+	if spec.exitWait != nil {
+		wait = spec.exitWait
+	}
+	go func() { exited <- wait(pgid) }()
+	abandonAfter := spec.AbandonAfter
+	if abandonAfter <= 0 {
+		abandonAfter = DefaultAbandonAfter
+	}
+	var abandonBound <-chan time.Time // runs from the first SIGKILL
+	abandonTimer := time.NewTimer(time.Hour)
+	abandonTimer.Stop()
+	defer abandonTimer.Stop()
+	killed := false // by a timeout, a stop or the start bound
+	kill := func() {
+		killed = true
+		r.killAll()
+		if abandonBound == nil {
+			abandonTimer.Reset(abandonAfter)
+			abandonBound = abandonTimer.C
+		}
+	}
 
 	var timeout, grace <-chan time.Time
 	if !deadline.IsZero() {
@@ -335,7 +371,6 @@ func runOnce(spec *Spec, out *Log, stop <-chan struct{}, deadline time.Time) (re
 	startBound, execd := st.C, r.start.done
 	running := false
 	var startErr error
-	killed := false // by a timeout, a stop or the start bound
 	onExec := func(err error) {
 		execd, startBound = nil, nil
 		if err != nil {
@@ -359,12 +394,10 @@ func runOnce(spec *Spec, out *Log, stop <-chan struct{}, deadline time.Time) (re
 		case <-startBound:
 			startBound = nil
 			startErr = r.start.hung(spec, startLimit)
-			killed = true
-			r.killAll()
+			kill()
 		case <-timeout:
 			res.TimedOut, timeout = true, nil
-			killed = true
-			r.killAll()
+			kill()
 		case <-stop:
 			res.Stopped, stop = true, nil
 			// SIGINT now, or, while only queued's helper runs (which the
@@ -378,9 +411,14 @@ func runOnce(spec *Spec, out *Log, stop <-chan struct{}, deadline time.Time) (re
 			defer t.Stop()
 			grace = t.C
 		case <-grace:
-			killed = true
-			r.killAll()
+			kill()
+		case <-abandonBound:
+			// SIGKILL did not end it: stop waiting, so the card moves on.
+			res.Abandoned, done = &Abandoned{}, true
 		}
+	}
+	if res.Abandoned != nil {
+		return r.giveUp(spec, res, running, startErr, abandonAfter, exited)
 	}
 	if execd != nil {
 		// It ended before its progress was read; the status pipe is
@@ -395,7 +433,7 @@ func runOnce(spec *Spec, out *Log, stop <-chan struct{}, deadline time.Time) (re
 	if waitErr == nil {
 		syscall.Kill(-pgid, syscall.SIGKILL)
 		if r.cg == nil {
-			killStragglers("/proc", pgid, r.proc.Start, r.marker)
+			r.sweep()
 		}
 	}
 	r.cg.Kill()

@@ -60,6 +60,7 @@ func start(spec *Spec, out *Log) (*running, error) {
 	req := execjob.Request{
 		Path: spec.Shell[0], Argv: append(append([]string(nil), spec.Shell...), spec.Cmd), Env: spec.Env, Dir: spec.Dir,
 		Umask: startUmask, OOMScoreAdj: spec.OOMScoreAdj, Keyring: spec.Keyring || spec.Account != nil,
+		AuditSession: true,
 	}
 	if req.Dir == "" {
 		wd, err := os.Getwd()
@@ -132,8 +133,12 @@ func start(spec *Spec, out *Log) (*running, error) {
 	// Read the start time before anything can reap the child: until then
 	// the PID is still its own. The program keeps it across the execve.
 	st, _ := StartTime("/proc", pid)
+	uid := uint32(os.Geteuid())
+	if req.Cred != nil {
+		uid = req.Cred.UID
+	}
 	r := &running{cmd: cmd, pr: pr, proc: Proc{PID: pid, Start: st}, copied: make(chan struct{}), cg: cg,
-		marker: marker, start: watchStart(sr)}
+		marker: marker, uid: uid, start: watchStart(sr)}
 	go func() {
 		defer close(r.copied)
 		buf := make([]byte, 32<<10)

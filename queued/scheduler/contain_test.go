@@ -4,6 +4,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ttkit/ttkit/internal/fusetest"
+	"github.com/ttkit/ttkit/queued/runner"
 )
 
 // A repeated job's output carries the Python tool's notes: a line before
@@ -75,4 +78,30 @@ func TestReset_MinimalEnvironment(t *testing.T) {
 			t.Errorf("a reset command saw %q of queued's environment:\n%s", secret, out)
 		}
 	}
+}
+
+// A job whose process SIGKILL cannot end (asleep in the kernel on a FUSE
+// server that reads requests and never answers) does not hold its card:
+// the card's next job runs within the timeout and the abandon bound (plus
+// slack), and the record says the process was abandoned and why.
+func TestJob_UnkillableProcessDoesNotHoldTheCard(t *testing.T) {
+	t.Parallel()
+	dir, abort := fusetest.UnansweredDir(t)
+	b := setup(t, nil)
+	began := time.Now()
+	stuck, err := b.s.Submit(JobSpec{Card: 0, Cmd: "exec stat " + dir, Cwd: b.work, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := b.submit(0, "echo next")
+	done := b.waitDone(stuck.ID)
+	b.waitDone(next.ID)
+	if took, limit := time.Since(began), time.Second+runner.DefaultAbandonAfter+5*time.Second; took > limit {
+		t.Errorf("the next job ended %s after the stuck one was queued, over %s", took, limit)
+	}
+	if !strings.Contains(done.Error, "did not die") || !strings.Contains(done.Error, "state D") {
+		t.Errorf("record error %q does not say its process was abandoned", done.Error)
+	}
+	abort()
+	poll(t, "the abandoned process to be reaped", func() bool { return len(runner.AbandonedProcs()) == 0 })
 }

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/ttkit/ttkit/queued/runner"
@@ -198,6 +199,10 @@ func finishRecord(rec store.Job, res runner.Result, reason stopReason, ls runner
 		} else if rec.Repeat > 1 {
 			rec.Error = fmt.Sprintf("iteration %d of %d exited with status %d", res.Iterations, rec.Repeat, code)
 		}
+	}
+	if a := res.Abandoned; a != nil {
+		// The card moved on without it: say so, and why, in the record.
+		rec.Error = strings.TrimPrefix(rec.Error+"; "+a.Reason, "; ")
 	}
 	rec.ExitCode = &code
 	rec.LogBytes, rec.LogTruncated, rec.DroppedLogBytes = ls.Size, ls.Truncated, ls.Dropped

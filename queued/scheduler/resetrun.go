@@ -56,6 +56,9 @@ func (s resetRunner) recoverCard(card int, j *job, base runner.Spec, log *runner
 			r.ok = true
 			r.detail = fmt.Sprintf("%s passed", name)
 		}
+		if a := res.Abandoned; a != nil {
+			r.detail += "; " + a.Reason
+		}
 		fmt.Fprintf(log, "== %s: exit %d after %s (%s)\n", name, res.ExitCode, took, r.detail)
 		return r
 	}

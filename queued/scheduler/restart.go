@@ -67,7 +67,7 @@ func (s restart) recover() error {
 			}
 		}
 		if rec.State == store.StateRunning && rec.Kind != store.KindHold {
-			leftovers = append(leftovers, runner.Leftover{JobID: rec.ID, PGID: rec.PGID, LeaderStart: rec.LeaderStart})
+			leftovers = append(leftovers, runner.Leftover{JobID: rec.ID, PGID: rec.PGID, LeaderStart: rec.LeaderStart, UID: runUID(&s.opt, &rec)})
 		}
 		switch {
 		case rec.Kind == store.KindHold && !rec.ExpiresAt.IsZero() && !now.Before(rec.ExpiresAt):

@@ -320,6 +320,13 @@ func (s dispatcher) run(c *card, j *job) (done []*job, recs []store.Job) {
 	default:
 		res = runner.Run(spec, log, j.stop)
 	}
+	if a := res.Abandoned; a != nil {
+		// The card moves on; the process stays under the runner's watch
+		// (runner.AbandonedProcs) and counts as a holder outside the
+		// queue while it holds the card.
+		s.log.Warn("a job's process did not die after SIGKILL; the card moves on without it",
+			"job", j.rec.ID, "pid", a.PID, "reason", a.Reason)
+	}
 	close(j.ran)
 	close(j.pidKick)
 	<-j.pidDone

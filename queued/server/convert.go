@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ttkit/ttkit/queued/jobcgroup"
+	"github.com/ttkit/ttkit/queued/runner"
 	"github.com/ttkit/ttkit/queued/scheduler"
 	"github.com/ttkit/ttkit/queued/store"
 )
@@ -77,6 +79,7 @@ func statusView(st scheduler.Status) api.Status {
 	if st.VisibleBDF {
 		out.VisibleDevices = "bdf"
 	}
+	out.JobTracking = trackingView()
 	for _, c := range st.Cards {
 		cs := api.CardStatus{DeviceID: strconv.Itoa(c.ID), State: string(c.State), Worker: c.Worker,
 			Pending: make([]api.JobSummary, len(c.Queue)), EstimatedWaitSec: c.EstimatedWait.Seconds()}
@@ -124,4 +127,21 @@ func spanned(rec store.Job) []int {
 		return rec.Devices
 	}
 	return nil
+}
+
+// trackingView is what holds this daemon's jobs: a cgroup each, an audit
+// session each, and why not.
+func trackingView() *api.JobTracking {
+	t := &api.JobTracking{Cgroup: jobcgroup.Default() != nil}
+	var why []string
+	if err := jobcgroup.DefaultReason(); err != nil {
+		why = append(why, "no cgroup per job: "+err.Error())
+	}
+	audit, reason := runner.AuditSessions()
+	t.AuditSession = audit
+	if !audit {
+		why = append(why, "no audit session per job: "+reason)
+	}
+	t.Detail = strings.Join(why, "; ")
+	return t
 }

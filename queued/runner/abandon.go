@@ -1,0 +1,133 @@
+package runner
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Abandoning a process SIGKILL does not end: one asleep in the kernel
+// uninterruptibly (state D), such as on a FUSE or network mount whose
+// server read the request and never answers, dies only when that wait
+// ends, which may be never. The run does not wait for it: once
+// AbandonAfter has passed since the kill it ends, the card moves on, and
+// the process is kept under watch (Abandoned) until it dies and is reaped.
+
+// DefaultAbandonAfter is how long a run waits, after its SIGKILL, for
+// its leader to die before it abandons it (Spec.AbandonAfter).
+const DefaultAbandonAfter = 5 * time.Second
+
+// Abandoned is a process a run stopped waiting for: it did not die within
+// AbandonAfter of its SIGKILL. It stays unreaped (its PID, process group
+// and session ids cannot be reused) until it dies; it may still hold the
+// card, so whoever reports a card's holders must count it as a holder
+// outside the queue (the card's next job is another job).
+type Abandoned struct {
+	// PID is the process, the iteration's leader (its process group and
+	// session id too); Start its start time (clock ticks since boot).
+	PID   int
+	Start uint64
+	// JobID is its TT_QUEUE_JOB_ID, "" for none.
+	JobID string
+	// Since is when the run abandoned it.
+	Since time.Time
+	// Reason says why: what it was doing when the run gave up on it.
+	Reason string
+}
+
+// abandonedProcs holds the abandoned processes not yet reaped, by PID.
+var abandonedProcs = struct {
+	sync.Mutex
+	m map[int]Abandoned
+}{m: map[int]Abandoned{}}
+
+// AbandonedProcs lists the processes runs abandoned that have not died
+// yet, oldest first: the scheduler reports them, and a card's holder with
+// one of these PIDs is a process the queue gave up on, not its job.
+func AbandonedProcs() []Abandoned {
+	abandonedProcs.Lock()
+	defer abandonedProcs.Unlock()
+	out := make([]Abandoned, 0, len(abandonedProcs.m))
+	for _, a := range abandonedProcs.m {
+		out = append(out, a)
+	}
+	slices.SortFunc(out, func(a, b Abandoned) int { return a.Since.Compare(b.Since) })
+	return out
+}
+
+// stuckReason says what pid is doing that SIGKILL did not end: its state
+// and the kernel function it sleeps in.
+func stuckReason(pid int, after time.Duration) string {
+	what := "still alive"
+	if st, err := readStat("/proc", pid); err == nil {
+		what = "in state " + string(st.state)
+		if st.state == 'D' {
+			what += " (uninterruptible sleep)"
+		}
+	}
+	if w, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/wchan"); err == nil {
+		if s := strings.TrimSpace(string(w)); s != "" && s != "0" {
+			what += ", waiting in " + s
+			if strings.HasPrefix(s, "fuse") || strings.Contains(s, "request_wait_answer") {
+				what += " (a FUSE server that does not answer)"
+			}
+		}
+	}
+	return fmt.Sprintf("process %d did not die within %s of SIGKILL (%s); queued stopped waiting for it and watches it until it dies",
+		pid, after, what)
+}
+
+// abandon gives up on r's leader, which SIGKILL did not end: it is
+// registered under watch, the output is no longer read into the run's
+// Log (which its owner closes once the run ends), and a goroutine reaps
+// the leader, and cleans up after it, whenever it dies (exited delivers
+// then).
+func (r *running) abandon(after time.Duration, exited <-chan error) *Abandoned {
+	a := Abandoned{PID: r.proc.PID, Start: r.proc.Start, JobID: r.marker, Since: time.Now(),
+		Reason: stuckReason(r.proc.PID, after)}
+	abandonedProcs.Lock()
+	abandonedProcs.m[a.PID] = a
+	abandonedProcs.Unlock()
+	r.pr.SetReadDeadline(time.Now())
+	<-r.copied
+	go func() {
+		if err := <-exited; err == nil {
+			syscall.Kill(-a.PID, syscall.SIGKILL)
+		}
+		r.cg.Kill()
+		r.cmd.Wait()
+		r.pr.Close()
+		r.cg.Close()
+		abandonedProcs.Lock()
+		delete(abandonedProcs.m, a.PID)
+		abandonedProcs.Unlock()
+	}()
+	return &a
+}
+
+// giveUp ends an iteration whose leader SIGKILL did not end: what else is
+// left of it is killed (its group and session, or its cgroup; the
+// leader's ids are still its own, unreaped), the leader is abandoned, and
+// the result reads as killed (-9), with the start's error if its program
+// never started.
+func (r *running) giveUp(spec *Spec, res Result, running bool, startErr error, after time.Duration, exited <-chan error) (Result, bool) {
+	syscall.Kill(-r.proc.PID, syscall.SIGKILL)
+	if r.cg == nil {
+		r.sweep()
+	}
+	r.cg.Kill()
+	res.Abandoned = r.abandon(after, exited)
+	res.ExitCode = -int(syscall.SIGKILL)
+	if !running {
+		res.Err = startErr
+		if res.Err == nil && res.Stopped && r.start.inUserStage() {
+			res.Err = r.start.stuckAtStop(spec)
+		}
+	}
+	return res, running
+}
