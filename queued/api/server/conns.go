@@ -74,6 +74,7 @@ type connInfo struct {
 	reading bool      // in ServeHTTP, reading the request body: slow to send, like a slowloris
 	closing bool      // closed (or refused, or its long-poll told to answer) to keep a bound; not counted
 	refused string    // over a bound with every other one there busy: answer 503 with this, and close
+	bound   string    // the setting of the bound it was refused at
 	since   time.Time // when it last entered its state, or left a handler
 	poll    *pollWait // the long-poll waiting on it, if any
 }
@@ -195,17 +196,20 @@ func (cs *conns) admitLocked(c net.Conn, info *connInfo) net.Conn {
 		}
 	}
 	var within func(*connInfo) bool // the connections a room is made among
-	var why string
+	var why, bound string
 	switch {
 	case !info.reserved && mine > cs.perUser:
 		within = func(o *connInfo) bool { return !o.reserved && o.uid == info.uid }
-		why = fmt.Sprintf("too many connections: uid %d has %d open, busy with requests, the most one user may have (TT_DEVICE_HTTP_MAX_CONNS_PER_USER); try again", info.uid, cs.perUser)
+		why = fmt.Sprintf("too many connections: uid %d has %d open, busy with requests, the most one user may have (TT_DEVICE_HTTP_MAX_CONNS_PER_USER); try again, or raise TT_DEVICE_HTTP_MAX_CONNS_PER_USER in queued's environment", info.uid, cs.perUser)
+		bound = "TT_DEVICE_HTTP_MAX_CONNS_PER_USER"
 	case !info.reserved && outside > cs.max-cs.reserve:
 		within = func(o *connInfo) bool { return !o.reserved }
-		why = fmt.Sprintf("too many connections: all %d open to users (TT_DEVICE_HTTP_MAX_CONNS less the %d kept for root and the admins) are busy with requests; try again", cs.max-cs.reserve, cs.reserve)
+		why = fmt.Sprintf("too many connections: all %d open to users (TT_DEVICE_HTTP_MAX_CONNS less the %d kept for root and the admins) are busy with requests; try again, or raise TT_DEVICE_HTTP_MAX_CONNS in queued's environment", cs.max-cs.reserve, cs.reserve)
+		bound = "TT_DEVICE_HTTP_MAX_CONNS"
 	case total > cs.max:
 		within = func(*connInfo) bool { return true }
-		why = fmt.Sprintf("too many connections: all %d (TT_DEVICE_HTTP_MAX_CONNS) are busy with requests; try again", cs.max)
+		why = fmt.Sprintf("too many connections: all %d (TT_DEVICE_HTTP_MAX_CONNS) are busy with requests; try again, or raise TT_DEVICE_HTTP_MAX_CONNS in queued's environment", cs.max)
+		bound = "TT_DEVICE_HTTP_MAX_CONNS"
 	default:
 		return nil
 	}
@@ -221,7 +225,7 @@ func (cs *conns) admitLocked(c net.Conn, info *connInfo) net.Conn {
 	}
 	info.closing = true
 	if cs.refusingLocked() < cs.max {
-		info.refused = why
+		info.refused, info.bound = why, bound
 		return nil
 	}
 	// As many refused connections wait to send their request as may be
@@ -286,15 +290,16 @@ func (cs *conns) pollVictimLocked(c net.Conn, within func(*connInfo) bool) *conn
 // the refusal when the connection was refused at a bound: its one request
 // is answered 503 and the connection closed (net/http then closes it
 // gracefully, so the client reads the answer rather than a reset).
-func (cs *conns) enter(r *http.Request) (refused string) {
+func (cs *conns) enter(r *http.Request) (refused *BusyError) {
 	info := infoOf(r)
 	if info == nil {
-		return ""
+		return nil
 	}
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	info.serving = true
-	if refused = info.refused; refused != "" {
+	if info.refused != "" {
+		refused = &BusyError{Bound: info.bound, Msg: info.refused}
 		info.refused = ""
 		cs.refused.Add(1)
 	}
@@ -365,11 +370,41 @@ func (cs *conns) startPoll(r *http.Request, waitsPerUser int) (early <-chan stru
 	}
 }
 
-// refuse answers a request on a connection refused at a bound.
-func (cs *conns) refuse(w http.ResponseWriter, why string) {
+// closeAfter marks the request's connection, refused at a bound after
+// it entered (a stream past its user's bound), as closing after its
+// answer: it no longer counts in the bounds, so refused streams asked
+// again and again cannot crowd out their user's short requests. It counts
+// as refused.
+func (cs *conns) closeAfter(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Connection", "close")
-	w.Header().Set("Retry-After", "1")
-	writeError(w, http.StatusServiceUnavailable, why)
+	cs.refused.Add(1)
+	if info := infoOf(r); info != nil {
+		cs.mu.Lock()
+		info.closing = true
+		cs.mu.Unlock()
+	}
+}
+
+// finished is called as a request's handler returns: a connection that
+// closes after this answer (the client or the answer said Connection:
+// close) stops counting in the bounds now, not when net/http gets round
+// to closing it, so a client that asks again on a new connection at once
+// (a stream, a page load over HTTP/1.0) is not counted twice, and no
+// newer connection of its user is closed to make room for the old one.
+func (cs *conns) finished(w http.ResponseWriter, r *http.Request) {
+	info := infoOf(r)
+	if info == nil || !(r.Close || w.Header().Get("Connection") == "close") {
+		return
+	}
+	cs.mu.Lock()
+	info.closing = true
+	cs.mu.Unlock()
+}
+
+// refuse answers a request on a connection refused at a bound.
+func (cs *conns) refuse(w http.ResponseWriter, why *BusyError) {
+	w.Header().Set("Connection", "close")
+	writeBusy(w, why)
 }
 
 // count is the number of open connections, not counting those already

@@ -100,6 +100,7 @@ type Server struct {
 	mux         *http.ServeMux
 	admission   *admission
 	slots       *slots
+	streams     *streams
 	submissions *submissions
 	resets      *resets
 	holds       *holds
@@ -156,13 +157,16 @@ func NewServer(cfg Config) (*Server, error) {
 	rr := &reserveRule{rules: b.rules}
 	cs := newConns(cfg.MaxConns, cfg.ConnsPerUser, rr.reserved)
 	sl := newSlots(cfg.Workers, cfg.WorkersPerUser, cfg.WaitsPerUser, cs)
-	s := &Server{cfg: cfg, log: cfg.Logger, slots: sl,
+	// The streams' handlers are as many as the short requests', and apart
+	// from them: a stream never takes a slot a status or a submission needs.
+	st := newStreams(cfg.WaitsPerUser, newSlots(cfg.Workers, cfg.WorkersPerUser, cfg.WaitsPerUser, cs))
+	s := &Server{cfg: cfg, log: cfg.Logger, slots: sl, streams: st,
 		admission: &admission{base: b, token: cfg.Token, listenAddr: cfg.ListenAddr, allowPeer: cfg.AllowPeer,
-			extraHosts: cfg.ExtraHosts, maxBody: cfg.MaxRequestBytes, writeTimeout: cfg.WriteTimeout, conns: cs, slots: sl},
+			extraHosts: cfg.ExtraHosts, maxBody: cfg.MaxRequestBytes, writeTimeout: cfg.WriteTimeout, conns: cs, slots: sl, streams: st},
 		submissions: &submissions{base: b, maxTimeout: cfg.MaxTimeout, cwd: &cwdProber{}},
 		resets:      &resets{base: b},
 		holds:       &holds{base: b, maxTimeout: cfg.MaxTimeout},
-		page:        &statusPage{base: b, views: views, slots: sl, conns: cs, version: cfg.Version},
+		page:        &statusPage{base: b, views: views, slots: sl, streams: st, conns: cs, version: cfg.Version},
 	}
 	jobs := &jobHandlers{base: b, views: views}
 	waits := &jobWaits{base: b, views: views, slots: sl}
@@ -188,7 +192,10 @@ func NewServer(cfg Config) (*Server, error) {
 
 // Close makes waiting long-polls answer at once; call it before
 // http.Server.Shutdown so shutdown does not wait for them.
-func (s *Server) Close() { s.slots.close() }
+func (s *Server) Close() {
+	s.slots.close()
+	s.streams.work.close()
+}
 
 // IdleFor is how long no request has been in progress: 0 while one is.
 // A stopping daemon waits for a moment of quiet, so the clients that were
@@ -204,7 +211,9 @@ func (s *Server) IdleFor() time.Duration {
 // RestingFor is how long no request has been worked on: 0 while one is.
 // Unlike IdleFor, long-polls waiting (a status page left open, a logs -f)
 // do not count: queued is at rest while they wait.
-func (s *Server) RestingFor() time.Duration { return s.slots.restingFor() }
+func (s *Server) RestingFor() time.Duration {
+	return min(s.slots.restingFor(), s.streams.work.restingFor())
+}
 
 // NewHTTPServer wraps the handler in an http.Server with timeouts that
 // suit long-polls: headers must arrive within 10s and bodies within 30s,
@@ -245,6 +254,7 @@ func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		s.active.Add(-1)
 	}()
 	w, sl, ok := s.admission.admit(rw, r)
+	defer s.admission.conns.finished(w, r)
 	if !ok {
 		return
 	}
@@ -258,8 +268,17 @@ func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	if !s.admission.authorize(w, r) || !s.admission.checkRequest(w, rw, r) || !s.admission.readBody(w, rw, r) {
 		return
 	}
+	if isStream(r) {
+		end, err := s.streams.begin(whoIs(r))
+		if err != nil {
+			s.admission.conns.closeAfter(w, r)
+			s.admission.busy(w, err)
+			return
+		}
+		defer end()
+	}
 	if err := sl.acquire(r.Context()); err != nil {
-		writeError(w, http.StatusServiceUnavailable, err.Error())
+		s.admission.busy(w, err)
 		return
 	}
 	defer sl.release()
