@@ -335,7 +335,9 @@ func (cs *conns) closingOf(info *connInfo) bool {
 // returns the channel that closes when it must answer early: to make room
 // for a new connection (see admitLocked), or because its user already has
 // waitsPerUser long-polls waiting (outside the reserve), in which case
-// their oldest answers now instead.
+// their oldest answers now instead. The streams bound (see streams)
+// refuses a user's stream past waitsPerUser before it gets here, so the
+// latter is only a backstop.
 func (cs *conns) startPoll(r *http.Request, waitsPerUser int) (early <-chan struct{}, done func()) {
 	info := infoOf(r)
 	p := &pollWait{since: time.Now(), early: make(chan struct{})}

@@ -76,8 +76,9 @@ type Config struct {
 	// who), the open connections (TT_DEVICE_HTTP_MAX_CONNS_PER_USER;
 	// default a quarter of MaxConns), the handlers working for them at
 	// once (TT_DEVICE_HTTP_WORKERS_PER_USER; a quarter of Workers) and
-	// their long-polls waiting at once (TT_DEVICE_HTTP_WAITS_PER_USER;
-	// half of ConnsPerUser). On a user-mode daemon everyone is the
+	// their streams (long-polls) open at once, past which a stream is
+	// refused (TT_DEVICE_HTTP_WAITS_PER_USER; half of ConnsPerUser; see
+	// streams). On a user-mode daemon everyone is the
 	// reserve, so only the totals apply.
 	ConnsPerUser, WorkersPerUser, WaitsPerUser int
 	// WriteTimeout is how long an answer may take to be written, from its
