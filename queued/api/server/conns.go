@@ -62,6 +62,10 @@ type conns struct {
 
 	mu   sync.Mutex
 	open map[net.Conn]*connInfo
+	// changed is closed, and replaced, whenever a connection closes,
+	// leaves a handler or starts a long-poll: a refused one waiting for
+	// room looks again then (see waitRoom).
+	changed chan struct{}
 
 	evicted, refused, early atomic.Int64
 }
@@ -100,7 +104,8 @@ type connKey struct{}
 // newConns bounds the connections to max in all and perUser for each
 // user outside the reserve; reserved classifies users.
 func newConns(max, perUser int, reserved func(uint32) bool) *conns {
-	return &conns{max: max, perUser: perUser, reserve: reserveOf(max, ConnReserveShare), reserved: reserved, open: map[net.Conn]*connInfo{}}
+	return &conns{max: max, perUser: perUser, reserve: reserveOf(max, ConnReserveShare), reserved: reserved, open: map[net.Conn]*connInfo{},
+		changed: make(chan struct{})}
 }
 
 // context is the http.Server's ConnContext: it registers the connection,
@@ -153,6 +158,7 @@ func (cs *conns) hook(c net.Conn, state http.ConnState) {
 	switch state {
 	case http.StateClosed, http.StateHijacked:
 		delete(cs.open, c)
+		cs.changeLocked()
 		cs.mu.Unlock()
 		return
 	}
@@ -161,6 +167,7 @@ func (cs *conns) hook(c net.Conn, state http.ConnState) {
 		info.state, info.since = state, time.Now()
 		if state == http.StateIdle {
 			info.serving = false
+			cs.changeLocked()
 		}
 		if state == http.StateNew {
 			victim = cs.admitLocked(c, info)
@@ -182,9 +189,30 @@ func (cs *conns) hook(c net.Conn, state http.ConnState) {
 // its refusal cannot wait), tells a long-poll to answer, or marks c
 // refused; nil when nothing is to be closed.
 func (cs *conns) admitLocked(c net.Conn, info *connInfo) net.Conn {
+	within, why, bound := cs.overLocked(info)
+	if within == nil {
+		return nil
+	}
+	if victim, ok := cs.makeRoomLocked(c, within); ok {
+		return victim
+	}
+	info.closing = true
+	if cs.refusingLocked() < cs.max {
+		info.refused, info.bound = why, bound
+		return nil
+	}
+	// As many refused connections wait to send their request as may be
+	// open: close this one without an answer.
+	return c
+}
+
+// overLocked says which bound info's connection, counted, breaks: the
+// connections a room is to be made among, and why; within is nil when it
+// breaks none.
+func (cs *conns) overLocked(info *connInfo) (within func(*connInfo) bool, why, bound string) {
 	total, outside, mine := 0, 0, 0
 	for _, o := range cs.open {
-		if o.closing {
+		if o.closing && o != info {
 			continue
 		}
 		total++
@@ -195,42 +223,39 @@ func (cs *conns) admitLocked(c net.Conn, info *connInfo) net.Conn {
 			}
 		}
 	}
-	var within func(*connInfo) bool // the connections a room is made among
-	var why, bound string
 	switch {
 	case !info.reserved && mine > cs.perUser:
-		within = func(o *connInfo) bool { return !o.reserved && o.uid == info.uid }
-		why = fmt.Sprintf("too many connections: uid %d has %d open, busy with requests, the most one user may have (TT_DEVICE_HTTP_MAX_CONNS_PER_USER); try again, or raise TT_DEVICE_HTTP_MAX_CONNS_PER_USER in queued's environment", info.uid, cs.perUser)
-		bound = "TT_DEVICE_HTTP_MAX_CONNS_PER_USER"
+		return func(o *connInfo) bool { return !o.reserved && o.uid == info.uid },
+			fmt.Sprintf("too many connections: uid %d has %d open, busy with requests, the most one user may have (TT_DEVICE_HTTP_MAX_CONNS_PER_USER); try again, or raise TT_DEVICE_HTTP_MAX_CONNS_PER_USER in queued's environment", info.uid, cs.perUser),
+			"TT_DEVICE_HTTP_MAX_CONNS_PER_USER"
 	case !info.reserved && outside > cs.max-cs.reserve:
-		within = func(o *connInfo) bool { return !o.reserved }
-		why = fmt.Sprintf("too many connections: all %d open to users (TT_DEVICE_HTTP_MAX_CONNS less the %d kept for root and the admins) are busy with requests; try again, or raise TT_DEVICE_HTTP_MAX_CONNS in queued's environment", cs.max-cs.reserve, cs.reserve)
-		bound = "TT_DEVICE_HTTP_MAX_CONNS"
+		return func(o *connInfo) bool { return !o.reserved },
+			fmt.Sprintf("too many connections: all %d open to users (TT_DEVICE_HTTP_MAX_CONNS less the %d kept for root and the admins) are busy with requests; try again, or raise TT_DEVICE_HTTP_MAX_CONNS in queued's environment", cs.max-cs.reserve, cs.reserve),
+			"TT_DEVICE_HTTP_MAX_CONNS"
 	case total > cs.max:
-		within = func(*connInfo) bool { return true }
-		why = fmt.Sprintf("too many connections: all %d (TT_DEVICE_HTTP_MAX_CONNS) are busy with requests; try again, or raise TT_DEVICE_HTTP_MAX_CONNS in queued's environment", cs.max)
-		bound = "TT_DEVICE_HTTP_MAX_CONNS"
-	default:
-		return nil
+		return func(*connInfo) bool { return true },
+			fmt.Sprintf("too many connections: all %d (TT_DEVICE_HTTP_MAX_CONNS) are busy with requests; try again, or raise TT_DEVICE_HTTP_MAX_CONNS in queued's environment", cs.max),
+			"TT_DEVICE_HTTP_MAX_CONNS"
 	}
+	return nil, "", ""
+}
+
+// makeRoomLocked makes room among the connections within selects, other
+// than c: it marks the one idle the longest to be closed (returned), or
+// else tells the oldest long-poll of the user holding the most to
+// answer; ok is false when every one of them is working in a handler.
+func (cs *conns) makeRoomLocked(c net.Conn, within func(*connInfo) bool) (victim net.Conn, ok bool) {
 	if victim := cs.idlestLocked(c, within); victim != nil {
 		cs.open[victim].closing = true
-		return victim
+		return victim, true
 	}
 	if p := cs.pollVictimLocked(c, within); p != nil {
 		p.closing = true
 		p.poll.tell()
 		cs.early.Add(1)
-		return nil
+		return nil, true
 	}
-	info.closing = true
-	if cs.refusingLocked() < cs.max {
-		info.refused, info.bound = why, bound
-		return nil
-	}
-	// As many refused connections wait to send their request as may be
-	// open: close this one without an answer.
-	return c
+	return nil, false
 }
 
 // refusingLocked counts refused connections whose request is still to be
@@ -296,10 +321,16 @@ func (cs *conns) enter(r *http.Request) (refused *BusyError) {
 		return nil
 	}
 	cs.mu.Lock()
-	defer cs.mu.Unlock()
 	info.serving = true
+	waiting := info.refused != ""
+	cs.mu.Unlock()
+	if waiting && cs.waitRoom(r.Context(), info) {
+		return nil
+	}
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
 	if info.refused != "" {
-		refused = &BusyError{Bound: info.bound, Msg: info.refused}
+		refused = &BusyError{Bound: info.bound, Msg: fmt.Sprintf("%s (waited %s for room)", info.refused, connWait)}
 		info.refused = ""
 		cs.refused.Add(1)
 	}
@@ -362,6 +393,7 @@ func (cs *conns) startPoll(r *http.Request, waitsPerUser int) (early <-chan stru
 		}
 	}
 	info.poll = p
+	cs.changeLocked()
 	cs.mu.Unlock()
 	return p.early, func() {
 		cs.mu.Lock()
@@ -383,6 +415,7 @@ func (cs *conns) closeAfter(w http.ResponseWriter, r *http.Request) {
 	if info := infoOf(r); info != nil {
 		cs.mu.Lock()
 		info.closing = true
+		cs.changeLocked()
 		cs.mu.Unlock()
 	}
 }
@@ -400,6 +433,7 @@ func (cs *conns) finished(w http.ResponseWriter, r *http.Request) {
 	}
 	cs.mu.Lock()
 	info.closing = true
+	cs.changeLocked()
 	cs.mu.Unlock()
 }
 

@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"os/exec"
 	"strings"
 	"sync"
@@ -134,5 +136,53 @@ func TestStreams_OwnStreamsNeverRefuseOwnPage(t *testing.T) {
 		loads.Load(), refused.Load(), streamsRefused.Load(), st.HTTP.StreamsRefused, st.HTTP.AnsweredEarly, st.HTTP.Evicted)
 	if streamsRefused.Load() == 0 {
 		t.Errorf("%d streams of one user with a bound of %d: none refused", waits+2, waits)
+	}
+}
+
+// TestConns_BusyConnectionWaitsForRoom: a new connection over the bound
+// while every other one works in a handler used to be answered 503 at
+// once; on a slow machine that refused what a moment's wait would serve.
+// Its request now waits for room (here: one of the others going idle,
+// which is then closed for it) and is served.
+func TestConns_BusyConnectionWaitsForRoom(t *testing.T) {
+	t.Parallel()
+	cs := newConns(2, 2, func(uint32) bool { return true })
+	open := func() (*connInfo, net.Conn) {
+		t.Helper()
+		c, peer := net.Pipe()
+		t.Cleanup(func() { c.Close(); peer.Close() })
+		info := cs.context(context.Background(), c).Value(connKey{}).(*connInfo)
+		cs.hook(c, http.StateNew)
+		return info, c
+	}
+	a, ac := open()
+	b, _ := open()
+	cs.mu.Lock()
+	a.serving, b.serving = true, true
+	cs.mu.Unlock()
+	third, _ := open()
+	if third.refused == "" {
+		t.Fatal("a third connection with both others busy was not over the bound")
+	}
+	r := httptest.NewRequest(http.MethodGet, "/status", nil)
+	r = r.WithContext(context.WithValue(r.Context(), connKey{}, third))
+	entered := make(chan *BusyError, 1)
+	go func() { entered <- cs.enter(r) }()
+	select {
+	case why := <-entered:
+		t.Fatalf("answered at once with every other connection busy: %v; want it to wait for room", why)
+	case <-time.After(200 * time.Millisecond):
+	}
+	cs.hook(ac, http.StateIdle) // a's answer is written: it is idle now
+	select {
+	case why := <-entered:
+		if why != nil {
+			t.Fatalf("refused once a connection went idle: %v", why)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("still waiting a minute after room was made")
+	}
+	if n := cs.count(); n != 2 {
+		t.Fatalf("%d connections counted; want 2 (the idle one closed for the waiting one)", n)
 	}
 }
