@@ -81,16 +81,23 @@ free_port() {
 	die "found no free loopback port"
 }
 
-# http_get HOST:PORT PATH prints the body of an HTTP GET, with bash alone.
+# http_get HOST:PORT PATH prints the body of an HTTP GET, with bash alone;
+# HTTP_GOT is what came back when it was not a 200: the status line and
+# the start of the body, so a failure can name its cause.
+HTTP_GOT=
 http_get() {
 	local host=${1%:*} port=${1##*:}
+	HTTP_GOT="no connection"
 	{ exec 3<>"/dev/tcp/$host/$port"; } 2>/dev/null || return 1
 	printf 'GET %s HTTP/1.0\r\nHost: %s\r\n\r\n' "$2" "$1" >&3
 	local resp
 	resp=$(cat <&3)
 	exec 3<&-
+	local body=${resp#*$'\r\n\r\n'}
+	HTTP_GOT="${resp%%$'\r'*} ${body:0:300}"
+	[[ -n $resp ]] || HTTP_GOT="no answer"
 	[[ $resp == "HTTP/1."[01]" 200"* ]] || return 1
-	printf '%s\n' "${resp#*$'\r\n\r\n'}"
+	printf '%s\n' "$body"
 }
 
 section "Building queued, tt-device-queue and otelcol-tt"
@@ -214,7 +221,8 @@ section "The live status page: every card, its job with live output, the queue, 
 show tt-device-queue web
 PAGE=$(tt-device-queue web)
 [[ $PAGE == http://127.0.0.1:$PORT/#token=* ]] || die "web printed no page URL: $PAGE"
-http_get "127.0.0.1:$PORT" / | grep -q '<script src="/app.js"' || die "queued does not serve the page"
+http_get "127.0.0.1:$PORT" / >"$WORK/page.html" || die "queued does not serve the page: GET / answered $HTTP_GOT"
+grep -q '<script src="/app.js"' "$WORK/page.html" || die "queued's page does not load app.js: $(head -c 300 "$WORK/page.html")"
 echo "(open it in a browser while the demo runs: DEMO_HOLD=300 make demo keeps it running; the token is after #)"
 
 section "otelcol-tt: who holds each card, as Prometheus sees it"

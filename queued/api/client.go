@@ -83,11 +83,43 @@ type Error struct {
 	// NotQueued is set when the answer did not come from queued at all
 	// (not its JSON): something else listens at the address.
 	NotQueued bool
+	// bound is HeaderBusyBound of a busy 503: see BusyError.
+	bound string
 }
 
 func (e *Error) Error() string {
 	return fmt.Sprintf("queued answered %d %s: %s", e.StatusCode, http.StatusText(e.StatusCode), e.Message)
 }
+
+// BusyError is a 503 queued gave at one of its HTTP bounds (the answer
+// names it in HeaderBusyBound): nothing was done for the request, so the
+// client sent it again, with a growing pause, BusyRetries times, and
+// gives up with this. Classify with errors.As; Unwrap gives the *Error.
+type BusyError struct {
+	// Bound is the setting that bounds what was busy, such as
+	// TT_DEVICE_HTTP_WORKERS_PER_USER.
+	Bound string
+	// Tries is how many times the request was sent, over Waited.
+	Tries  int
+	Waited time.Duration
+	Err    *Error
+}
+
+func (e *BusyError) Error() string {
+	return fmt.Sprintf("%v (gave up after %d tries over %s)", e.Err, e.Tries, e.Waited.Round(100*time.Millisecond))
+}
+
+// Unwrap gives the daemon's answer.
+func (e *BusyError) Unwrap() error { return e.Err }
+
+// BusyRetries is how many times a request refused busy at a bound (see
+// BusyError) is sent again before the client gives up, after pauses of
+// busyBackoff, twice as long each time (or the answer's Retry-After, if
+// longer): about 7.5 s in all, on top of the daemon's own wait for a slot.
+const BusyRetries = 3
+
+// busyBackoff is the first pause before a busy request is sent again.
+const busyBackoff = 500 * time.Millisecond
 
 // IsStatus reports whether err is an *Error with the given status code.
 func IsStatus(err error, code int) bool {
@@ -101,22 +133,49 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) (*h
 
 // doAccept is do with an Accept header, when accept is not empty.
 func (c *Client) doAccept(ctx context.Context, method, path, accept string, body, out any) (*http.Response, error) {
-	var rd io.Reader
+	var b []byte
 	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
+		var err error
+		if b, err = json.Marshal(body); err != nil {
 			return nil, fmt.Errorf("encoding request: %w", err)
 		}
+	}
+	began, pause := time.Now(), busyBackoff
+	for tries := 1; ; tries++ {
+		resp, retryAfter, err := c.send(ctx, method, path, accept, b, body != nil, out)
+		var e *Error
+		if err == nil || !errors.As(err, &e) || e.bound == "" {
+			return resp, err
+		}
+		if tries > BusyRetries {
+			return nil, &BusyError{Bound: e.bound, Tries: tries, Waited: time.Since(began), Err: e}
+		}
+		t := time.NewTimer(max(pause, retryAfter))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, &BusyError{Bound: e.bound, Tries: tries, Waited: time.Since(began), Err: e}
+		case <-t.C:
+		}
+		pause *= 2
+	}
+}
+
+// send sends one request; a busy 503 (see BusyError) comes back as an
+// *Error with its bound, and its Retry-After.
+func (c *Client) send(ctx context.Context, method, path, accept string, b []byte, hasBody bool, out any) (*http.Response, time.Duration, error) {
+	var rd io.Reader
+	if hasBody {
 		rd = bytes.NewReader(b)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
 	if err != nil {
-		return nil, fmt.Errorf("building request: %w", err)
+		return nil, 0, fmt.Errorf("building request: %w", err)
 	}
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
-	if body != nil {
+	if hasBody {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	if accept != "" {
@@ -124,7 +183,7 @@ func (c *Client) doAccept(ctx context.Context, method, path, accept string, body
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", method, path, err)
+		return nil, 0, fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	if resp.StatusCode >= 300 {
 		defer drainClose(resp.Body)
@@ -133,20 +192,25 @@ func (c *Client) doAccept(ctx context.Context, method, path, accept string, body
 		if json.Unmarshal(b, &e) != nil || e.Error == "" {
 			// Not one of queued's JSON errors: say so rather than print
 			// whatever page answered.
-			return nil, &Error{StatusCode: resp.StatusCode, NotQueued: true,
+			return nil, 0, &Error{StatusCode: resp.StatusCode, NotQueued: true,
 				Message: fmt.Sprintf("the server at %s is not queued: it answered %s with %d bytes of %q", c.base, resp.Status, len(b), resp.Header.Get("Content-Type"))}
 		}
-		return nil, &Error{StatusCode: resp.StatusCode, Message: e.Error}
+		ae := &Error{StatusCode: resp.StatusCode, Message: e.Error}
+		if resp.StatusCode == http.StatusServiceUnavailable {
+			ae.bound = resp.Header.Get(HeaderBusyBound)
+		}
+		retryAfter, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
+		return nil, time.Duration(min(max(retryAfter, 0), 30)) * time.Second, ae
 	}
 	if out == nil {
-		return resp, nil
+		return resp, 0, nil
 	}
 	defer drainClose(resp.Body)
 	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-		return nil, &Error{StatusCode: resp.StatusCode, NotQueued: true,
+		return nil, 0, &Error{StatusCode: resp.StatusCode, NotQueued: true,
 			Message: fmt.Sprintf("the server at %s is not queued: its answer to %s %s is not queued's JSON (%v)", c.base, method, path, err)}
 	}
-	return resp, nil
+	return resp, 0, nil
 }
 
 // drainClose reads what is left of an answer (the decoder stops at the

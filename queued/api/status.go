@@ -189,8 +189,10 @@ type HTTPStatus struct {
 	Conns    int `json:"conns"`
 	MaxConns int `json:"max_conns"`
 	// Evicted counts connections closed since start to make room at the
-	// bound (idle, or slow to send their request); Refused counts new
-	// ones answered 503 because every open connection was busy.
+	// bound (idle, or slow to send their request); Refused counts
+	// connections answered 503 and closed at a bound: new ones because
+	// every open connection was busy, and streams past their user's
+	// bound (also in StreamsRefused).
 	Evicted int64 `json:"evicted"`
 	Refused int64 `json:"refused"`
 	// AnsweredEarly counts long-polls answered before their wait ran out
@@ -205,6 +207,14 @@ type HTTPStatus struct {
 	WaitsPerUser    int `json:"long_polls_per_user,omitempty"`
 	ReservedConns   int `json:"reserved_conns,omitempty"`
 	ReservedWorkers int `json:"reserved_workers,omitempty"`
+	// Streams counts the long-lived requests open (long-polls of logs -f,
+	// run, wait and the page's change feed); StreamsBusy the handlers of
+	// their own working for them (apart from Busy: a stream never takes
+	// a handler a short request needs); StreamsRefused the streams
+	// refused since start because their user had WaitsPerUser open.
+	Streams        int   `json:"streams"`
+	StreamsBusy    int   `json:"streams_busy"`
+	StreamsRefused int64 `json:"streams_refused"`
 }
 
 // JobTracking is how a daemon finds each job's processes.

@@ -459,3 +459,11 @@ const (
 	HeaderJobState  = "X-Job-State"
 	HeaderLogDone   = "X-Log-Done"
 )
+
+// HeaderBusyBound comes with a 503 given at one of queued's HTTP bounds
+// (connections, handlers, streams): it names the setting that bounds what
+// was busy, such as TT_DEVICE_HTTP_WORKERS_PER_USER. Nothing was done
+// for the request, so it may be sent again, a little later (the client
+// does, see BusyError); a 503 without it (a store that cannot be written,
+// a stop) is not a matter of waiting a second.
+const HeaderBusyBound = "X-Queued-Busy-Bound"

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/ttkit/ttkit/queued/api"
 )
@@ -69,6 +70,12 @@ func (a *App) explain(ctx context.Context, err error) *Error {
 	var ae *api.Error
 	if errors.As(err, &ae) && ae.NotQueued {
 		return &Error{Code: ExitUnreachable, Err: errors.New(ae.Message)}
+	}
+	var be *api.BusyError
+	if errors.As(err, &be) {
+		// Busy at one of its bounds, still after the client's retries.
+		return &Error{Code: ExitRefused, Err: fmt.Errorf("queued is busy: %s (gave up after %d tries over %s)",
+			strings.Join(strings.Fields(be.Err.Message), " "), be.Tries, be.Waited.Round(100*time.Millisecond))}
 	}
 	if errors.As(err, &ae) {
 		// The daemon's own words, on one line whatever they hold: a

@@ -121,7 +121,7 @@ type Config struct {
 	MaxCompletedPerUser   int   `kong:"-" env:"TT_DEVICE_MAX_COMPLETED_JOBS_PER_USER" min:"1" mode:"system" doc:"a quarter of TT_DEVICE_MAX_COMPLETED_JOBS: 2500" help:"System mode: finished jobs one user keeps; beyond it that user's oldest records (and their output) are deleted first, never another user's in their place (admins exempt)."`
 	HTTPMaxConnsPerUser   int   `kong:"-" env:"TT_DEVICE_HTTP_MAX_CONNS_PER_USER" min:"1" mode:"system" doc:"a quarter of TT_DEVICE_HTTP_MAX_CONNS: 64" help:"System mode: open HTTP connections one user may have; a new one past it closes their own connection idle the longest, or answers their oldest long-poll now. An eighth of TT_DEVICE_HTTP_MAX_CONNS is kept for root, queued's own user and the admin group."`
 	HTTPWorkersPerUser    int   `kong:"-" env:"TT_DEVICE_HTTP_WORKERS_PER_USER" min:"1" mode:"system" doc:"a quarter of TT_DEVICE_HTTP_WORKERS: 4" help:"System mode: HTTP handlers working for one user at once; a quarter of TT_DEVICE_HTTP_WORKERS is kept for root, queued's own user and the admin group."`
-	HTTPWaitsPerUser      int   `kong:"-" env:"TT_DEVICE_HTTP_WAITS_PER_USER" min:"1" mode:"system" doc:"half of the connections per user: 32" help:"System mode: long-polls (logs -f, wait, the status page) one user may have waiting at once; a new one makes their oldest answer now."`
+	HTTPWaitsPerUser      int   `kong:"-" env:"TT_DEVICE_HTTP_WAITS_PER_USER" min:"1" mode:"system" doc:"half of the connections per user: 32" help:"System mode: streams (long-polls of logs -f, run, wait and the status page) one user may have open at once; one more is refused with 503 naming this bound, never their short requests."`
 }
 
 // Shares are the per-user bounds a system-mode queued runs with: each

@@ -3,7 +3,6 @@ package scheduler
 import (
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -163,17 +162,4 @@ func jobEnv(base []string, rec *store.Job) []string {
 		env = append(env, k+"="+v)
 	}
 	return append(env, runner.JobEnvVar+"="+rec.ID, DeviceEnvVar+"="+rec.DeviceText())
-}
-
-// runUID is the user rec ran (or runs) as, as spec chooses it: its owner
-// for a system-mode job, ResetAccount for a reset where one is set, else
-// queued's own user. A leftover's marker takes only that user's processes.
-func runUID(opt *Options, rec *store.Job) uint32 {
-	switch {
-	case rec.Kind == store.KindReset && opt.ResetAccount != nil:
-		return opt.ResetAccount.UID
-	case rec.Kind != store.KindReset && opt.Mode.System() && rec.OwnerUID != nil:
-		return *rec.OwnerUID
-	}
-	return uint32(os.Geteuid())
 }

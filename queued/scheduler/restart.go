@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/ttkit/ttkit/queued/runner"
@@ -67,7 +68,7 @@ func (s restart) recover() error {
 			}
 		}
 		if rec.State == store.StateRunning && rec.Kind != store.KindHold {
-			leftovers = append(leftovers, runner.Leftover{JobID: rec.ID, PGID: rec.PGID, LeaderStart: rec.LeaderStart, UID: runUID(&s.opt, &rec)})
+			leftovers = append(leftovers, runner.Leftover{JobID: rec.ID, PGID: rec.PGID, LeaderStart: rec.LeaderStart, UID: leftoverUID(&s.opt, &rec)})
 		}
 		switch {
 		case rec.Kind == store.KindHold && !rec.ExpiresAt.IsZero() && !now.Before(rec.ExpiresAt):
@@ -181,4 +182,15 @@ func (s restart) recover() error {
 	}
 	s.log.Info("recovered queues", "queued", s.queued, "interrupted_or_failed", len(ended))
 	return nil
+}
+
+// leftoverUID is the user whose marked processes a leftover's sweep may
+// take: the user the job ran as, or queued's own where the record names
+// none (a system-mode job stored without an owner never ran as anyone
+// else).
+func leftoverUID(opt *Options, rec *store.Job) uint32 {
+	if uid, ok := runUID(opt, rec); ok {
+		return uid
+	}
+	return uint32(os.Geteuid())
 }

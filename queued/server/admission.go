@@ -37,6 +37,8 @@ type admission struct {
 	writeTimeout time.Duration
 	conns        *conns
 	slots        *slots
+	// streams are the long-lived requests, with handlers of their own.
+	streams *streams
 }
 
 // admit takes a request in: its connection's place within the bound, a
@@ -47,14 +49,18 @@ type admission struct {
 // answered the request with a refusal.
 func (ad *admission) admit(rw http.ResponseWriter, r *http.Request) (http.ResponseWriter, *slot, bool) {
 	refused := ad.conns.enter(r)
-	sl := ad.slots.claim(whoIs(r))
+	pool := ad.slots
+	if isStream(r) {
+		pool = ad.streams.work
+	}
+	sl := pool.claim(whoIs(r))
 	aw := &answerWriter{ResponseWriter: rw, rc: http.NewResponseController(rw), slot: sl, timeout: ad.writeTimeout,
 		conns: ad.conns, conn: infoOf(r)}
 	// The deadline of the connection's previous answer must not cut this
 	// one; nothing is written until the answer starts.
 	aw.rc.SetWriteDeadline(time.Time{})
 	var w http.ResponseWriter = aw
-	if refused != "" {
+	if refused != nil {
 		ad.conns.refuse(w, refused)
 		return w, sl, false
 	}
@@ -73,6 +79,17 @@ func (ad *admission) admit(rw http.ResponseWriter, r *http.Request) (http.Respon
 		return w, sl, false
 	}
 	return w, sl, true
+}
+
+// busy answers a request that found no room: 503 naming the bound when
+// err is a *BusyError (see writeBusy), else 503 with err.
+func (ad *admission) busy(w http.ResponseWriter, err error) {
+	var be *BusyError
+	if errors.As(err, &be) {
+		writeBusy(w, be)
+		return
+	}
+	writeError(w, http.StatusServiceUnavailable, err.Error())
 }
 
 // hostAllowed accepts loopback names, with or without a port, and the

@@ -62,6 +62,10 @@ type conns struct {
 
 	mu   sync.Mutex
 	open map[net.Conn]*connInfo
+	// changed is closed, and replaced, whenever a connection closes,
+	// leaves a handler or starts a long-poll: a refused one waiting for
+	// room looks again then (see waitRoom).
+	changed chan struct{}
 
 	evicted, refused, early atomic.Int64
 }
@@ -74,6 +78,7 @@ type connInfo struct {
 	reading bool      // in ServeHTTP, reading the request body: slow to send, like a slowloris
 	closing bool      // closed (or refused, or its long-poll told to answer) to keep a bound; not counted
 	refused string    // over a bound with every other one there busy: answer 503 with this, and close
+	bound   string    // the setting of the bound it was refused at
 	since   time.Time // when it last entered its state, or left a handler
 	poll    *pollWait // the long-poll waiting on it, if any
 }
@@ -99,7 +104,8 @@ type connKey struct{}
 // newConns bounds the connections to max in all and perUser for each
 // user outside the reserve; reserved classifies users.
 func newConns(max, perUser int, reserved func(uint32) bool) *conns {
-	return &conns{max: max, perUser: perUser, reserve: reserveOf(max, ConnReserveShare), reserved: reserved, open: map[net.Conn]*connInfo{}}
+	return &conns{max: max, perUser: perUser, reserve: reserveOf(max, ConnReserveShare), reserved: reserved, open: map[net.Conn]*connInfo{},
+		changed: make(chan struct{})}
 }
 
 // context is the http.Server's ConnContext: it registers the connection,
@@ -152,6 +158,7 @@ func (cs *conns) hook(c net.Conn, state http.ConnState) {
 	switch state {
 	case http.StateClosed, http.StateHijacked:
 		delete(cs.open, c)
+		cs.changeLocked()
 		cs.mu.Unlock()
 		return
 	}
@@ -160,6 +167,7 @@ func (cs *conns) hook(c net.Conn, state http.ConnState) {
 		info.state, info.since = state, time.Now()
 		if state == http.StateIdle {
 			info.serving = false
+			cs.changeLocked()
 		}
 		if state == http.StateNew {
 			victim = cs.admitLocked(c, info)
@@ -181,9 +189,30 @@ func (cs *conns) hook(c net.Conn, state http.ConnState) {
 // its refusal cannot wait), tells a long-poll to answer, or marks c
 // refused; nil when nothing is to be closed.
 func (cs *conns) admitLocked(c net.Conn, info *connInfo) net.Conn {
+	within, why, bound := cs.overLocked(info)
+	if within == nil {
+		return nil
+	}
+	if victim, ok := cs.makeRoomLocked(c, within); ok {
+		return victim
+	}
+	info.closing = true
+	if cs.refusingLocked() < cs.max {
+		info.refused, info.bound = why, bound
+		return nil
+	}
+	// As many refused connections wait to send their request as may be
+	// open: close this one without an answer.
+	return c
+}
+
+// overLocked says which bound info's connection, counted, breaks: the
+// connections a room is to be made among, and why; within is nil when it
+// breaks none.
+func (cs *conns) overLocked(info *connInfo) (within func(*connInfo) bool, why, bound string) {
 	total, outside, mine := 0, 0, 0
 	for _, o := range cs.open {
-		if o.closing {
+		if o.closing && o != info {
 			continue
 		}
 		total++
@@ -194,39 +223,39 @@ func (cs *conns) admitLocked(c net.Conn, info *connInfo) net.Conn {
 			}
 		}
 	}
-	var within func(*connInfo) bool // the connections a room is made among
-	var why string
 	switch {
 	case !info.reserved && mine > cs.perUser:
-		within = func(o *connInfo) bool { return !o.reserved && o.uid == info.uid }
-		why = fmt.Sprintf("too many connections: uid %d has %d open, busy with requests, the most one user may have (TT_DEVICE_HTTP_MAX_CONNS_PER_USER); try again", info.uid, cs.perUser)
+		return func(o *connInfo) bool { return !o.reserved && o.uid == info.uid },
+			fmt.Sprintf("too many connections: uid %d has %d open, busy with requests, the most one user may have (TT_DEVICE_HTTP_MAX_CONNS_PER_USER); try again, or raise TT_DEVICE_HTTP_MAX_CONNS_PER_USER in queued's environment", info.uid, cs.perUser),
+			"TT_DEVICE_HTTP_MAX_CONNS_PER_USER"
 	case !info.reserved && outside > cs.max-cs.reserve:
-		within = func(o *connInfo) bool { return !o.reserved }
-		why = fmt.Sprintf("too many connections: all %d open to users (TT_DEVICE_HTTP_MAX_CONNS less the %d kept for root and the admins) are busy with requests; try again", cs.max-cs.reserve, cs.reserve)
+		return func(o *connInfo) bool { return !o.reserved },
+			fmt.Sprintf("too many connections: all %d open to users (TT_DEVICE_HTTP_MAX_CONNS less the %d kept for root and the admins) are busy with requests; try again, or raise TT_DEVICE_HTTP_MAX_CONNS in queued's environment", cs.max-cs.reserve, cs.reserve),
+			"TT_DEVICE_HTTP_MAX_CONNS"
 	case total > cs.max:
-		within = func(*connInfo) bool { return true }
-		why = fmt.Sprintf("too many connections: all %d (TT_DEVICE_HTTP_MAX_CONNS) are busy with requests; try again", cs.max)
-	default:
-		return nil
+		return func(*connInfo) bool { return true },
+			fmt.Sprintf("too many connections: all %d (TT_DEVICE_HTTP_MAX_CONNS) are busy with requests; try again, or raise TT_DEVICE_HTTP_MAX_CONNS in queued's environment", cs.max),
+			"TT_DEVICE_HTTP_MAX_CONNS"
 	}
+	return nil, "", ""
+}
+
+// makeRoomLocked makes room among the connections within selects, other
+// than c: it marks the one idle the longest to be closed (returned), or
+// else tells the oldest long-poll of the user holding the most to
+// answer; ok is false when every one of them is working in a handler.
+func (cs *conns) makeRoomLocked(c net.Conn, within func(*connInfo) bool) (victim net.Conn, ok bool) {
 	if victim := cs.idlestLocked(c, within); victim != nil {
 		cs.open[victim].closing = true
-		return victim
+		return victim, true
 	}
 	if p := cs.pollVictimLocked(c, within); p != nil {
 		p.closing = true
 		p.poll.tell()
 		cs.early.Add(1)
-		return nil
+		return nil, true
 	}
-	info.closing = true
-	if cs.refusingLocked() < cs.max {
-		info.refused = why
-		return nil
-	}
-	// As many refused connections wait to send their request as may be
-	// open: close this one without an answer.
-	return c
+	return nil, false
 }
 
 // refusingLocked counts refused connections whose request is still to be
@@ -286,15 +315,22 @@ func (cs *conns) pollVictimLocked(c net.Conn, within func(*connInfo) bool) *conn
 // the refusal when the connection was refused at a bound: its one request
 // is answered 503 and the connection closed (net/http then closes it
 // gracefully, so the client reads the answer rather than a reset).
-func (cs *conns) enter(r *http.Request) (refused string) {
+func (cs *conns) enter(r *http.Request) (refused *BusyError) {
 	info := infoOf(r)
 	if info == nil {
-		return ""
+		return nil
+	}
+	cs.mu.Lock()
+	info.serving = true
+	waiting := info.refused != ""
+	cs.mu.Unlock()
+	if waiting && cs.waitRoom(r.Context(), info) {
+		return nil
 	}
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
-	info.serving = true
-	if refused = info.refused; refused != "" {
+	if info.refused != "" {
+		refused = &BusyError{Bound: info.bound, Msg: fmt.Sprintf("%s (waited %s for room)", info.refused, connWait)}
 		info.refused = ""
 		cs.refused.Add(1)
 	}
@@ -330,7 +366,9 @@ func (cs *conns) closingOf(info *connInfo) bool {
 // returns the channel that closes when it must answer early: to make room
 // for a new connection (see admitLocked), or because its user already has
 // waitsPerUser long-polls waiting (outside the reserve), in which case
-// their oldest answers now instead.
+// their oldest answers now instead. The streams bound (see streams)
+// refuses a user's stream past waitsPerUser before it gets here, so the
+// latter is only a backstop.
 func (cs *conns) startPoll(r *http.Request, waitsPerUser int) (early <-chan struct{}, done func()) {
 	info := infoOf(r)
 	p := &pollWait{since: time.Now(), early: make(chan struct{})}
@@ -355,6 +393,7 @@ func (cs *conns) startPoll(r *http.Request, waitsPerUser int) (early <-chan stru
 		}
 	}
 	info.poll = p
+	cs.changeLocked()
 	cs.mu.Unlock()
 	return p.early, func() {
 		cs.mu.Lock()
@@ -365,11 +404,43 @@ func (cs *conns) startPoll(r *http.Request, waitsPerUser int) (early <-chan stru
 	}
 }
 
-// refuse answers a request on a connection refused at a bound.
-func (cs *conns) refuse(w http.ResponseWriter, why string) {
+// closeAfter marks the request's connection, refused at a bound after
+// it entered (a stream past its user's bound), as closing after its
+// answer: it no longer counts in the bounds, so refused streams asked
+// again and again cannot crowd out their user's short requests. It counts
+// as refused.
+func (cs *conns) closeAfter(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Connection", "close")
-	w.Header().Set("Retry-After", "1")
-	writeError(w, http.StatusServiceUnavailable, why)
+	cs.refused.Add(1)
+	if info := infoOf(r); info != nil {
+		cs.mu.Lock()
+		info.closing = true
+		cs.changeLocked()
+		cs.mu.Unlock()
+	}
+}
+
+// finished is called as a request's handler returns: a connection that
+// closes after this answer (the client or the answer said Connection:
+// close) stops counting in the bounds now, not when net/http gets round
+// to closing it, so a client that asks again on a new connection at once
+// (a stream, a page load over HTTP/1.0) is not counted twice, and no
+// newer connection of its user is closed to make room for the old one.
+func (cs *conns) finished(w http.ResponseWriter, r *http.Request) {
+	info := infoOf(r)
+	if info == nil || !(r.Close || w.Header().Get("Connection") == "close") {
+		return
+	}
+	cs.mu.Lock()
+	info.closing = true
+	cs.changeLocked()
+	cs.mu.Unlock()
+}
+
+// refuse answers a request on a connection refused at a bound.
+func (cs *conns) refuse(w http.ResponseWriter, why *BusyError) {
+	w.Header().Set("Connection", "close")
+	writeBusy(w, why)
 }
 
 // count is the number of open connections, not counting those already

@@ -19,6 +19,7 @@ type statusPage struct {
 	// slots and conns are the handler and connection limits GET /status
 	// shows at work.
 	slots   *slots
+	streams *streams
 	conns   *conns
 	version string
 }
@@ -34,7 +35,8 @@ func (p *statusPage) handleStatus(w http.ResponseWriter, r *http.Request) {
 		LongPolls: int(p.slots.polling.Load()), Conns: p.conns.count(), MaxConns: p.conns.max,
 		Evicted: p.conns.evicted.Load(), Refused: p.conns.refused.Load(), AnsweredEarly: p.conns.early.Load(),
 		ConnsPerUser: p.conns.perUser, WorkersPerUser: p.slots.perUser, WaitsPerUser: p.slots.waitsPerUser,
-		ReservedConns: p.conns.reserve, ReservedWorkers: p.slots.reserve}
+		ReservedConns: p.conns.reserve, ReservedWorkers: p.slots.reserve,
+		Streams: int(p.streams.open.Load()), StreamsBusy: int(p.streams.work.busy.Load()), StreamsRefused: p.streams.refused.Load()}
 	if p.rules.shared() {
 		// Whose output fills the budget, and each user's bounds: only a
 		// shared daemon has more than one user.

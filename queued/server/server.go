@@ -76,8 +76,9 @@ type Config struct {
 	// who), the open connections (TT_DEVICE_HTTP_MAX_CONNS_PER_USER;
 	// default a quarter of MaxConns), the handlers working for them at
 	// once (TT_DEVICE_HTTP_WORKERS_PER_USER; a quarter of Workers) and
-	// their long-polls waiting at once (TT_DEVICE_HTTP_WAITS_PER_USER;
-	// half of ConnsPerUser). On a user-mode daemon everyone is the
+	// their streams (long-polls) open at once, past which a stream is
+	// refused (TT_DEVICE_HTTP_WAITS_PER_USER; half of ConnsPerUser; see
+	// streams). On a user-mode daemon everyone is the
 	// reserve, so only the totals apply.
 	ConnsPerUser, WorkersPerUser, WaitsPerUser int
 	// WriteTimeout is how long an answer may take to be written, from its
@@ -100,6 +101,7 @@ type Server struct {
 	mux         *http.ServeMux
 	admission   *admission
 	slots       *slots
+	streams     *streams
 	submissions *submissions
 	resets      *resets
 	holds       *holds
@@ -158,13 +160,16 @@ func NewServer(cfg Config) (*Server, error) {
 	cs := newConns(cfg.MaxConns, cfg.ConnsPerUser, rr.reserved)
 	login := newPageLogin(b)
 	sl := newSlots(cfg.Workers, cfg.WorkersPerUser, cfg.WaitsPerUser, cs)
-	s := &Server{cfg: cfg, log: cfg.Logger, slots: sl,
+	// The streams' handlers are as many as the short requests', and apart
+	// from them: a stream never takes a slot a status or a submission needs.
+	st := newStreams(cfg.WaitsPerUser, newSlots(cfg.Workers, cfg.WorkersPerUser, cfg.WaitsPerUser, cs))
+	s := &Server{cfg: cfg, log: cfg.Logger, slots: sl, streams: st,
 		admission: &admission{base: b, token: cfg.Token, listenAddr: cfg.ListenAddr, allowPeer: cfg.AllowPeer,
-			extraHosts: cfg.ExtraHosts, pageTokens: login.codes, maxBody: cfg.MaxRequestBytes, writeTimeout: cfg.WriteTimeout, conns: cs, slots: sl},
+			extraHosts: cfg.ExtraHosts, pageTokens: login.codes, maxBody: cfg.MaxRequestBytes, writeTimeout: cfg.WriteTimeout, conns: cs, slots: sl, streams: st},
 		submissions: &submissions{base: b, maxTimeout: cfg.MaxTimeout, cwd: &cwdProber{}},
 		resets:      &resets{base: b},
 		holds:       &holds{base: b, maxTimeout: cfg.MaxTimeout},
-		page:        &statusPage{base: b, views: views, slots: sl, conns: cs, version: cfg.Version},
+		page:        &statusPage{base: b, views: views, slots: sl, streams: st, conns: cs, version: cfg.Version},
 		login:       login,
 	}
 	jobs := &jobHandlers{base: b, views: views}
@@ -192,7 +197,10 @@ func NewServer(cfg Config) (*Server, error) {
 
 // Close makes waiting long-polls answer at once; call it before
 // http.Server.Shutdown so shutdown does not wait for them.
-func (s *Server) Close() { s.slots.close() }
+func (s *Server) Close() {
+	s.slots.close()
+	s.streams.work.close()
+}
 
 // IdleFor is how long no request has been in progress: 0 while one is.
 // A stopping daemon waits for a moment of quiet, so the clients that were
@@ -208,7 +216,9 @@ func (s *Server) IdleFor() time.Duration {
 // RestingFor is how long no request has been worked on: 0 while one is.
 // Unlike IdleFor, long-polls waiting (a status page left open, a logs -f)
 // do not count: queued is at rest while they wait.
-func (s *Server) RestingFor() time.Duration { return s.slots.restingFor() }
+func (s *Server) RestingFor() time.Duration {
+	return min(s.slots.restingFor(), s.streams.work.restingFor())
+}
 
 // NewHTTPServer wraps the handler in an http.Server with timeouts that
 // suit long-polls: headers must arrive within 10s and bodies within 30s,
@@ -250,6 +260,7 @@ func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		s.active.Add(-1)
 	}()
 	w, sl, ok := s.admission.admit(rw, r)
+	defer s.admission.conns.finished(w, r)
 	if !ok {
 		return
 	}
@@ -267,8 +278,17 @@ func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	if !s.admission.authorize(w, r) || !s.admission.checkRequest(w, rw, r) || !s.admission.readBody(w, rw, r) {
 		return
 	}
+	if isStream(r) {
+		end, err := s.streams.begin(whoIs(r))
+		if err != nil {
+			s.admission.conns.closeAfter(w, r)
+			s.admission.busy(w, err)
+			return
+		}
+		defer end()
+	}
 	if err := sl.acquire(r.Context()); err != nil {
-		writeError(w, http.StatusServiceUnavailable, err.Error())
+		s.admission.busy(w, err)
 		return
 	}
 	defer sl.release()

@@ -214,14 +214,19 @@ func (sl *slot) acquire(ctx context.Context) error {
 	return why
 }
 
-// busyErr says why a request found no slot in slotWait.
+// busyErr says why a request found no slot in slotWait, and how to
+// raise the bound it met.
 func (sl *slot) busyErr() error {
 	ss := sl.ss
 	if !sl.who.reserved {
-		return fmt.Errorf("server busy: every handler this user may have (TT_DEVICE_HTTP_WORKERS_PER_USER %d of TT_DEVICE_HTTP_WORKERS %d) stayed busy for %s",
-			ss.perUser, ss.max, slotWait)
+		return &BusyError{Bound: "TT_DEVICE_HTTP_WORKERS_PER_USER", Msg: fmt.Sprintf(
+			"server busy: every handler uid %d may have (TT_DEVICE_HTTP_WORKERS_PER_USER=%d of TT_DEVICE_HTTP_WORKERS=%d) stayed busy for %s; "+
+				"try again, or raise TT_DEVICE_HTTP_WORKERS_PER_USER (and TT_DEVICE_HTTP_WORKERS) in queued's environment",
+			sl.who.uid, ss.perUser, ss.max, slotWait)}
 	}
-	return fmt.Errorf("server busy: all %d handlers (TT_DEVICE_HTTP_WORKERS) stayed busy for %s", ss.max, slotWait)
+	return &BusyError{Bound: "TT_DEVICE_HTTP_WORKERS", Msg: fmt.Sprintf(
+		"server busy: all %d handlers (TT_DEVICE_HTTP_WORKERS) stayed busy for %s; try again, or raise TT_DEVICE_HTTP_WORKERS in queued's environment",
+		ss.max, slotWait)}
 }
 
 // release gives the slot back, if held.
