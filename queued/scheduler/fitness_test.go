@@ -18,14 +18,14 @@ import (
 // entry and tt_heartbeat, which moves (every 10 ms) only while the card
 // beats.
 type fakeCards struct {
-	t          *testing.T
+	t          testing.TB
 	dev, sysfs string
 	mu         sync.Mutex
 	beating    map[int]bool
 	value      map[int]int
 }
 
-func newFakeCards(t *testing.T, cards ...int) *fakeCards {
+func newFakeCards(t testing.TB, cards ...int) *fakeCards {
 	t.Helper()
 	root := t.TempDir()
 	f := &fakeCards{t: t, dev: filepath.Join(root, "dev"), sysfs: filepath.Join(root, "sys"), beating: map[int]bool{}, value: map[int]int{}}
