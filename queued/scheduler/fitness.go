@@ -83,7 +83,9 @@ func gatedJob(j *job) bool {
 }
 
 // dueLocked returns the cards the worker of c gates before it may take
-// the head of its queue, or nil when there is nothing to gate.
+// the head of its queue, or nil when there is nothing to gate. Of a job
+// of several cards, only the free ones: one busy with another job is
+// gated (its probe run) once it is free, never under that job.
 func (f *fitness) dueLocked(c *card) []int {
 	s := f.core
 	if len(f.samplers) == 0 || s.stopping || s.persist.err != nil || c.current != nil || c.dead != nil || len(c.queue) == 0 {
@@ -93,7 +95,13 @@ func (f *fitness) dueLocked(c *card) []int {
 	if !head.durable || !gatedJob(head) {
 		return nil
 	}
-	return head.rec.Cards()
+	var free []int
+	for _, cd := range s.cardsOf(head) {
+		if cd.current == nil {
+			free = append(free, cd.id)
+		}
+	}
+	return free
 }
 
 // gate judges cards now, before a job of them may start: the site probe

@@ -23,28 +23,33 @@ func TestMetrics_Fitness(t *testing.T) {
 	waitCard(b, 1, "unfit", func(c CardStatus) bool { return c.State == Unfit })
 	b.waitDone(b.submit(0, "true").ID)
 	held := b.submit(1, "true")
-	waitCard(b, 1, "holding its job", func(c CardStatus) bool { return len(c.Queue) == 1 && c.Worker != "dispatching" })
-	r := collect(t, reader)
 	card := func(n int) attribute.KeyValue { return attribute.Int("card", n) }
+	// gates counts the gate's durations by card and result.
+	gates := func(r readings) map[string]uint64 {
+		got := map[string]uint64{}
+		h, ok := r[MetricGate].(metricdata.Histogram[float64])
+		if !ok {
+			t.Fatalf("%s is %T", MetricGate, r[MetricGate])
+		}
+		for _, p := range h.DataPoints {
+			c, _ := p.Attributes.Value("card")
+			res, _ := p.Attributes.Value("result")
+			got[c.Emit()+"/"+res.AsString()] += p.Count
+		}
+		return got
+	}
+	var r readings
+	poll(t, "the gate holding card 1's job, in the metrics", func() bool {
+		r = collect(t, reader)
+		got := gates(r)
+		return got["0/pass"] > 0 && got["1/hold"] > 0
+	})
 	if f0, f1 := r.gauge(t, MetricFit, card(0)), r.gauge(t, MetricFit, card(1)); f0 != 1 || f1 != 0 {
 		t.Errorf("card.fit: card 0 %v, card 1 %v; want 1 and 0", f0, f1)
 	}
 	if u, h := r.gauge(t, MetricCardState, card(1), attribute.String("state", "unfit")),
 		r.gauge(t, MetricCardState, card(1), attribute.String("state", "healthy")); u != 1 || h != 0 {
 		t.Errorf("card 1's card.state: unfit %v, healthy %v", u, h)
-	}
-	h, ok := r[MetricGate].(metricdata.Histogram[float64])
-	if !ok {
-		t.Fatalf("%s is %T", MetricGate, r[MetricGate])
-	}
-	got := map[string]uint64{}
-	for _, p := range h.DataPoints {
-		c, _ := p.Attributes.Value("card")
-		res, _ := p.Attributes.Value("result")
-		got[c.Emit()+"/"+res.AsString()] += p.Count
-	}
-	if got["0/pass"] == 0 || got["1/hold"] == 0 {
-		t.Errorf("gate durations by card/result: %v; want passes on card 0 and holds on card 1", got)
 	}
 	cards.beat(1, true)
 	b.waitDone(held.ID)

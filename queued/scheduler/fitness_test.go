@@ -301,3 +301,28 @@ func TestFitness_UnfitCardIsResetByQueued(t *testing.T) {
 	cards.beat(1, true)
 	waitCard(b, 1, "healthy", func(c CardStatus) bool { return c.State == Healthy })
 }
+
+// A job of several cards passes the gate on every one of them: with one
+// unfit it waits, saying which card and why, and starts once that card's
+// heartbeat moves.
+func TestFitness_JobOfSeveralCardsWaitsForAnUnfitOne(t *testing.T) {
+	t.Parallel()
+	cards := newFakeCards(t, 0, 1)
+	b := setup(t, cards.options)
+	cards.beat(1, false)
+	waitCard(b, 1, "unfit", func(c CardStatus) bool { return c.State == Unfit })
+	info, err := b.s.Submit(JobSpec{Cards: []int{0, 1}, Cmd: "echo both", Cwd: b.work})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitCard(b, 0, "waiting for the unfit card", func(c CardStatus) bool {
+		return strings.HasPrefix(c.Worker, "waiting: ") && strings.Contains(c.Worker, "card 1 is unfit (heartbeat stalled since ")
+	})
+	if j, _ := b.s.Job(info.ID); j.State != store.StateQueued {
+		t.Fatalf("the job of both cards is %s; want queued", j.State)
+	}
+	cards.beat(1, true)
+	if got := b.waitDone(info.ID); got.Outcome != store.OutcomeSuccess {
+		t.Fatalf("after card 1 turned fit: %s %q", got.Outcome, got.Error)
+	}
+}

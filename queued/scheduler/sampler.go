@@ -173,6 +173,14 @@ func (s *sampler) probeIfNeeded() {
 	}
 	s.probeDue.Store(false)
 	why := s.f.runProbe(s.card)
+	select {
+	case <-s.f.stop:
+		// A service stop ended it: it proved nothing, and runs again at
+		// the next start.
+		s.probeDue.Store(true)
+		return
+	default:
+	}
 	s.mu.Lock()
 	s.probeFail, s.probeAt = why, time.Now()
 	verdict := s.verdictLocked()
