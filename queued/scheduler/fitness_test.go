@@ -326,3 +326,19 @@ func TestFitness_JobOfSeveralCardsWaitsForAnUnfitOne(t *testing.T) {
 		t.Fatalf("after card 1 turned fit: %s %q", got.Outcome, got.Error)
 	}
 }
+
+// A gate command that runs past TT_DEVICE_GATE_TIMEOUT is ended and
+// holds its card, saying so.
+func TestFitness_GateCommandPastItsTimeoutHoldsTheCard(t *testing.T) {
+	t.Parallel()
+	cards := newFakeCards(t, 0)
+	b := setup(t, func(o *Options) {
+		cards.options(o)
+		o.Devices = []int{0}
+		o.GateCmd, o.GateTimeout = "exec sleep 30 # {device}", 300*time.Millisecond
+	})
+	c := waitCard(b, 0, "unfit by its probe's timeout", func(c CardStatus) bool { return c.State == Unfit })
+	if c.Reason != "gate command timed out after 300ms" {
+		t.Fatalf("reason %q", c.Reason)
+	}
+}
