@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Sysfs is a fake sysfs tree of Tenstorrent cards laid out as tt-kmd and
@@ -202,4 +203,27 @@ func (s *Sysfs) link(target, at string) {
 	if err := os.Symlink(target, at); err != nil {
 		s.tb.Fatal(err)
 	}
+}
+
+// Beat keeps every card's tt_heartbeat moving (one more every 100 ms)
+// until the test ends, as a live firmware does: queued's fitness gate
+// holds the jobs of a card whose heartbeat stands still.
+func (s *Sysfs) Beat() *Sysfs {
+	paths, _ := filepath.Glob(filepath.Join(s.Root, "class", "tenstorrent", "tenstorrent!*", "tt_heartbeat"))
+	done, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		for v := 1; ; v++ {
+			select {
+			case <-done:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			for _, p := range paths {
+				_ = os.WriteFile(p, []byte(strconv.Itoa(v)+"\n"), 0o644) // a card removed by the test stops beating
+			}
+		}
+	}()
+	s.tb.Cleanup(func() { close(done); <-stopped })
+	return s
 }

@@ -86,8 +86,17 @@ type Caller struct {
 // CardStatus is one card in GET /status.
 type CardStatus struct {
 	DeviceID string `json:"device_id"`
-	// State is healthy, resetting or dead.
+	// State is healthy; unfit while the fitness gate holds the card's
+	// jobs (they stay queued); recovering while a reset runs on it; dead
+	// after a failed recovery. A daemon older than the gate says
+	// resetting for recovering.
 	State string `json:"state"`
+	// Reason says why the card is not healthy: why it is unfit (such as
+	// "heartbeat stalled since 10:42:03" or "gate command exited 3: ...")
+	// or dead; empty when healthy.
+	Reason string `json:"reason,omitempty"`
+	// UnfitSince is since when the gate holds the card's jobs.
+	UnfitSince *time.Time `json:"unfit_since,omitempty"`
 	// Worker is running, idle, dispatching, stopped, "paused: <why>", or
 	// "waiting: <why>" while a job of several cards at the head of the
 	// queue waits for the others.

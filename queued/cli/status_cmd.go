@@ -224,13 +224,23 @@ func cardNotes(c api.CardStatus, now time.Time) []string {
 		}
 		out = append(out, s+"; new jobs are refused until `"+Name+" reset --device "+c.DeviceID+"` revives it")
 	}
+	if c.State == "unfit" {
+		s := card + "unfit"
+		if c.UnfitSince != nil {
+			s += " since " + fmtTime(*c.UnfitSince, now)
+		}
+		if c.Reason != "" {
+			s += ": " + c.Reason
+		}
+		out = append(out, s+"; its jobs stay queued until the gate passes again")
+	}
 	if r := c.Reset; r != nil {
 		out = append(out, fmt.Sprintf("%sreset %s %s for %s", card, r.JobID, r.State, fmtDuration(now.Sub(r.At))))
 	}
 	if r := c.LastReset; r != nil && r.Detail != "" && c.State != "dead" {
 		out = append(out, fmt.Sprintf("%slast reset %s %s: %s", card, shortID(r.JobID), r.Result, r.Detail))
 	}
-	if c.PausedReason != "" && c.State != "dead" {
+	if c.PausedReason != "" && c.State != "dead" && !strings.HasPrefix(c.PausedReason, "card unfit: ") {
 		out = append(out, card+"paused: "+c.PausedReason)
 	}
 	if why, ok := strings.CutPrefix(c.Worker, "waiting: "); ok {

@@ -85,6 +85,14 @@ type Config struct {
 	HealthCheckTimeout time.Duration `name:"health-check-timeout" env:"TT_DEVICE_HEALTH_CHECK_TIMEOUT" type:"seconds" default:"${HealthCheckTimeoutSeconds}" min:"1" placeholder:"SEC" help:"Seconds each run of the health check may take."`
 	DeepResetTimeout   time.Duration `name:"deep-reset-timeout" env:"TT_DEVICE_DEEP_RESET_TIMEOUT" type:"seconds" default:"${DeepResetTimeoutSeconds}" min:"1" placeholder:"SEC" help:"Seconds the deep reset command may run."`
 
+	// Fitness: the gate every job passes before it starts (see
+	// docs/fitness.md).
+
+	GateInterval     time.Duration `kong:"-" env:"TT_DEVICE_GATE_INTERVAL" type:"seconds" default:"${GateIntervalSeconds}" min:"1" help:"Seconds between two reads of each card's device node, sysfs entry and firmware heartbeat (tt_heartbeat); a heartbeat that did not move between two reads makes the card unfit, and the gate before each job uses the last read (a fresh one only when it is older than two intervals)."`
+	GateCmd          string        `kong:"-" env:"TT_DEVICE_GATE_CMD" placeholder:"CMD" doc:"none" help:"Shell command that must exit 0 for a card to be fit ({device} is the card number), such as tt-smi -s or an Ethernet check; run at start and after a job that ended badly (timeout, kill, signal, interrupted), before the card's next job."`
+	GateTimeout      time.Duration `kong:"-" env:"TT_DEVICE_GATE_TIMEOUT" type:"seconds" default:"${GateTimeoutSeconds}" min:"1" help:"Seconds TT_DEVICE_GATE_CMD may run; past it the card is unfit."`
+	RecoveryCooldown time.Duration `kong:"-" env:"TT_DEVICE_RECOVERY_COOLDOWN" type:"seconds" default:"${RecoveryCooldownSeconds}" min:"0" help:"Seconds between two automatic resets of a card that stays unfit (queued queues the reset itself when a card turns unfit, joining a pending one); 0 never resets a card by itself."`
+
 	// The cards and their holders.
 
 	DriverPath  string `name:"driver-path" env:"TT_DEVICE_DRIVER_PATH" check:"abspath" default:"${DriverPath}" placeholder:"DIR" help:"KMD directory whose <card>/pids files list the processes holding each card."`

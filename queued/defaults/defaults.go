@@ -53,6 +53,20 @@ const (
 	CrossCard                 = "warn"             // TT_DEVICE_CROSS_CARD
 	ChildOOMScoreAdj          = 500                // TT_DEVICE_CHILD_OOM_SCORE_ADJ
 	SlurmCheckIntervalSeconds = 60                 // TT_DEVICE_SLURM_CHECK_INTERVAL
+	// TT_DEVICE_GATE_INTERVAL: a read of a card's node, entry and
+	// heartbeat costs microseconds, so every 5 s costs nothing, and a
+	// stalled heartbeat is seen within two reads (5 to 10 s), well
+	// before a person would notice; any firmware heartbeat moves many
+	// times in 5 s (tt-device-mcp reads it 0.5 s apart).
+	GateIntervalSeconds = 5
+	// TT_DEVICE_GATE_TIMEOUT: tt-smi -s answers in seconds; a minute
+	// leaves an Ethernet check room and bounds a probe that hangs.
+	GateTimeoutSeconds = 60
+	// TT_DEVICE_RECOVERY_COOLDOWN: a reset and its health check take up
+	// to TT_DEVICE_RESET_TIMEOUT + TT_DEVICE_HEALTH_CHECK_TIMEOUT; five
+	// minutes between automatic ones keeps a card that never comes back
+	// from being reset back to back, yet retries it a dozen times an hour.
+	RecoveryCooldownSeconds = 300
 )
 
 // PerUserShare is the share of a total limit each user may take on a
@@ -100,4 +114,7 @@ var Vars = map[string]any{
 	"CrossCard":                 CrossCard,
 	"ChildOOMScoreAdj":          ChildOOMScoreAdj,
 	"SlurmCheckIntervalSeconds": SlurmCheckIntervalSeconds,
+	"GateIntervalSeconds":       GateIntervalSeconds,
+	"GateTimeoutSeconds":        GateTimeoutSeconds,
+	"RecoveryCooldownSeconds":   RecoveryCooldownSeconds,
 }

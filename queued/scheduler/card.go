@@ -8,16 +8,21 @@ import (
 	"github.com/ttkit/ttkit/queued/store"
 )
 
-// CardState is a card's health: Resetting while a reset job runs on it,
+// CardState is a card's health: Recovering while a reset job runs on it,
 // Dead after failed recovery (until a reset revives it or the host
-// reboots), Healthy otherwise.
+// reboots), Unfit while the gate holds its jobs (see fitness.go), Healthy
+// otherwise.
 type CardState string
 
 // Card states.
 const (
-	Healthy   CardState = "healthy"
-	Resetting CardState = "resetting"
-	Dead      CardState = "dead"
+	Healthy    CardState = "healthy"
+	Unfit      CardState = "unfit"
+	Recovering CardState = "recovering"
+	Dead       CardState = "dead"
+	// Resetting is Recovering's old name, kept so code written against it
+	// builds; the state reads "recovering" since the fitness gate.
+	Resetting = Recovering
 )
 
 // card is one card's queue and worker state, guarded by core.mu.
@@ -36,6 +41,8 @@ type card struct {
 	waitSince  time.Time        // since when the card has been waiting so; read only while waiting is set
 	ident      ttsysfs.Identity // PCI address and board, from sysfs; see identify
 	identErr   string           // why ident could not be read, if it could not
+	unfit      string           // why the gate holds the card's jobs; "" when it is fit (see fitness.go)
+	unfitSince time.Time        // since when it is unfit; read only while unfit is set
 	rev        uint64           // changes to the card record in memory
 	savedRev   uint64           // the revision last made durable
 	wake       chan struct{}    // capacity 1: something changed, look again
@@ -106,6 +113,15 @@ func (c *card) wakeup() {
 	case c.wake <- struct{}{}:
 	default:
 	}
+}
+
+// shownState is the state status and the metrics show: the card's own,
+// Unfit for a card not otherwise recovering or dead that the gate holds.
+func (c *card) shownState() CardState {
+	if c.state == Healthy && c.unfit != "" {
+		return Unfit
+	}
+	return c.state
 }
 
 // idleState is the card's state when no reset runs on it.

@@ -46,6 +46,7 @@ type core struct {
 	retain  *retention    // fields under mu
 	launch  *launcher     // read-only after New
 	resets  resetRunner
+	fit     *fitness // read-only after New; see fitness.go
 
 	quit    chan struct{} // closed by Stop after the workers are done
 	expiry  chan struct{} // a hold with an expiry was queued; see holdDesk.expiryLoop
@@ -92,6 +93,7 @@ func newCore(opt Options, met *metrics) (*core, error) {
 		c.order = append(c.order, id)
 	}
 	sort.Ints(c.order)
+	c.fit = newFitness(c)
 	if c.bootID == "" {
 		c.warnings = append(c.warnings, fmt.Sprintf("cannot read the boot id from %s: a dead card stays dead across reboots", opt.BootIDPath))
 	}

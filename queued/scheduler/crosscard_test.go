@@ -128,6 +128,7 @@ func TestVisible_PCIAddressesOfItsCards(t *testing.T) {
 	b := setup(t, func(o *Options) {
 		o.Devices = []int{0, 1, 2, 3}
 		o.SysfsPath = sysfsTree(t, "quietbox")
+		o.GateOff = true // a fixture's heartbeat never moves; fitness_test.go tests the gate
 		o.VisibleBDF = true
 	})
 	one := b.submit(2, `echo "$TT_VISIBLE_DEVICES"`)
@@ -153,6 +154,7 @@ func TestVisible_PCIAddressesOfItsCards(t *testing.T) {
 	b2 := setup(t, func(o *Options) {
 		o.Devices = []int{0, 7}
 		o.SysfsPath = sysfsTree(t, "quietbox")
+		o.GateOff = true // a fixture's heartbeat never moves; fitness_test.go tests the gate
 		o.VisibleBDF = true
 	})
 	bad := b2.submit(7, "echo never")

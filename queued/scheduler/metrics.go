@@ -22,9 +22,17 @@ const (
 	// counted.
 	MetricDepth = "tt_device_queue.depth"
 	// MetricCardState (gauge, {state}) has one series per state value
-	// (attribute state: healthy, resetting, dead): 1 for the card's
-	// current state, 0 for the others.
+	// (attribute state: healthy, unfit, recovering, dead): 1 for the
+	// card's current state, 0 for the others.
 	MetricCardState = "tt_device_queue.card.state"
+	// MetricFit (gauge, {card}) is 1 while the card passes the fitness
+	// gate (see fitness.go), 0 while the gate holds its jobs or it is dead.
+	MetricFit = "tt_device_queue.card.fit"
+	// MetricGate (histogram, s, attribute result: pass or hold) is how
+	// long the gate before a dispatch took, on the card whose worker ran
+	// it: microseconds from the sampler's verdict, up to the site probe's
+	// run when it was due.
+	MetricGate = "tt_device_queue.card.gate.duration"
 	// MetricRunningAge (gauge, s) is how long the card's running job (or
 	// reset) has run; 0 when nothing runs, and 0 under a hold, which
 	// MetricHeld reports instead: a Slurm job's hold lasts as long as the
@@ -78,7 +86,12 @@ const MeterName = "github.com/ttkit/ttkit/queued/scheduler"
 var durationBuckets = []float64{0.1, 0.5, 1, 5, 10, 30, 60, 300, 600, 1800, 3600, 7200, 14400, 28800, 86400}
 
 // cardStates lists the values of MetricCardState's state attribute.
-var cardStates = []CardState{Healthy, Resetting, Dead}
+var cardStates = []CardState{Healthy, Unfit, Recovering, Dead}
+
+// gateBuckets are the gate's histogram bounds in seconds: a verdict read
+// takes microseconds, a fresh heartbeat read up to half a second, a site
+// probe seconds to its timeout.
+var gateBuckets = []float64{0.0001, 0.001, 0.01, 0.1, 0.5, 1, 5, 10, 30, 60, 120}
 
 // metrics holds the instruments; with the default no-op provider every
 // call does nothing.
@@ -88,6 +101,7 @@ type metrics struct {
 	resets      metric.Int64Counter
 	persistFail metric.Int64Counter
 	crossCards  metric.Int64Counter
+	gate        metric.Float64Histogram
 	reg         metric.Registration // the gauges' callback, nil until registered
 }
 
@@ -117,7 +131,22 @@ func newMetrics(mp metric.MeterProvider) (*metrics, error) {
 		metric.WithDescription("Running jobs seen holding this card though they were queued for others.")); err != nil {
 		return nil, wrap(MetricCrossCard, err)
 	}
+	if m.gate, err = m.meter.Float64Histogram(MetricGate, metric.WithUnit("s"),
+		metric.WithDescription("Time the fitness gate before a dispatch took, by result (pass or hold)."),
+		metric.WithExplicitBucketBoundaries(gateBuckets...)); err != nil {
+		return nil, wrap(MetricGate, err)
+	}
 	return m, nil
+}
+
+// gateTook records one run of the gate before a dispatch on card.
+func (m *metrics) gateTook(card int, d time.Duration, held bool) {
+	result := "pass"
+	if held {
+		result = "hold"
+	}
+	m.gate.Record(context.Background(), d.Seconds(), metric.WithAttributeSet(attribute.NewSet(
+		attribute.Int("card", card), attribute.String("result", result))))
 }
 
 // crossCard counts a job seen on card though it was not queued for it.
@@ -157,6 +186,11 @@ func (m *metrics) register(s *core) error {
 		metric.WithDescription("1, with the card's type, serial, ASIC id and PCI address as attributes."))
 	if err != nil {
 		return fmt.Errorf("creating metric %s: %w", MetricCardInfo, err)
+	}
+	fit, err := m.meter.Int64ObservableGauge(MetricFit, metric.WithUnit("{card}"),
+		metric.WithDescription("1 while the card passes the fitness gate, 0 while the gate holds its jobs or it is dead."))
+	if err != nil {
+		return fmt.Errorf("creating metric %s: %w", MetricFit, err)
 	}
 	foreign, err := m.meter.Int64ObservableGauge(MetricForeign, metric.WithUnit("{process}"),
 		metric.WithDescription("Processes of no queued job holding the card (outside the queue, or a Slurm job's under a hold)."))
@@ -202,6 +236,11 @@ func (m *metrics) register(s *core) error {
 			o.ObserveInt64(info, 1, metric.WithAttributeSet(attribute.NewSet(attribute.Int("card", c.id),
 				attribute.String("card_type", c.ident.Info.CardType), attribute.String("serial", c.ident.Info.Serial),
 				attribute.String("asic_id", c.ident.Info.ASICID), attribute.String("pci_address", c.ident.PCIAddress))))
+			var f int64
+			if c.state == Healthy {
+				f = 1
+			}
+			o.ObserveInt64(fit, f, cardAttrs[c.id])
 			o.ObserveInt64(depth, int64(c.depth), cardAttrs[c.id])
 			o.ObserveFloat64(age, c.age.Seconds(), cardAttrs[c.id])
 			for i, st := range cardStates {
@@ -218,7 +257,7 @@ func (m *metrics) register(s *core) error {
 		}
 		o.ObserveInt64(failing, f)
 		return nil
-	}, depth, state, age, failing, info, held, foreign)
+	}, depth, state, age, failing, info, held, foreign, fit)
 	if err != nil {
 		return fmt.Errorf("registering the gauges' callback: %w", err)
 	}
@@ -288,7 +327,7 @@ func snapshot(s *core) ([]cardSnapshot, []ownJob, bool) {
 	out := make([]cardSnapshot, 0, len(s.order))
 	for _, id := range s.order {
 		c := s.cards[id]
-		cs := cardSnapshot{id: id, depth: len(c.queue), state: c.state, ident: c.ident,
+		cs := cardSnapshot{id: id, depth: len(c.queue), state: c.shownState(), ident: c.ident,
 			held: c.current != nil && c.current.rec.Kind == store.KindHold}
 		if c.current != nil {
 			cs.own = c.current.rec.ID

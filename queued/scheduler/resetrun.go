@@ -102,6 +102,9 @@ func (s resetRunner) finishLocked(c *card, j *job, r recovery, ls runner.LogStat
 		rec.LogError = ls.Err.Error()
 	}
 	c.reset = nil
+	if !r.stopped {
+		s.fit.resetEndedLocked(c)
+	}
 	if r.stopped {
 		rec.State, rec.StartedAt, rec.Iterations, rec.PGID, rec.LeaderStart = store.StateQueued, time.Time{}, 0, 0, 0
 		c.state = c.idleState()

@@ -189,6 +189,26 @@ type Options struct {
 	// SlurmCheckInterval (default 60 s) about each active hold's job.
 	SlurmJobGone       func(ctx context.Context, slurmJobID string) (gone bool, why string, err error)
 	SlurmCheckInterval time.Duration
+	// DevDir holds the cards' device nodes (--dev-dir); default
+	// /dev/tenstorrent. Once queued has seen the directory, a card whose
+	// node is missing is unfit.
+	DevDir string
+	// GateInterval (TT_DEVICE_GATE_INTERVAL) is how often each card's
+	// sampler reads its node, sysfs entry and heartbeat; default 5 s.
+	// GateCmd (TT_DEVICE_GATE_CMD), when set, is the site's probe of one
+	// card ({device} substituted), run at start and after a job that
+	// ended badly, bounded by GateTimeout (default 60 s). See fitness.go.
+	GateInterval time.Duration
+	GateCmd      string
+	GateTimeout  time.Duration
+	// RecoveryCooldown (TT_DEVICE_RECOVERY_COOLDOWN) is the least time
+	// between two resets queued asks for by itself for a card that stays
+	// unfit; default 300 s; below 0, queued never asks.
+	RecoveryCooldown time.Duration
+	// GateOff turns the fitness gate off: every card counts as fit, as
+	// before the gate (for embedding without cards, and for the benchmark
+	// that measures what the gate costs a dispatch).
+	GateOff bool
 	// Logger receives operational messages; default slog.Default().
 	Logger *slog.Logger
 	// MeterProvider receives the scheduler's metrics (see metrics.go);
@@ -281,6 +301,14 @@ func (o *Options) defaults() error {
 		o.SysfsPath = defaults.SysfsPath
 	}
 	setDur(&o.HolderMaxAge, time.Second)
+	if o.DevDir == "" {
+		o.DevDir = defaults.DevDir
+	}
+	setDur(&o.GateInterval, defaults.GateIntervalSeconds*time.Second)
+	setDur(&o.GateTimeout, defaults.GateTimeoutSeconds*time.Second)
+	if o.RecoveryCooldown == 0 {
+		o.RecoveryCooldown = defaults.RecoveryCooldownSeconds * time.Second
+	}
 	o.Controls.defaults()
 	return nil
 }
@@ -344,6 +372,7 @@ func New(opt Options) (*Scheduler, error) {
 	go c.retain.loop()
 	go (crossWatch{c}).loop()
 	go s.hold.expiryLoop()
+	c.fit.start()
 	if opt.SlurmJobGone != nil {
 		c.loops.Add(1)
 		go s.hold.slurmLoop()
@@ -373,6 +402,7 @@ func (s *Scheduler) Stop() {
 			cd.wakeup()
 		}
 		c.mu.Unlock()
+		c.fit.close()
 		c.workers.Wait()
 		close(c.quit)
 		c.loops.Wait()

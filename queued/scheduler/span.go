@@ -103,6 +103,8 @@ func (cs cardSet) readyFor(head *job, c *card) (bool, string) {
 		switch {
 		case o.dead != nil:
 			return false, fmt.Sprintf("card %d is dead", o.id)
+		case gatedJob(head) && o.unfit != "":
+			return false, fmt.Sprintf("card %d is unfit (%s)", o.id, o.unfit)
 		case o.current != nil:
 			busy = append(busy, fmt.Sprintf("card %d (running %s)", o.id, short(o.current.rec.ID)))
 		case len(o.queue) == 0 || o.queue[0] != head:

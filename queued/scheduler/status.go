@@ -41,6 +41,11 @@ type CardStatus struct {
 	// Reset is the pending (queued or running) reset; LastReset the last
 	// finished one. Each is nil when there is none.
 	Reset, LastReset *ResetInfo
+	// Reason says why the card is not healthy: why it is unfit (such as
+	// "heartbeat stalled since 10:42:03") or dead; "" when healthy.
+	// UnfitSince is since when the gate holds its jobs (zero when fit).
+	Reason     string
+	UnfitSince time.Time
 	// DeadReason and DeadSince are set while the card is dead, also while
 	// a reset tries to revive it.
 	DeadReason string
@@ -134,7 +139,7 @@ func (s reporter) statusLocked() (Status, []string, []ownJob) {
 	}
 	for _, id := range s.order {
 		c := s.cards[id]
-		cs := CardStatus{ID: id, State: c.state, Worker: s.workerStateLocked(c), ForeignWait: s.opt.WaitForeign, Paused: c.paused,
+		cs := CardStatus{ID: id, State: c.shownState(), Reason: c.unfit, UnfitSince: c.unfitSince, Worker: s.workerStateLocked(c), ForeignWait: s.opt.WaitForeign, Paused: c.paused,
 			ResetEpoch: c.resetEpoch, Identity: c.ident, IdentityError: c.identErr, CrossCard: s.crossCardsLocked(id)}
 		if c.waiting != "" {
 			cs.WaitingSince = c.waitSince
@@ -159,6 +164,7 @@ func (s reporter) statusLocked() (Status, []string, []ownJob) {
 		}
 		if c.dead != nil {
 			cs.DeadReason, cs.DeadSince = c.dead.reason, c.dead.since
+			cs.Reason = c.dead.reason
 		}
 		cs.Queue = make([]JobInfo, len(c.queue))
 		wait := c.currentRemaining(now)
@@ -185,6 +191,8 @@ func (s reporter) workerStateLocked(c *card) string {
 		return "dispatching"
 	case c.dead != nil:
 		return "paused: card dead"
+	case c.unfit != "" && len(c.queue) > 0 && gatedJob(c.queue[0]):
+		return "paused: card unfit: " + c.unfit
 	case c.paused != "":
 		return "paused: " + c.paused
 	case c.waiting != "":

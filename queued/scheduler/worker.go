@@ -49,6 +49,11 @@ func (s dispatcher) work(c *card) {
 		} else {
 			c.paused = ""
 		}
+		if cards := s.fit.dueLocked(c); cards != nil {
+			s.mu.Unlock()
+			s.fit.gate(cards)
+			s.mu.Lock()
+		}
 		next := s.takeLocked(c)
 		if len(done) == 0 && next == nil {
 			if s.stopping {
@@ -137,7 +142,7 @@ func (s dispatcher) takeLocked(c *card) *job {
 		s.kickExpiry()
 		return nil
 	}
-	if head.isWork() && (c.dead != nil || c.paused != "") {
+	if head.isWork() && (c.dead != nil || c.paused != "") || gatedJob(head) && c.unfit != "" {
 		return nil
 	}
 	cards := cardSet{c}
@@ -161,7 +166,7 @@ func (s dispatcher) takeLocked(c *card) *job {
 	j := head
 	s.queued--
 	if j.rec.Kind == store.KindReset {
-		c.state = Resetting
+		c.state = Recovering
 	}
 	j.rec.State = store.StateRunning
 	if j.rec.Kind != store.KindHold || j.rec.StartedAt.IsZero() {
@@ -278,6 +283,7 @@ func (s dispatcher) run(c *card, j *job) (done []*job, recs []store.Job) {
 			return
 		}
 		rec := finishRecord(j.rec, res, j.endReason(), ls, now, j.crossKill)
+		s.fit.jobEndedLocked(cards, &rec)
 		for _, cd := range cards {
 			cd.learn(j.key, &rec)
 		}

@@ -81,7 +81,7 @@ func statusView(st scheduler.Status) api.Status {
 	}
 	out.JobTracking = trackingView()
 	for _, c := range st.Cards {
-		cs := api.CardStatus{DeviceID: strconv.Itoa(c.ID), State: string(c.State), Worker: c.Worker,
+		cs := api.CardStatus{DeviceID: strconv.Itoa(c.ID), State: string(c.State), Reason: c.Reason, UnfitSince: timePtr(c.UnfitSince), Worker: c.Worker,
 			Pending: make([]api.JobSummary, len(c.Queue)), EstimatedWaitSec: c.EstimatedWait.Seconds()}
 		if c.Current != nil {
 			cur := summaryView(*c.Current)

@@ -163,7 +163,7 @@ func (v *pythonViews) pythonStatus(st scheduler.Status, now time.Time) api.Pytho
 			EstimatedRunSec: round(q.EstimatedRun.Seconds(), 0), Repeat: q.Repeat, Mode: modeOf(q.Kind)})
 	}
 	out.Recent = v.recentOf(c.ID, now)
-	dev := &api.PyDevice{DeviceID: strconv.Itoa(c.ID), State: string(c.State), ResetEpoch: c.ResetEpoch, ResetPending: c.Reset != nil,
+	dev := &api.PyDevice{DeviceID: strconv.Itoa(c.ID), State: pyState(c.State), ResetEpoch: c.ResetEpoch, ResetPending: c.Reset != nil,
 		DeadSince: pyTimePtr(c.DeadSince), DeadReason: strPtr(c.DeadReason)}
 	if c.LastReset != nil {
 		dev.LastResetAt = pyTimePtr(c.LastReset.At)
@@ -299,7 +299,21 @@ func pythonReset(resp *api.ResetResponse, before scheduler.Status) {
 	}
 	for _, c := range before.Cards {
 		if strconv.Itoa(c.ID) == resp.Resets[0].DeviceID {
-			resp.DeviceState, resp.ResetEpoch = string(c.State), c.ResetEpoch
+			resp.DeviceState, resp.ResetEpoch = pyState(c.State), c.ResetEpoch
 		}
 	}
+}
+
+// pyState is a card's state in the Python tool's words (healthy,
+// resetting, dead), which its clients know: a recovering card is
+// resetting, and an unfit one, whose jobs are still taken and queued, is
+// healthy to them (queued's own /status says unfit and why).
+func pyState(st scheduler.CardState) string {
+	switch st {
+	case scheduler.Recovering:
+		return "resetting"
+	case scheduler.Unfit:
+		return string(scheduler.Healthy)
+	}
+	return string(st)
 }

@@ -154,7 +154,7 @@ func startCluster(t *testing.T, dir string) *cluster {
 			t.Fatalf("making a fake device node: %v", err)
 		}
 	}
-	c.sysfs = kmdtest.BusySysfs(t, openDir(t, filepath.Join(dir, "sysfs")), 2).Root
+	c.sysfs = kmdtest.BusySysfs(t, openDir(t, filepath.Join(dir, "sysfs")), 2).Beat().Root
 
 	// gres.conf and the node's Gres= come from the command under test.
 	r := run(t, nil, []string{"PATH=/usr/bin:/bin", "HOME=/root"}, filepath.Join(bins, "tt-device-queue"), "--json", "slurm", "gres",

@@ -334,7 +334,8 @@ func run(cfg config.Config, envErr error, log *slog.Logger) error {
 		Controls: controls(cfg, log), DriverPath: cfg.DriverPath, WaitForeign: cfg.WaitForeign,
 		MeterProvider: metrics, MaxOutputBytes: cfg.MaxOutputBytes,
 		Mode: cfg.Mode, ResetAccount: sys.reset, JobTasksMax: cfg.JobTasksMax, JobOOMScoreAdj: cfg.ChildOOMScoreAdj,
-		SysfsPath: cfg.SysfsPath, VisibleBDF: cfg.Visible == "bdf", CrossCard: cfg.CrossCard,
+		SysfsPath: cfg.SysfsPath, VisibleBDF: cfg.Visible == "bdf", CrossCard: cfg.CrossCard, DevDir: cfg.DevDir,
+		GateInterval: cfg.GateInterval, GateCmd: cfg.GateCmd, GateTimeout: cfg.GateTimeout, RecoveryCooldown: offWhenZero(cfg.RecoveryCooldown),
 		SlurmJobGone: slurmGone, SlurmCheckInterval: cfg.SlurmCheckInterval,
 		MaxQueuedPerUser: shares.Queued, MaxCompletedPerUser: shares.Completed, MaxOutputBytesPerUser: shares.OutputBytes, Exempt: server.Admins(cfg.Mode, sys.adminGID),
 	})
@@ -398,3 +399,8 @@ func run(cfg config.Config, envErr error, log *slog.Logger) error {
 	log.Info("stopped", "took", time.Since(began).Round(time.Millisecond))
 	return nil
 }
+
+// offWhenZero maps a setting whose 0 means never (TT_DEVICE_RECOVERY_COOLDOWN)
+// to the scheduler's spelling of it, a negative value: its zero value
+// means the default.
+func offWhenZero(d time.Duration) time.Duration { return killGrace(d) }

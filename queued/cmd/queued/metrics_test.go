@@ -114,7 +114,9 @@ func TestQueued_MetricsReachAnOTLPReceiver(t *testing.T) {
 		resetFailed, _ := s.Sum(scheduler.MetricResets, otlptest.Attrs{"card": "1", "result": "failed"})
 		dead, _ := s.Gauge(scheduler.MetricCardState, otlptest.Attrs{"card": "1", "state": "dead"})
 		healthy, _ := s.Gauge(scheduler.MetricCardState, card0("state", "healthy"))
-		resetting, _ := s.Gauge(scheduler.MetricCardState, card0("state", "resetting"))
+		resetting, _ := s.Gauge(scheduler.MetricCardState, card0("state", "recovering"))
+		fit0, foundFit0 := s.Gauge(scheduler.MetricFit, card0())
+		fit1, foundFit1 := s.Gauge(scheduler.MetricFit, otlptest.Attrs{"card": "1"})
 		depth0, _ := s.Gauge(scheduler.MetricDepth, card0())
 		depth1, found1 := s.Gauge(scheduler.MetricDepth, otlptest.Attrs{"card": "1"})
 		age, _ := s.Gauge(scheduler.MetricRunningAge, card0())
@@ -123,6 +125,7 @@ func TestQueued_MetricsReachAnOTLPReceiver(t *testing.T) {
 		resetFailed0, _ := s.Sum(scheduler.MetricResets, card0("result", "failed"))
 		return check(resetOK == 1 && resetFailed == 1 && resetFailed0 == 0, "reset counts") &&
 			check(dead == 1 && healthy == 1 && resetting == 0, "card states") &&
+			check(foundFit0 && foundFit1 && fit0 == 1 && fit1 == 0, "card fitness (the dead card is not fit)") &&
 			check(depth0 == 2 && found1 && depth1 == 0, "queue depths") &&
 			check(age > 0, "running age") &&
 			check(foundFailing && failing == 0 && foundFailures && failures == 0, "persistence")

@@ -165,6 +165,11 @@ function renderCard(c) {
     card.appendChild(el("p", "dead-reason", "Dead: " + (c.dead_reason || "no reason recorded") +
       (c.dead_since ? " (since " + when(c.dead_since) + ")" : "")));
   }
+  if (c.state === "unfit") {
+    // The fitness gate holds the card's jobs: they stay queued.
+    card.appendChild(el("p", "unfit-reason", "Unfit: " + (c.reason || "no reason recorded") +
+      (c.unfit_since ? " (since " + when(c.unfit_since) + ")" : "") + "; its jobs stay queued until the gate passes"));
+  }
 
   card.appendChild(el("h3", null, "Running"));
   const cur = c.current;

@@ -1,0 +1,344 @@
+package scheduler
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ttkit/ttkit/queued/store"
+)
+
+// fakeCards is a host's view of its cards as a test drives it: a
+// directory of device nodes and a sysfs tree with each card's class
+// entry and tt_heartbeat, which moves (every 10 ms) only while the card
+// beats.
+type fakeCards struct {
+	t          testing.TB
+	dev, sysfs string
+	mu         sync.Mutex
+	beating    map[int]bool
+	value      map[int]int
+}
+
+func newFakeCards(t testing.TB, cards ...int) *fakeCards {
+	t.Helper()
+	root := t.TempDir()
+	f := &fakeCards{t: t, dev: filepath.Join(root, "dev"), sysfs: filepath.Join(root, "sys"), beating: map[int]bool{}, value: map[int]int{}}
+	if err := os.MkdirAll(f.dev, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range cards {
+		if err := os.MkdirAll(f.entry(n), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(f.dev, strconv.Itoa(n)), nil, 0o666); err != nil {
+			t.Fatal(err)
+		}
+		f.beating[n] = true
+		f.write(n, 1)
+	}
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+			f.mu.Lock()
+			for n, on := range f.beating {
+				if on {
+					f.value[n]++
+					f.write(n, f.value[n])
+				}
+			}
+			f.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() { close(done); <-stopped })
+	return f
+}
+
+func (f *fakeCards) entry(n int) string {
+	return filepath.Join(f.sysfs, "class", "tenstorrent", "tenstorrent!"+strconv.Itoa(n))
+}
+
+func (f *fakeCards) write(n, v int) {
+	f.value[n] = v
+	if err := os.WriteFile(filepath.Join(f.entry(n), "tt_heartbeat"), []byte(strconv.Itoa(v)+"\n"), 0o644); err != nil && !os.IsNotExist(err) {
+		f.t.Error(err)
+	}
+}
+
+// beat starts or stops card n's heartbeat.
+func (f *fakeCards) beat(n int, on bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.beating[n] = on
+}
+
+// options points the scheduler at the fake cards, sampling every 50 ms.
+func (f *fakeCards) options(o *Options) {
+	o.DevDir, o.SysfsPath, o.GateInterval = f.dev, f.sysfs, 50*time.Millisecond
+}
+
+// cardStatus is card n in a status snapshot.
+func cardStatus(b *bundle, n int) CardStatus {
+	for _, c := range b.s.Status().Cards {
+		if c.ID == n {
+			return c
+		}
+	}
+	b.t.Fatalf("no card %d in status", n)
+	return CardStatus{}
+}
+
+// waitCard polls status until card n satisfies cond.
+func waitCard(b *bundle, n int, what string, cond func(CardStatus) bool) CardStatus {
+	b.t.Helper()
+	var c CardStatus
+	poll(b.t, fmt.Sprintf("card %d %s", n, what), func() bool { c = cardStatus(b, n); return cond(c) })
+	return c
+}
+
+// A card whose heartbeat stops holds its queued job (queued, not failed)
+// and shows unfit with the reason, while the other card runs on; the
+// heartbeat resuming lets the job start.
+func TestFitness_StalledHeartbeatHoldsTheJobUntilItMoves(t *testing.T) {
+	t.Parallel()
+	cards := newFakeCards(t, 0, 1)
+	b := setup(t, cards.options)
+	cards.beat(1, false)
+	c1 := waitCard(b, 1, "unfit", func(c CardStatus) bool { return c.State == Unfit })
+	if !strings.HasPrefix(c1.Reason, "heartbeat stalled since ") || c1.UnfitSince.IsZero() {
+		t.Fatalf("card 1 unfit with reason %q since %v", c1.Reason, c1.UnfitSince)
+	}
+	held := b.submit(1, "echo ran")
+	other := b.submit(0, "echo other ran")
+	if got := b.waitDone(other.ID); got.Outcome != store.OutcomeSuccess {
+		t.Fatalf("the fit card's job: %s %q", got.Outcome, got.Error)
+	}
+	c1 = waitCard(b, 1, "paused by the gate", func(c CardStatus) bool { return strings.HasPrefix(c.Worker, "paused: card unfit: heartbeat stalled") })
+	if j, _ := b.s.Job(held.ID); j.State != store.StateQueued || len(c1.Queue) != 1 {
+		t.Fatalf("the unfit card's job is %s, its queue %d long; want it queued", j.State, len(c1.Queue))
+	}
+	cards.beat(1, true)
+	if got := b.waitDone(held.ID); got.Outcome != store.OutcomeSuccess {
+		t.Fatalf("after the heartbeat resumed: %s %q", got.Outcome, got.Error)
+	}
+	if c := cardStatus(b, 1); c.State != Healthy || c.Reason != "" {
+		t.Errorf("card 1 after the heartbeat resumed: %s %q", c.State, c.Reason)
+	}
+}
+
+// A card whose device node or sysfs entry disappears is unfit; one whose
+// driver has no heartbeat attribute is not judged on it.
+func TestFitness_MissingNodeOrEntryIsUnfitAbsentHeartbeatIsNot(t *testing.T) {
+	t.Parallel()
+	cards := newFakeCards(t, 0, 1)
+	cards.beat(0, false)
+	if err := os.Remove(filepath.Join(cards.entry(0), "tt_heartbeat")); err != nil {
+		t.Fatal(err)
+	}
+	b := setup(t, cards.options)
+	if got := b.waitDone(b.submit(0, "true").ID); got.Outcome != store.OutcomeSuccess {
+		t.Fatalf("a card without tt_heartbeat: %s %q", got.Outcome, got.Error)
+	}
+	if err := os.Remove(filepath.Join(cards.dev, "1")); err != nil {
+		t.Fatal(err)
+	}
+	waitCard(b, 1, "unfit for its node", func(c CardStatus) bool {
+		return c.State == Unfit && c.Reason == "device node "+filepath.Join(cards.dev, "1")+" is missing"
+	})
+	if err := os.WriteFile(filepath.Join(cards.dev, "1"), nil, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	waitCard(b, 1, "fit again", func(c CardStatus) bool { return c.State == Healthy })
+	cards.mu.Lock()
+	err := os.RemoveAll(cards.entry(1))
+	cards.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitCard(b, 1, "unfit for its sysfs entry", func(c CardStatus) bool {
+		return c.State == Unfit && strings.HasPrefix(c.Reason, "no sysfs entry tenstorrent!1 under ")
+	})
+}
+
+// probeScript is a gate command that records each card it probes and
+// fails for a card while a fail-<card> file exists.
+func probeScript(t *testing.T) (cmd, dir string) {
+	t.Helper()
+	dir = t.TempDir()
+	script := fmt.Sprintf(`#!/bin/sh
+echo "$1" >> %[1]q/probed
+if [ -e %[1]q/fail-$1 ]; then echo "card $1: ethernet link 3 down"; exit 3; fi
+echo "card $1 fine"
+`, dir)
+	if err := os.WriteFile(filepath.Join(dir, "probe.sh"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(dir, "probe.sh") + " {device}", dir
+}
+
+// probed lists the cards the probe ran on, in order.
+func probed(dir string) []string {
+	b, _ := os.ReadFile(filepath.Join(dir, "probed"))
+	return strings.Fields(string(b))
+}
+
+// A gate command that fails holds its card (its job stays queued, the
+// reason is its exit and last line); after a job that ended badly the
+// probe runs again before the card's next job.
+func TestFitness_FailingGateCommandHoldsTheCard(t *testing.T) {
+	t.Parallel()
+	cards := newFakeCards(t, 0, 1)
+	probe, dir := probeScript(t)
+	if err := os.WriteFile(filepath.Join(dir, "fail-1"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b := setup(t, func(o *Options) { cards.options(o); o.GateCmd = probe })
+	c1 := waitCard(b, 1, "unfit by its probe", func(c CardStatus) bool { return c.State == Unfit })
+	if c1.Reason != "gate command exited 3: card 1: ethernet link 3 down" {
+		t.Fatalf("card 1's reason: %q", c1.Reason)
+	}
+	held := b.submit(1, "echo ran")
+	if got := b.waitDone(b.submit(0, "true").ID); got.Outcome != store.OutcomeSuccess {
+		t.Fatalf("the fit card's job: %s %q", got.Outcome, got.Error)
+	}
+	if j, _ := b.s.Job(held.ID); j.State != store.StateQueued {
+		t.Fatalf("the job of the card failing its probe is %s; want queued", j.State)
+	}
+	if err := os.Remove(filepath.Join(dir, "fail-1")); err != nil {
+		t.Fatal(err)
+	}
+	// The failed probe runs again (every six intervals while a job waits).
+	if got := b.waitDone(held.ID); got.Outcome != store.OutcomeSuccess {
+		t.Fatalf("after the probe passed: %s %q", got.Outcome, got.Error)
+	}
+	// A job that times out makes the probe due before the next job.
+	before := len(probed(dir))
+	info, err := b.s.Submit(JobSpec{Card: 0, Cmd: "sleep 30", Cwd: b.work, Timeout: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := b.waitDone(info.ID); got.Outcome != store.OutcomeTimeout {
+		t.Fatalf("want a timeout, got %s", got.Outcome)
+	}
+	next := b.submit(0, "true")
+	b.waitDone(next.ID)
+	after := probed(dir)
+	if len(after) <= before || after[len(after)-1] != "0" {
+		t.Fatalf("probes before the timeout %d, after: %v; want card 0 probed again", before, after)
+	}
+}
+
+// After a restart of queued every card passes the gate before its first
+// job: the probe runs on each, and a card whose heartbeat stalled while
+// queued was down holds the job queued before the restart.
+func TestFitness_RestartGatesEveryCard(t *testing.T) {
+	t.Parallel()
+	cards := newFakeCards(t, 0, 1)
+	probe, dir := probeScript(t)
+	b := setup(t, func(o *Options) { cards.options(o); o.GateCmd = probe })
+	poll(t, "the start probe of both cards", func() bool { return len(probed(dir)) >= 2 })
+	b.s.Stop()
+	if err := os.Remove(filepath.Join(dir, "probed")); err != nil {
+		t.Fatal(err)
+	}
+	cards.beat(1, false)
+	b.start()
+	waitCard(b, 1, "unfit after the restart", func(c CardStatus) bool { return c.State == Unfit })
+	held := b.submit(1, "echo ran")
+	poll(t, "the probe of every card after the restart", func() bool {
+		got := probed(dir)
+		return len(got) >= 2 && strings.Contains(strings.Join(got, " "), "0") && strings.Contains(strings.Join(got, " "), "1")
+	})
+	if j, _ := b.s.Job(held.ID); j.State != store.StateQueued {
+		t.Fatalf("job on the stalled card after a restart is %s; want queued", j.State)
+	}
+	cards.beat(1, true)
+	b.waitDone(held.ID)
+}
+
+// A card that turns unfit gets its reset from queued itself, recorded as
+// queued's, and not repeated within the cooldown; a reset whose command
+// exits 0 but leaves the heartbeat stalled (tt-smi's lie) leaves the
+// card unfit.
+func TestFitness_UnfitCardIsResetByQueued(t *testing.T) {
+	t.Parallel()
+	cards := newFakeCards(t, 0, 1)
+	ctl := newControls(t)
+	b := setup(t, func(o *Options) {
+		cards.options(o)
+		o.Controls = ctl.options()
+		o.RecoveryCooldown = time.Hour
+	})
+	cards.beat(1, false)
+	poll(t, "queued's reset of card 1", func() bool { return len(ctl.calls()) >= 2 })
+	ctl.wantCalls("reset 1 --no_reinit", "health 1")
+	c1 := waitCard(b, 1, "unfit after a reset that left its heartbeat stalled", func(c CardStatus) bool {
+		return c.State == Unfit && c.LastReset != nil && c.Reset == nil
+	})
+	if !strings.HasPrefix(c1.Reason, "heartbeat stalled") {
+		t.Fatalf("reason %q", c1.Reason)
+	}
+	rec, err := b.s.Record(c1.LastReset.JobID)
+	if err != nil || rec.Owner != AutoRecoveryOwner {
+		t.Fatalf("the automatic reset's record: owner %q, %v", rec.Owner, err)
+	}
+	time.Sleep(300 * time.Millisecond) // six sample intervals: no second reset within the cooldown
+	if got := ctl.calls(); len(got) != 2 {
+		t.Fatalf("calls within the cooldown: %v", got)
+	}
+	cards.beat(1, true)
+	waitCard(b, 1, "healthy", func(c CardStatus) bool { return c.State == Healthy })
+}
+
+// A job of several cards passes the gate on every one of them: with one
+// unfit it waits, saying which card and why, and starts once that card's
+// heartbeat moves.
+func TestFitness_JobOfSeveralCardsWaitsForAnUnfitOne(t *testing.T) {
+	t.Parallel()
+	cards := newFakeCards(t, 0, 1)
+	b := setup(t, cards.options)
+	cards.beat(1, false)
+	waitCard(b, 1, "unfit", func(c CardStatus) bool { return c.State == Unfit })
+	info, err := b.s.Submit(JobSpec{Cards: []int{0, 1}, Cmd: "echo both", Cwd: b.work})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitCard(b, 0, "waiting for the unfit card", func(c CardStatus) bool {
+		return strings.HasPrefix(c.Worker, "waiting: ") && strings.Contains(c.Worker, "card 1 is unfit (heartbeat stalled since ")
+	})
+	if j, _ := b.s.Job(info.ID); j.State != store.StateQueued {
+		t.Fatalf("the job of both cards is %s; want queued", j.State)
+	}
+	cards.beat(1, true)
+	if got := b.waitDone(info.ID); got.Outcome != store.OutcomeSuccess {
+		t.Fatalf("after card 1 turned fit: %s %q", got.Outcome, got.Error)
+	}
+}
+
+// A gate command that runs past TT_DEVICE_GATE_TIMEOUT is ended and
+// holds its card, saying so.
+func TestFitness_GateCommandPastItsTimeoutHoldsTheCard(t *testing.T) {
+	t.Parallel()
+	cards := newFakeCards(t, 0)
+	b := setup(t, func(o *Options) {
+		cards.options(o)
+		o.Devices = []int{0}
+		o.GateCmd, o.GateTimeout = "exec sleep 30 # {device}", 300*time.Millisecond
+	})
+	c := waitCard(b, 0, "unfit by its probe's timeout", func(c CardStatus) bool { return c.State == Unfit })
+	if c.Reason != "gate command timed out after 300ms" {
+		t.Fatalf("reason %q", c.Reason)
+	}
+}
