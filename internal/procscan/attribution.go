@@ -312,7 +312,8 @@ func isDecimal(s string) bool {
 
 // slurmJobDir returns the Slurm job a cgroup path lies in and the path of
 // that job's directory, when the path has one of slurmd's layouts:
-// /slurm/uid_<uid>/job_<id> (cgroup v1) or
+// /slurm[_<node>]/uid_<uid>/job_<id> (cgroup v1; the node's name is there
+// when Slurm is built for several slurmds a host, as Debian's is) or
 // /system.slice/[<node>_]slurmstepd.scope/job_<id> (cgroup v2); else "".
 func slurmJobDir(path string) (id, dir string) {
 	elems := strings.Split(path, "/")
@@ -323,7 +324,7 @@ func slurmJobDir(path string) (id, dir string) {
 	}
 	var n int
 	switch {
-	case len(elems) >= 4 && elems[0] == "" && elems[1] == "slurm" && strings.HasPrefix(elems[2], "uid_") && isDecimal(elems[2][len("uid_"):]):
+	case len(elems) >= 4 && elems[0] == "" && slurmV1Root(elems[1]) && strings.HasPrefix(elems[2], "uid_") && isDecimal(elems[2][len("uid_"):]):
 		n = 3
 	case len(elems) >= 4 && elems[0] == "" && elems[1] == "system.slice" && strings.HasSuffix(elems[2], "slurmstepd.scope"):
 		n = 3
@@ -335,6 +336,13 @@ func slurmJobDir(path string) (id, dir string) {
 		return "", ""
 	}
 	return id, strings.Join(elems[:n+1], "/")
+}
+
+// slurmV1Root reports whether a cgroup v1 path's first element is slurmd's:
+// "slurm", or "slurm_<node>".
+func slurmV1Root(e string) bool {
+	node, ok := strings.CutPrefix(e, "slurm_")
+	return e == "slurm" || ok && node != ""
 }
 
 // slurmdsJob returns the Slurm job of a /proc/<pid>/cgroup text when its

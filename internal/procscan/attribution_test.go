@@ -197,6 +197,9 @@ func TestSlurmJobDir_OnlySlurmdsLayouts(t *testing.T) {
 	t.Parallel()
 	for path, want := range map[string]string{
 		"/slurm/uid_1000/job_42/step_0/task_0":                                 "/slurm/uid_1000/job_42",
+		"/slurm_ttnode/uid_1000/job_42/step_batch/task_0":                      "/slurm_ttnode/uid_1000/job_42", // built for several slurmds a host (Debian's)
+		"/slurm_/uid_1000/job_42":                                              "",
+		"/slurmx/uid_1000/job_42":                                              "",
 		"/system.slice/slurmstepd.scope/job_42/step_0/user/task_0":             "/system.slice/slurmstepd.scope/job_42",
 		"/system.slice/node1_slurmstepd.scope/job_42/step_batch":               "/system.slice/node1_slurmstepd.scope/job_42",
 		"/user.slice/user-1000.slice/user@1000.service/app.slice/slurm/job_42": "",

@@ -435,6 +435,7 @@ func TestSlurm(t *testing.T) {
 		metrics := startCollector(t, c.dir, c.sysfs)
 		b := newBench(t, alice)
 		id := c.sbatch(t, alice, []string{"--gres=tt:1", "--output=" + b.dir + "/%j.out"}, b.script, "slurm", b.dir)
+		t.Cleanup(func() { b.release(t, "slurm") }) // a failure here leaves card 0 to the next subtest
 		c.waitStarted(t, b, id)
 		pid, err := strconv.Atoi(strings.TrimSpace(readFile(filepath.Join(b.dir, "slurm.pid"))))
 		if err != nil {
