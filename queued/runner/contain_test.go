@@ -198,7 +198,7 @@ func TestRun_StragglerInANewSessionDiesWithItsJob(t *testing.T) {
 	}
 	orphan, _ := strconv.Atoi(field(t, out, "orphan"))
 	t.Cleanup(func() { syscall.Kill(orphan, syscall.SIGKILL) })
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for !dead(orphan) {
 		if time.Now().After(deadline) {
 			t.Fatalf("pid %d, started by the job in a session of its own, outlived the job", orphan)

@@ -69,7 +69,7 @@ func TestRun_EscaperWithoutMarkerOrSessionDiesWithItsJob(t *testing.T) {
 			if tc.name == "end" && res.ExitCode != 0 || tc.name == "timeout" && !res.TimedOut {
 				t.Fatalf("%+v: %s", res, b.output(t))
 			}
-			deadline := time.Now().Add(5 * time.Second)
+			deadline := time.Now().Add(30 * time.Second)
 			for !dead(pid) {
 				if time.Now().After(deadline) {
 					st, _ := readStat("/proc", pid)

@@ -30,7 +30,7 @@ func TestChanges_EveryTransitionNotifies(t *testing.T) {
 
 	gate, release := b.gate()
 	g := b.submit(0, gate)
-	closesWithin(t, "a submission", ch, 5*time.Second)
+	closesWithin(t, "a submission", ch, 30*time.Second)
 	b.waitOutput(g.ID, "started")
 
 	gen1, ch := b.s.Changes()
@@ -38,17 +38,17 @@ func TestChanges_EveryTransitionNotifies(t *testing.T) {
 		t.Fatalf("generation %d after changes, was %d", gen1, gen0)
 	}
 	q := b.submit(0, "true")
-	closesWithin(t, "queueing behind a running job", ch, 5*time.Second)
+	closesWithin(t, "queueing behind a running job", ch, 30*time.Second)
 
 	_, ch = b.s.Changes()
 	if _, err := b.s.Kill(q.ID); err != nil {
 		t.Fatal(err)
 	}
-	closesWithin(t, "killing a queued job", ch, 5*time.Second)
+	closesWithin(t, "killing a queued job", ch, 30*time.Second)
 
 	_, ch = b.s.Changes()
 	release()
-	closesWithin(t, "a job finishing", ch, 5*time.Second)
+	closesWithin(t, "a job finishing", ch, 30*time.Second)
 	b.waitDone(g.ID)
 }
 
@@ -62,7 +62,7 @@ func TestChanges_PersistenceFailureNotifies(t *testing.T) {
 	if _, err := b.s.Submit(JobSpec{Card: 0, Cmd: "true", Cwd: b.work}); err == nil {
 		t.Fatal("a submission succeeded while writes fail")
 	}
-	closesWithin(t, "a failed write", ch, 5*time.Second)
+	closesWithin(t, "a failed write", ch, 30*time.Second)
 	if st := b.s.Status(); st.Persistence.OK {
 		t.Fatal("status says the store is fine")
 	}

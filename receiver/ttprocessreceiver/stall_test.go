@@ -72,7 +72,7 @@ func TestScrape_StuckCmdlineDoesNotStall(t *testing.T) {
 			}
 		}
 		return false
-	}, 10*time.Second, 20*time.Millisecond)
+	}, 30*time.Second, 20*time.Millisecond)
 	old, fresh := replaced(t, filterPID(md, "4242"))
 	assert.Equal(t, "4242", attr(old, "friendly_name"), "the PID-named series ends")
 	assert.Equal(t, "train.py", attr(fresh, "friendly_name"))
