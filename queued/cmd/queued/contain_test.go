@@ -162,7 +162,7 @@ func TestSystem_WorkingDirectoryThatHangs(t *testing.T) {
 	}
 	timedOut := queue(alice, body(2))
 	killed := queue(alice, body(0))
-	reset := queue(alice, body(5))
+	reset := queue(alice, body(120)) // long enough that on a busy machine the reset, not its timeout, ends it
 	after := s.queueAs(bob, bob.Home, "echo ran")
 
 	began := time.Now()
