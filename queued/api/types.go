@@ -40,6 +40,16 @@ type QueueRequest struct {
 	// Repeat runs the program that many times, stopping at the first
 	// failure; 0 means 1.
 	Repeat int `json:"repeat,omitempty"`
+	// IdleTimeout, in seconds, ends the job as hung (outcome "hung",
+	// exit code -124) when it writes no output for that long; 0 or
+	// omitted selects the daemon's default (TT_DEVICE_IDLE_TIMEOUT, off
+	// unless set). At most the largest timeout (TT_DEVICE_MAX_TIMEOUT).
+	IdleTimeout int64 `json:"idle_timeout,omitempty"`
+	// Retries is how many times the job runs again, at the head of its
+	// card's queue once the card is fit, when it ends because of its
+	// card (hung, or interrupted by a reset); never when it fails by its
+	// own exit status. 0 to MaxRetries.
+	Retries int `json:"retries,omitempty"`
 	// ClientID is diagnostic only; it never affects order.
 	ClientID string `json:"client_id,omitempty"`
 	// Mode is accepted for the Python tt-device-queue's clients, which

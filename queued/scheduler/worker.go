@@ -284,10 +284,16 @@ func (s dispatcher) run(c *card, j *job) (done []*job, recs []store.Job) {
 		}
 		rec := finishRecord(j.rec, res, j.endReason(), ls, now, j.crossKill)
 		s.fit.jobEndedLocked(cards, &rec)
+		s.met.jobEnded(&rec)
+		if s.retryLocked(c, j, &rec) {
+			// Its card's doing: run again once the card is fit; the
+			// queued record commits with the next one.
+			done, recs = []*job{j}, []store.Job{j.rec}
+			return
+		}
 		for _, cd := range cards {
 			cd.learn(j.key, &rec)
 		}
-		s.met.jobEnded(&rec)
 		done, recs = []*job{j}, []store.Job{rec}
 	}()
 	if hold {
@@ -295,10 +301,14 @@ func (s dispatcher) run(c *card, j *job) (done []*job, recs []store.Job) {
 		return
 	}
 	log := runner.NewLog(s.outputPath(j.rec.ID), s.opt.MaxLogBytes)
-	if reset {
-		// A reset retried after a restart keeps the output of its
-		// interrupted attempt above the new one.
+	if reset || j.rec.AttemptNo() > 1 {
+		// A reset retried after a restart, or a job run again after its
+		// card ended an attempt, keeps the output of the earlier attempt
+		// above the new one.
 		log = runner.ResumeLog(s.outputPath(j.rec.ID), s.opt.MaxLogBytes)
+	}
+	if !reset && j.rec.Retries > 0 {
+		log.Write([]byte(attemptHeader(&j.rec)))
 	}
 	j.ran = make(chan struct{})
 	j.pidKick = make(chan struct{}, 1)
