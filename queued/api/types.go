@@ -361,12 +361,27 @@ type Job struct {
 	FinishedAt *time.Time `json:"finished_at"`
 
 	// ExitCode is null until done; a signal N is -N, -9 after a timeout,
-	// -1 when interrupted by a service stop or restart or never started.
+	// -124 when hung (no output for its idle timeout), -1 when
+	// interrupted by a service stop or restart or never started.
 	ExitCode *int `json:"exit_code"`
-	// Outcome is success, failure, timeout, killed, interrupted or card_dead.
+	// Outcome is success, failure, timeout, hung, killed, interrupted or
+	// card_dead.
 	Outcome    string `json:"outcome,omitempty"`
 	Error      string `json:"error,omitempty"`
 	Iterations int    `json:"iterations"`
+	// KillRung is the last signal of the kill ladder the job was sent
+	// (SIGINT, SIGTERM, SIGKILL) when it was stopped; a job that needed
+	// SIGKILL sends its card through the gate with the site probe.
+	KillRung string `json:"kill_rung,omitempty"`
+	// IdleTimeout is the job's idle timeout in seconds (0: none).
+	IdleTimeout int64 `json:"idle_timeout,omitempty"`
+	// Attempt is the job's current (or last) attempt, from 1, of at most
+	// Retries+1; Attempts says how each earlier one ended (a job runs
+	// again only when its card ended an attempt: hung, or interrupted by
+	// a reset).
+	Attempt  int       `json:"attempt"`
+	Retries  int       `json:"retries"`
+	Attempts []Attempt `json:"attempts,omitempty"`
 	// PID is the process group of the current iteration while running.
 	PID int `json:"pid,omitempty"`
 
@@ -477,3 +492,15 @@ const (
 // does, see BusyError); a 503 without it (a store that cannot be written,
 // a stop) is not a matter of waiting a second.
 const HeaderBusyBound = "X-Queued-Busy-Bound"
+
+// Attempt is how one earlier attempt of a job ended, before the job ran
+// again because its card ended it (see Job.Attempts).
+type Attempt struct {
+	Attempt    int        `json:"attempt"`
+	StartedAt  *time.Time `json:"started_at"`
+	FinishedAt *time.Time `json:"finished_at"`
+	ExitCode   int        `json:"exit_code"`
+	Outcome    string     `json:"outcome"`
+	Error      string     `json:"error,omitempty"`
+	KillRung   string     `json:"kill_rung,omitempty"`
+}
