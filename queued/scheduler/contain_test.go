@@ -21,7 +21,7 @@ func TestJob_RepeatAndTimeoutNotes(t *testing.T) {
 	}
 	done := b.waitDone(info.ID)
 	out := output(t, b, info.ID)
-	wants := []string{"\n[tt-device-queue] Repeat 1/50\nrun\n", "\n[tt-device-queue] Command timed out after 2s; the queue sent SIGKILL.\n"}
+	wants := []string{"\n[tt-device-queue] Repeat 1/50\nrun\n", "\n[tt-device-queue] Command timed out after 2s; the queue sent SIGINT.\n"}
 	if done.Iterations >= 2 {
 		wants = append(wants, "\n[tt-device-queue] Repeat 2/50\nrun\n")
 	}

@@ -64,12 +64,13 @@ func byItsCard(rec *store.Job, reason stopReason) bool {
 	return rec.Outcome == store.OutcomeHung || rec.Outcome == store.OutcomeInterrupted && reason == stopReset
 }
 
-// retryLocked runs j again, when its done record rec ended because of its
-// card and it has retries left: rec's ending is kept in j's record as an
-// earlier attempt, and j goes back to the head of its cards' queues
-// (behind a pending reset), where the gate holds it until the card is fit
-// again. It reports whether it did.
-func (s dispatcher) retryLocked(c *card, j *job, rec *store.Job) bool {
+// nextAttempt readies j to run again, when its done record rec ended
+// because of its card and it has retries left: rec's ending is kept in
+// j's record as an earlier attempt and the attempt counts on. It reports
+// whether it did; the caller then puts j back at the head of its cards'
+// queues (behind a pending reset), where the gate holds it until the card
+// is fit again. Call with core.mu held.
+func nextAttempt(j *job, rec *store.Job) bool {
 	if j.killed || !byItsCard(rec, j.reason) || rec.AttemptNo() > j.rec.Retries {
 		return false
 	}
@@ -83,9 +84,6 @@ func (s dispatcher) retryLocked(c *card, j *job, rec *store.Job) bool {
 	})
 	j.rec.Attempt = rec.AttemptNo() + 1
 	j.rec.KillRung = ""
-	s.log.Info("job ended because of its card; it runs again once the card is fit",
-		"job", j.rec.ID, "outcome", rec.Outcome, "attempt", j.rec.Attempt, "of", j.rec.Retries+1)
-	s.requeueLocked(c, j)
 	return true
 }
 

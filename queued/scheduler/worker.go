@@ -285,9 +285,12 @@ func (s dispatcher) run(c *card, j *job) (done []*job, recs []store.Job) {
 		rec := finishRecord(j.rec, res, j.endReason(), ls, now, j.crossKill)
 		s.fit.jobEndedLocked(cards, &rec)
 		s.met.jobEnded(&rec)
-		if s.retryLocked(c, j, &rec) {
+		if nextAttempt(j, &rec) {
 			// Its card's doing: run again once the card is fit; the
 			// queued record commits with the next one.
+			s.log.Info("job ended because of its card; it runs again once the card is fit",
+				"job", j.rec.ID, "outcome", rec.Outcome, "attempt", j.rec.Attempt, "of", j.rec.Retries+1)
+			s.requeueLocked(c, j)
 			done, recs = []*job{j}, []store.Job{j.rec}
 			return
 		}
