@@ -132,7 +132,7 @@ func addEndings(f *fields, j api.Job) {
 		f.add("stopped by", "%s (the kill ladder: SIGINT, SIGTERM, SIGKILL)", j.KillRung)
 	}
 	if j.Retries > 0 || j.Attempt > 1 {
-		f.add("retries", "attempt %d/%d (up to %d retries when its card ends it)", max(j.Attempt, 1), j.Retries+1, j.Retries)
+		f.add("retries", "attempt %d/%d (it runs again when its card ends it)", max(j.Attempt, 1), j.Retries+1)
 	}
 	for _, a := range j.Attempts {
 		code := fmt.Sprintf("exit %d", a.ExitCode)

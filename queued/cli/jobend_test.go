@@ -28,12 +28,12 @@ func TestQueue_HungJobIsRetried(t *testing.T) {
 	if a := j.Attempts[0]; a.Attempt != 1 || a.Outcome != "hung" || a.ExitCode != -124 || a.KillRung != "SIGINT" {
 		t.Fatalf("the first attempt: %+v", a)
 	}
-	d.run("job", id).want(t, 0, []string{"attempt 2/2", "attempt 1: hung"}, nil)
+	d.run("job", id).want(t, 0, []string{"attempt 2/2", "attempt 1: hung", "succeeded on attempt 2/2"}, nil)
 	d.run("logs", id).want(t, 0, []string{"attempt 1/2", "run 1", "wrote no output for 1s", "attempt 2/2", "run 2"}, nil)
 
 	hung := d.run("run", "--idle-timeout", "1", "--", "echo started; sleep 1000")
-	if hung.code != 252 {
-		t.Fatalf("run of a hung job: want exit 252 (-124), got %v", hung)
+	if hung.code != 252 || !strings.Contains(hung.stderr, "hung: exit code -124 (status 252): wrote no output for 1s") {
+		t.Fatalf("run of a hung job: want exit 252 (-124) and why, got %v", hung)
 	}
 }
 

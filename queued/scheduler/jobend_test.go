@@ -163,3 +163,20 @@ func TestJobEnd_LimitsRefused(t *testing.T) {
 		t.Fatalf("idle timeout -1: %v", err)
 	}
 }
+
+// R4: a job with retries that a stop of queued interrupts is not run
+// again: the never-replay rule stands.
+func TestJobEnd_ServiceStopIsNotRetried(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	info, err := b.s.Submit(JobSpec{Card: 0, Cmd: "echo started; sleep 1000", Cwd: b.work, Retries: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.waitOutput(info.ID, "started")
+	b.restart()
+	got := b.waitDone(info.ID)
+	if got.Outcome != store.OutcomeInterrupted || got.Attempt != 1 || len(got.Attempts) != 0 {
+		t.Fatalf("want interrupted once and not run again, got %s attempt %d %+v", got.Outcome, got.Attempt, got.Attempts)
+	}
+}

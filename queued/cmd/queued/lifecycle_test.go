@@ -215,9 +215,9 @@ func TestQueued_ShippedUnitFitsTheKillGrace(t *testing.T) {
 // timeout allows is named at start.
 func TestQueued_WarnsWhenTheGraceDoesNotFit(t *testing.T) {
 	t.Parallel()
-	d := startDaemonWith(t, t.TempDir(), bin, "TT_DEVICE_KILL_GRACE=50")
+	d := startDaemonWith(t, t.TempDir(), bin, "TT_DEVICE_KILL_GRACE=80")
 	if !strings.Contains(d.stderr.String(), "does not fit in the service manager's stop timeout") {
-		t.Fatalf("no warning for a 50 s grace in a 45 s stop timeout:\n%s", d.stderr.String())
+		t.Fatalf("no warning for an 80 s grace and a 15 s term grace in a 90 s stop timeout:\n%s", d.stderr.String())
 	}
 }
 
