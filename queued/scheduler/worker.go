@@ -269,8 +269,8 @@ func (s dispatcher) run(c *card, j *job) (done []*job, recs []store.Job) {
 			done, recs = []*job{j}, []store.Job{rec}
 			return
 		}
-		s.budget.ended(j.rec.ID, ls.Disk)
 		if reset {
+			s.budget.ended(j.rec.ID, ls.Disk)
 			done, recs = s.resets.finishLocked(c, j, out, ls, now)
 			return
 		}
@@ -278,6 +278,7 @@ func (s dispatcher) run(c *card, j *job) (done []*job, recs []store.Job) {
 			// Stopped between its start commit and its process: it never
 			// ran, so it is queued again (durably, with the next commit)
 			// rather than interrupted.
+			s.budget.ended(j.rec.ID, ls.Disk)
 			s.requeueLocked(c, j)
 			done, recs = []*job{j}, []store.Job{j.rec}
 			return
@@ -294,6 +295,9 @@ func (s dispatcher) run(c *card, j *job) (done []*job, recs []store.Job) {
 			done, recs = []*job{j}, []store.Job{j.rec}
 			return
 		}
+		// Counted once its last attempt is over: the output budget
+		// never deletes the file of a job that will run again.
+		s.budget.ended(j.rec.ID, ls.Disk)
 		for _, cd := range cards {
 			cd.learn(j.key, &rec)
 		}
