@@ -47,8 +47,9 @@ type QueueRequest struct {
 	IdleTimeout int64 `json:"idle_timeout,omitempty"`
 	// Retries is how many times the job runs again, at the head of its
 	// card's queue once the card is fit, when it ends because of its
-	// card (hung, or interrupted by a reset); never when it fails by its
-	// own exit status. 0 to MaxRetries.
+	// card (hung, interrupted by a reset, or failed on a card the gate
+	// then finds unfit); never when it fails by its own exit status on a
+	// fit card. 0 to MaxRetries.
 	Retries int `json:"retries,omitempty"`
 	// ClientID is diagnostic only; it never affects order.
 	ClientID string `json:"client_id,omitempty"`

@@ -18,7 +18,7 @@ type Submission struct {
 	Repeat  int      `placeholder:"N" help:"Run the program N times, stopping at the first failure."`
 	// IdleTimeout and Retries: see docs/job-endings.md.
 	IdleTimeout Duration `name:"idle-timeout" placeholder:"DURATION" help:"End the job as hung (exit code -124) when it writes no output for this long (seconds, or such as 10m); 0 selects the daemon's default (TT_DEVICE_IDLE_TIMEOUT, off unless set)."`
-	Retries     int      `placeholder:"N" help:"Run the job again, up to N times (0 to 10), when its card ends it: hung, or interrupted by a reset; never when it fails by its own exit status."`
+	Retries     int      `placeholder:"N" help:"Run the job again, up to N times (0 to 10), when its card ends it: hung, interrupted by a reset, or failed on a card the gate then finds unfit; never when it fails by its own exit status on a fit card."`
 	Env         []string `short:"e" sep:"none" placeholder:"NAME=VALUE" help:"Add a variable to the job's environment, over the shell's; repeat for more."`
 
 	NoInheritEnv  bool `name:"no-inherit-env" xor:"inherit" help:"Send none of this shell's variables: the job gets the daemon's environment and --env."`

@@ -64,14 +64,32 @@ func byItsCard(rec *store.Job, reason stopReason) bool {
 	return rec.Outcome == store.OutcomeHung || rec.Outcome == store.OutcomeInterrupted && reason == stopReset
 }
 
+// failedGateAfter reports whether a job that failed (by its exit status
+// or its timeout) did so on a card that is unfit now, at the gate after
+// it: its card's doing, so it may run again. cards are the job's. A job
+// killed by request, interrupted or hung is never counted here.
+func failedGateAfter(rec *store.Job, cards cardSet) bool {
+	if rec.Kind != store.KindJob || rec.State != store.StateDone ||
+		rec.Outcome != store.OutcomeFailure && rec.Outcome != store.OutcomeTimeout {
+		return false
+	}
+	for _, c := range cards {
+		if c.unfit != "" {
+			return true
+		}
+	}
+	return false
+}
+
 // nextAttempt readies j to run again, when its done record rec ended
-// because of its card and it has retries left: rec's ending is kept in
-// j's record as an earlier attempt and the attempt counts on. It reports
-// whether it did; the caller then puts j back at the head of its cards'
-// queues (behind a pending reset), where the gate holds it until the card
-// is fit again. Call with core.mu held.
-func nextAttempt(j *job, rec *store.Job) bool {
-	if j.killed || !byItsCard(rec, j.reason) || rec.AttemptNo() > j.rec.Retries {
+// because of its card (byCard: see byItsCard and failedGateAfter) and it
+// has retries left: rec's ending is kept in j's record as an earlier
+// attempt and the attempt counts on. It reports whether it did; the
+// caller then puts j back at the head of its cards' queues (behind a
+// pending reset), where the gate holds it until the card is fit again.
+// Call with core.mu held.
+func nextAttempt(j *job, rec *store.Job, byCard bool) bool {
+	if j.killed || !byCard || rec.AttemptNo() > j.rec.Retries {
 		return false
 	}
 	code := -1

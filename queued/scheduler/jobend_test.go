@@ -180,3 +180,33 @@ func TestJobEnd_ServiceStopIsNotRetried(t *testing.T) {
 		t.Fatalf("want interrupted once and not run again, got %s attempt %d %+v", got.Outcome, got.Attempt, got.Attempts)
 	}
 }
+
+// R6: a job that fails by its own exit status while its card turned unfit
+// (the gate after it fails) ended because of its card: it waits at the
+// head of the queue for the card to be fit, then runs again.
+func TestJobEnd_FailedGateAfterTheJobRetriesIt(t *testing.T) {
+	t.Parallel()
+	cards := newFakeCards(t, 0, 1)
+	b := setup(t, cards.options)
+	counter, release := filepath.Join(b.work, "count"), filepath.Join(b.work, "release")
+	cmd := fmt.Sprintf(`n=$(cat %[1]q 2>/dev/null || echo 0); n=$((n+1)); echo $n > %[1]q; echo run $n; `+
+		`if [ $n -lt 2 ]; then while [ ! -e %[2]q ]; do sleep 0.01; done; exit 3; fi`, counter, release)
+	info, err := b.s.Submit(JobSpec{Card: 0, Cmd: cmd, Cwd: b.work, Retries: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.waitOutput(info.ID, "run 1")
+	cards.beat(0, false)
+	waitCard(b, 0, "unfit while its job runs", func(c CardStatus) bool { return c.State == Unfit })
+	if err := os.WriteFile(release, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b.wait(info.ID, "queued again for its second attempt", func(w Watch) bool {
+		return w.Info.State == store.StateQueued && w.Info.Attempt == 2
+	})
+	cards.beat(0, true)
+	got := b.waitDone(info.ID)
+	if got.Outcome != store.OutcomeSuccess || got.Attempt != 2 || len(got.Attempts) != 1 || got.Attempts[0].ExitCode != 3 {
+		t.Fatalf("want success on attempt 2 after a failure on an unfit card, got %s attempt %d %+v", got.Outcome, got.Attempt, got.Attempts)
+	}
+}

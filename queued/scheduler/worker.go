@@ -54,6 +54,16 @@ func (s dispatcher) work(c *card) {
 			s.fit.gate(cards)
 			s.mu.Lock()
 		}
+		for i, j := range done {
+			// The gate after a failed job says whether its card failed
+			// it: then it runs again (docs/job-endings.md, R6).
+			if nextAttempt(j, &doneRecs[i], failedGateAfter(&doneRecs[i], s.cardsOf(j))) {
+				s.log.Info("job failed on a card that is unfit now; it runs again once the card is fit",
+					"job", j.rec.ID, "outcome", doneRecs[i].Outcome, "attempt", j.rec.Attempt, "of", j.rec.Retries+1)
+				s.requeueLocked(c, j)
+				doneRecs[i] = j.rec
+			}
+		}
 		next := s.takeLocked(c)
 		if len(done) == 0 && next == nil {
 			if s.stopping {
@@ -286,7 +296,7 @@ func (s dispatcher) run(c *card, j *job) (done []*job, recs []store.Job) {
 		rec := finishRecord(j.rec, res, j.endReason(), ls, now, j.crossKill)
 		s.fit.jobEndedLocked(cards, &rec)
 		s.met.jobEnded(&rec)
-		if nextAttempt(j, &rec) {
+		if nextAttempt(j, &rec, byItsCard(&rec, j.reason)) {
 			// Its card's doing: run again once the card is fit; the
 			// queued record commits with the next one.
 			s.log.Info("job ended because of its card; it runs again once the card is fit",

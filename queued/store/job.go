@@ -83,7 +83,8 @@ type Job struct {
 	// before it is ended as hung; 0 means never (already defaulted).
 	IdleTimeout int64 `json:"idle_timeout_sec,omitempty"`
 	// Retries is how many times the job is run again when it ends
-	// because of its card (hung, or interrupted by a reset), at most
+	// because of its card (hung, interrupted by a reset, or failed on a
+	// card the gate then finds unfit), at most
 	// api.MaxRetries; Attempt is the current attempt, from 1 (0 in a
 	// record written before retries were, which reads as 1); Attempts
 	// holds how each earlier attempt ended.
