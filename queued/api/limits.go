@@ -41,6 +41,10 @@ const (
 	// open, and an unbounded count would let one request hold a card
 	// forever.
 	MaxRepeat = 10000
+	// MaxRetries bounds a job's retries (see QueueRequest.Retries): a
+	// card that fails a job ten times over is not going to run it, and
+	// each retry waits for the card's recovery, which may take minutes.
+	MaxRetries = 10
 	// MaxClientIDBytes bounds client_id.
 	MaxClientIDBytes = 256
 	// DefaultLogChunk and MaxLogChunk bound one GET /logs answer.

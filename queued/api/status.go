@@ -18,6 +18,11 @@ type JobSummary struct {
 	OwnerUID *uint32 `json:"owner_uid,omitempty"`
 	Owner    string  `json:"owner,omitempty"`
 	Repeat   int     `json:"repeat"`
+	// Attempt and Retries: the job's attempt, of Retries+1, when it may
+	// run again after its card ends it (docs/job-endings.md); absent for
+	// a job without retries.
+	Attempt int `json:"attempt,omitempty"`
+	Retries int `json:"retries,omitempty"`
 	// Position is 1 for the next job; 0 for the running one.
 	Position int `json:"position,omitempty"`
 	// EstimatedWaitSec is the expected wait (queued) or remaining run

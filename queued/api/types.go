@@ -40,6 +40,17 @@ type QueueRequest struct {
 	// Repeat runs the program that many times, stopping at the first
 	// failure; 0 means 1.
 	Repeat int `json:"repeat,omitempty"`
+	// IdleTimeout, in seconds, ends the job as hung (outcome "hung",
+	// exit code -124) when it writes no output for that long; 0 or
+	// omitted selects the daemon's default (TT_DEVICE_IDLE_TIMEOUT, off
+	// unless set). At most the largest timeout (TT_DEVICE_MAX_TIMEOUT).
+	IdleTimeout int64 `json:"idle_timeout,omitempty"`
+	// Retries is how many times the job runs again, at the head of its
+	// card's queue once the card is fit, when it ends because of its
+	// card (hung, interrupted by a reset, or failed on a card the gate
+	// then finds unfit); never when it fails by its own exit status on a
+	// fit card. 0 to MaxRetries.
+	Retries int `json:"retries,omitempty"`
 	// ClientID is diagnostic only; it never affects order.
 	ClientID string `json:"client_id,omitempty"`
 	// Mode is accepted for the Python tt-device-queue's clients, which
@@ -351,12 +362,27 @@ type Job struct {
 	FinishedAt *time.Time `json:"finished_at"`
 
 	// ExitCode is null until done; a signal N is -N, -9 after a timeout,
-	// -1 when interrupted by a service stop or restart or never started.
+	// -124 when hung (no output for its idle timeout), -1 when
+	// interrupted by a service stop or restart or never started.
 	ExitCode *int `json:"exit_code"`
-	// Outcome is success, failure, timeout, killed, interrupted or card_dead.
+	// Outcome is success, failure, timeout, hung, killed, interrupted or
+	// card_dead.
 	Outcome    string `json:"outcome,omitempty"`
 	Error      string `json:"error,omitempty"`
 	Iterations int    `json:"iterations"`
+	// KillRung is the last signal of the kill ladder the job was sent
+	// (SIGINT, SIGTERM, SIGKILL) when it was stopped; a job that needed
+	// SIGKILL sends its card through the gate with the site probe.
+	KillRung string `json:"kill_rung,omitempty"`
+	// IdleTimeout is the job's idle timeout in seconds (0: none).
+	IdleTimeout int64 `json:"idle_timeout,omitempty"`
+	// Attempt is the job's current (or last) attempt, from 1, of at most
+	// Retries+1; Attempts says how each earlier one ended (a job runs
+	// again only when its card ended an attempt: hung, or interrupted by
+	// a reset).
+	Attempt  int       `json:"attempt"`
+	Retries  int       `json:"retries"`
+	Attempts []Attempt `json:"attempts,omitempty"`
 	// PID is the process group of the current iteration while running.
 	PID int `json:"pid,omitempty"`
 

@@ -81,6 +81,7 @@ func jobFields(j api.Job, now time.Time) fields {
 	}
 	f.add("timeout", "%ds for the whole job", j.Timeout)
 	f.add("repeat", "%d (iterations run: %d)", max(j.Repeat, 1), j.Iterations)
+	addEndings(&f, j)
 	if o := ownerText(j.Owner, j.OwnerUID); o != "" {
 		f.add("owner", "%s", o)
 	}
@@ -118,4 +119,26 @@ func jobFields(j api.Job, now time.Time) fields {
 		f.add("note", "the final record waits in memory until the store takes writes again")
 	}
 	return f
+}
+
+// addEndings shows what docs/job-endings.md describes: the idle
+// timeout, the signal that stopped the job, and its attempts ("attempt
+// 2/3", then how each earlier one ended).
+func addEndings(f *fields, j api.Job) {
+	if j.IdleTimeout > 0 {
+		f.add("idle timeout", "%ds without output ends it as hung", j.IdleTimeout)
+	}
+	if j.KillRung != "" {
+		f.add("stopped by", "%s (the kill ladder: SIGINT, SIGTERM, SIGKILL)", j.KillRung)
+	}
+	if j.Retries > 0 || j.Attempt > 1 {
+		f.add("retries", "attempt %d/%d (it runs again when its card ends it)", max(j.Attempt, 1), j.Retries+1)
+	}
+	for _, a := range j.Attempts {
+		code := fmt.Sprintf("exit %d", a.ExitCode)
+		if a.Error != "" {
+			code += ": " + a.Error
+		}
+		f.add("earlier", "attempt %d: %s (%s)", a.Attempt, a.Outcome, code)
+	}
 }

@@ -156,7 +156,7 @@ func (a *App) printKilled(j api.Job) {
 		a.println("killed job %s before it started (card %s)", j.ID, j.DeviceID)
 		return
 	}
-	a.println("stopping job %s on %s: SIGINT sent to its process group, SIGKILL follows after the grace period", j.ID, cardsText(j.DeviceID))
+	a.println("stopping job %s on %s: SIGINT sent to its process group, SIGTERM and SIGKILL follow after their graces", j.ID, cardsText(j.DeviceID))
 	a.progress.note("`%s result %s` waits for it to end", Name, j.ID)
 }
 

@@ -16,7 +16,10 @@ type Submission struct {
 	Cwd     string   `placeholder:"DIR" help:"Directory the job runs in (default: the current directory)."`
 	Timeout Duration `placeholder:"DURATION" help:"How long the whole job may run, every --repeat iteration together (seconds, or such as 10m, as for --wait-timeout); 0 selects the daemon's default (TT_DEVICE_DEFAULT_TIMEOUT)."`
 	Repeat  int      `placeholder:"N" help:"Run the program N times, stopping at the first failure."`
-	Env     []string `short:"e" sep:"none" placeholder:"NAME=VALUE" help:"Add a variable to the job's environment, over the shell's; repeat for more."`
+	// IdleTimeout and Retries: see docs/job-endings.md.
+	IdleTimeout Duration `name:"idle-timeout" placeholder:"DURATION" help:"End the job as hung (exit code -124) when it writes no output for this long (seconds, or such as 10m); 0 selects the daemon's default (TT_DEVICE_IDLE_TIMEOUT, off unless set)."`
+	Retries     int      `placeholder:"N" help:"Run the job again, up to N times (0 to 10), when its card ends it: hung, interrupted by a reset, or failed on a card the gate then finds unfit; never when it fails by its own exit status on a fit card."`
+	Env         []string `short:"e" sep:"none" placeholder:"NAME=VALUE" help:"Add a variable to the job's environment, over the shell's; repeat for more."`
 
 	NoInheritEnv  bool `name:"no-inherit-env" xor:"inherit" help:"Send none of this shell's variables: the job gets the daemon's environment and --env."`
 	InheritEnvAll bool `name:"inherit-env-all" xor:"inherit" help:"Send this shell's whole environment, not only its toolchain variables (never TT_DEVICE_*, TT_QUEUE_* or TT_VISIBLE_DEVICES)."`
@@ -33,6 +36,9 @@ func (s *Submission) request(a *App, cmd string) (api.QueueRequest, error) {
 	}
 	if s.Repeat < 0 {
 		return api.QueueRequest{}, usageErr("--repeat %d: want a count, 1 or more", s.Repeat)
+	}
+	if s.Retries < 0 || s.Retries > api.MaxRetries {
+		return api.QueueRequest{}, usageErr("--retries %d: want 0 to %d", s.Retries, api.MaxRetries)
 	}
 	if strings.TrimSpace(cmd) == "" {
 		return api.QueueRequest{}, usageErr("the program is empty: give a shell program as one quoted argument, such as -- 'python3 script.py', or a command as words, such as -- python3 script.py")
@@ -60,6 +66,7 @@ func (s *Submission) request(a *App, cmd string) (api.QueueRequest, error) {
 	return api.QueueRequest{
 		Cmd: cmd, Cwd: cwd, DeviceID: strings.TrimSpace(s.Device), Env: env, EnvFromShell: shell,
 		Timeout: int64((time.Duration(s.Timeout) + time.Second - 1) / time.Second), Repeat: s.Repeat, ClientID: a.clientID(),
+		IdleTimeout: int64((time.Duration(s.IdleTimeout) + time.Second - 1) / time.Second), Retries: s.Retries,
 	}, nil
 }
 

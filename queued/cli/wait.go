@@ -255,8 +255,14 @@ func describeEnd(j api.Job) string {
 		b.WriteString("was interrupted")
 	case "card_dead":
 		b.WriteString("failed because its card is dead")
+	case "hung":
+		b.WriteString("hung")
 	default:
 		b.WriteString("ended (" + j.Outcome + ")")
+	}
+	if j.Retries > 0 || j.Attempt > 1 {
+		// Which of its attempts this was (docs/job-endings.md).
+		fmt.Fprintf(&b, " on attempt %d/%d", max(j.Attempt, 1), j.Retries+1)
 	}
 	if j.ExitCode != nil {
 		fmt.Fprintf(&b, ": exit code %d", *j.ExitCode)

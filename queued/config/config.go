@@ -69,8 +69,10 @@ type Config struct {
 
 	// Stopping jobs.
 
-	KillGrace   time.Duration `name:"kill-grace" env:"TT_DEVICE_KILL_GRACE" type:"seconds" default:"${KillGraceSeconds}" min:"0" placeholder:"SEC" help:"Seconds between SIGINT and SIGKILL when a job is killed, a reset interrupts it or the service stops; 0 sends SIGKILL at once."`
-	StopTimeout time.Duration `kong:"-" env:"TT_DEVICE_STOP_TIMEOUT" type:"seconds" default:"${StopTimeoutSeconds}" min:"1" help:"Seconds the service manager waits after SIGTERM before it kills queued (the unit's TimeoutStopSec); queued warns at start when the kill grace leaves too little of it to record how the jobs ended."`
+	KillGrace   time.Duration `name:"kill-grace" env:"TT_DEVICE_KILL_GRACE" type:"seconds" default:"${KillGraceSeconds}" min:"0" placeholder:"SEC" help:"Seconds from SIGINT to SIGTERM when a job is stopped (killed, timed out, hung, interrupted by a reset or a service stop): the time tt-metal gets to close the device; 0 sends SIGTERM at once."`
+	TermGrace   time.Duration `name:"term-grace" env:"TT_DEVICE_TERM_GRACE" type:"seconds" default:"${TermGraceSeconds}" min:"0" placeholder:"SEC" help:"Seconds from SIGTERM to SIGKILL when a job is stopped; 0 sends SIGKILL right after SIGTERM. A job that needed SIGKILL sends its card through the gate with the site probe."`
+	IdleTimeout time.Duration `name:"idle-timeout" env:"TT_DEVICE_IDLE_TIMEOUT" type:"seconds" default:"${IdleTimeoutSeconds}" min:"0" placeholder:"SEC" doc:"0 (off)" help:"Seconds a job may write no output before it is ended as hung (exit code -124), for jobs submitted without --idle-timeout; 0 is off."`
+	StopTimeout time.Duration `kong:"-" env:"TT_DEVICE_STOP_TIMEOUT" type:"seconds" default:"${StopTimeoutSeconds}" min:"1" help:"Seconds the service manager waits after SIGTERM before it kills queued (the unit's TimeoutStopSec); queued warns at start when the kill ladder's graces leave too little of it to record how the jobs ended."`
 
 	// Resets: the control commands a reset runs, as shell programs with
 	// {device} substituted (a reset command without it gets the card

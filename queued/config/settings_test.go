@@ -63,7 +63,7 @@ func TestDefaults(t *testing.T) {
 			t.Errorf("Default().%s = %s, declared %s", s.fieldName, s.format(v.Field(s.field)), s.def)
 		}
 	}
-	if c.Mode != api.UserMode || c.MaxQueued != 1000 || c.KillGrace != 10*time.Second || *c.ChildOOMScoreAdj != 500 ||
+	if c.Mode != api.UserMode || c.MaxQueued != 1000 || c.KillGrace != 60*time.Second || c.TermGrace != 15*time.Second || c.IdleTimeout != 0 || *c.ChildOOMScoreAdj != 500 ||
 		c.MaxOutputBytes != 4<<30 || DefaultPort != 5741 || DefaultDevDir != "/dev/tenstorrent" || c.JobTasksMax != 0 {
 		t.Fatalf("Default() = %+v", c)
 	}
@@ -134,6 +134,8 @@ func TestValidate_NamesSettingAndValue(t *testing.T) {
 	}{
 		{func(c *Config) { c.MaxQueued = 0 }, `--max-queued-jobs="0": want a whole number of at least 1`},
 		{func(c *Config) { c.KillGrace = -time.Second }, `--kill-grace="-1": want a whole number of seconds, at least 0`},
+		{func(c *Config) { c.TermGrace = -time.Second }, `--term-grace="-1": want a whole number of seconds, at least 0`},
+		{func(c *Config) { c.IdleTimeout = -2 * time.Second }, `--idle-timeout="-2": want a whole number of seconds, at least 0`},
 		{func(c *Config) { c.DriverPath = "proc" }, `--driver-path="proc": want an absolute path`},
 		{func(c *Config) { c.DriverPath = "" }, `--driver-path="": want an absolute path`},
 		{func(c *Config) { c.StateDir = "state" }, `--state-dir="state": want an absolute path`},

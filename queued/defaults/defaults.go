@@ -21,13 +21,22 @@ var URL = "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(Port))
 
 // The defaults, by the variable that sets each.
 const (
-	DefaultTimeoutSeconds     = 3600                       // TT_DEVICE_DEFAULT_TIMEOUT
-	MaxQueuedJobs             = 1000                       // TT_DEVICE_MAX_QUEUED_JOBS
-	MaxLogBytes               = 16 << 20                   // TT_DEVICE_MAX_LOG_BYTES
-	MaxOutputBytes            = 4 << 30                    // TT_DEVICE_MAX_OUTPUT_BYTES
-	RetentionDays             = 30                         // TT_DEVICE_RETENTION_DAYS
-	MaxCompletedJobs          = 10000                      // TT_DEVICE_MAX_COMPLETED_JOBS
-	KillGraceSeconds          = 10                         // TT_DEVICE_KILL_GRACE
+	DefaultTimeoutSeconds = 3600     // TT_DEVICE_DEFAULT_TIMEOUT
+	MaxQueuedJobs         = 1000     // TT_DEVICE_MAX_QUEUED_JOBS
+	MaxLogBytes           = 16 << 20 // TT_DEVICE_MAX_LOG_BYTES
+	MaxOutputBytes        = 4 << 30  // TT_DEVICE_MAX_OUTPUT_BYTES
+	RetentionDays         = 30       // TT_DEVICE_RETENTION_DAYS
+	MaxCompletedJobs      = 10000    // TT_DEVICE_MAX_COMPLETED_JOBS
+	// TT_DEVICE_KILL_GRACE, SIGINT to SIGTERM: tt-metal closes the
+	// device on SIGINT, and tt-device-mcp's spec records that a 10 s
+	// escalation to SIGKILL wedged Ethernet cores; it waits 60 s, as
+	// queued does (docs/job-endings.md).
+	KillGraceSeconds = 60
+	// TT_DEVICE_TERM_GRACE, SIGTERM to SIGKILL: tt-device-mcp's 15 s.
+	TermGraceSeconds = 15
+	// TT_DEVICE_IDLE_TIMEOUT: off; a job's silence is normal for some
+	// workloads (a long compile), so a site chooses its own.
+	IdleTimeoutSeconds        = 0
 	ResetTimeoutSeconds       = 300                        // TT_DEVICE_RESET_TIMEOUT
 	HealthCheckTimeoutSeconds = 120                        // TT_DEVICE_HEALTH_CHECK_TIMEOUT
 	DeepResetTimeoutSeconds   = 300                        // TT_DEVICE_DEEP_RESET_TIMEOUT
@@ -45,7 +54,7 @@ const (
 	ResetCmd = "~/tenstorrent/.venv/bin/tt-smi -r /dev/tenstorrent/{device} --no_reinit"
 
 	Port                      = 5741               // TT_DEVICE_PORT, the seed's
-	StopTimeoutSeconds        = 45                 // TT_DEVICE_STOP_TIMEOUT, the unit's TimeoutStopSec
+	StopTimeoutSeconds        = 90                 // TT_DEVICE_STOP_TIMEOUT, the unit's TimeoutStopSec: the ladder's 75 s and the final writes
 	WaitForeign               = false              // TT_DEVICE_WAIT_FOREIGN
 	DevDir                    = "/dev/tenstorrent" // --dev-dir: the cards' device nodes
 	SysfsPath                 = "/sys"             // TT_DEVICE_SYSFS_PATH
@@ -96,6 +105,8 @@ var Vars = map[string]any{
 	"RetentionDays":             RetentionDays,
 	"MaxCompletedJobs":          MaxCompletedJobs,
 	"KillGraceSeconds":          KillGraceSeconds,
+	"TermGraceSeconds":          TermGraceSeconds,
+	"IdleTimeoutSeconds":        IdleTimeoutSeconds,
 	"ResetTimeoutSeconds":       ResetTimeoutSeconds,
 	"HealthCheckTimeoutSeconds": HealthCheckTimeoutSeconds,
 	"DeepResetTimeoutSeconds":   DeepResetTimeoutSeconds,

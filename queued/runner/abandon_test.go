@@ -26,6 +26,7 @@ func TestRun_UnkillableProcessIsAbandoned(t *testing.T) {
 		}},
 		{"timeout of the program", func(spec *Spec, dir string, stop chan struct{}) {
 			spec.Cmd, spec.Timeout = "echo started; exec stat "+dir, time.Second
+			spec.KillGrace, spec.TermGrace = 100*time.Millisecond, 100*time.Millisecond
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -78,6 +79,7 @@ func TestRun_LeaderNeverSeenDeadIsAbandoned(t *testing.T) {
 	b := setup(t, 1<<20)
 	spec := b.spec("sleep 1000")
 	spec.Timeout, spec.AbandonAfter = 200*time.Millisecond, 300*time.Millisecond
+	spec.KillGrace, spec.TermGrace = 100*time.Millisecond, 100*time.Millisecond
 	release := make(chan struct{})
 	spec.exitWait = func(pid int) error {
 		<-release

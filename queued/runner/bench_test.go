@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/ttkit/ttkit/internal/usertest"
 	"github.com/ttkit/ttkit/queued/account"
@@ -84,5 +85,27 @@ func BenchmarkScanJob(b *testing.B) {
 		if pids := scanJob("/proc", trace{sid: 1 << 30, started: st.start, audit: 1<<32 - 2, marks: marks}, self); len(pids) != 0 {
 			b.Fatalf("found %v", pids)
 		}
+	}
+}
+
+// BenchmarkRunOutputIdleWatch is a job that writes 64 MiB, without and
+// with an idle timeout: the watch costs each read of the job's output one
+// clock read and an atomic store, and the run one timer.
+func BenchmarkRunOutputIdleWatch(b *testing.B) {
+	dir := b.TempDir()
+	env := append(testEnv(), JobEnvVar+"=bench")
+	helper := buildHelper(b)
+	for _, idle := range []time.Duration{0, time.Hour} {
+		b.Run("idle="+idle.String(), func(b *testing.B) {
+			b.SetBytes(64 << 20)
+			for b.Loop() {
+				l := NewLog(filepath.Join(dir, "out"), 1<<20)
+				spec := Spec{Shell: Shell(), Cmd: "head -c 67108864 /dev/zero", Dir: dir, Env: env, Helper: helper, IdleTimeout: idle}
+				if res := Run(spec, l, nil); res.ExitCode != 0 {
+					b.Fatalf("%+v", res)
+				}
+				l.Close()
+			}
+		})
 	}
 }

@@ -3,7 +3,9 @@
 // jobcgroup), started through the exec helper (see helper.go) so that a
 // start that blocks can still be timed out and stopped, with a timeout
 // over all its iterations, repeated until the first failure, its output
-// drained into a bounded Log, and stoppable with SIGINT then SIGKILL. When
+// drained into a bounded Log, and stopped by the kill ladder (SIGINT,
+// SIGTERM, SIGKILL; see ladder.go), when stopped, timed out, or silent
+// for its idle timeout. When
 // an iteration ends, whatever it left behind (its process group, its
 // session, processes carrying its job marker) is killed. It also finds and
 // kills what a daemon that died while a job ran left behind.
@@ -14,16 +16,14 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
-	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/ttkit/ttkit/queued/account"
-	"github.com/ttkit/ttkit/queued/execjob"
 	"github.com/ttkit/ttkit/queued/jobcgroup"
 )
 
@@ -73,8 +73,8 @@ type Spec struct {
 	Keyring bool
 	// Timeout bounds the whole run, every iteration together, from the
 	// start of the first (as the Python tool's job timeout does); on
-	// expiry the running iteration gets SIGKILL and the exit code is -9.
-	// Zero means no timeout.
+	// expiry the running iteration is stopped by the kill ladder and the
+	// exit code is -9, as the Python tool's was. Zero means no timeout.
 	Timeout time.Duration
 	// StartTimeout bounds each iteration's start, from the helper's start
 	// to the execve of the shell; zero means DefaultStartTimeout. A start
@@ -83,8 +83,15 @@ type Spec struct {
 	// Repeat is the number of iterations (less than 1 means 1); the first
 	// failing iteration ends the run.
 	Repeat int
-	// KillGrace is the time between SIGINT and SIGKILL after a stop.
+	// KillGrace is the time from SIGINT to SIGTERM on the kill ladder:
+	// what tt-metal gets to close the device by itself.
 	KillGrace time.Duration
+	// TermGrace is the time from SIGTERM to SIGKILL on the kill ladder.
+	TermGrace time.Duration
+	// IdleTimeout, when above 0, ends an iteration that writes no output
+	// for that long (its stdout and stderr together) as hung, by the kill
+	// ladder: a job wedged in a card's dispatch prints nothing.
+	IdleTimeout time.Duration
 	// AbandonAfter bounds the wait for an iteration's leader to die after
 	// its SIGKILL (zero means DefaultAbandonAfter): one that does not
 	// (asleep in the kernel on a mount that never answers) is abandoned,
@@ -145,6 +152,13 @@ type Result struct {
 	// Err says why the program could not be started, if it could not; with
 	// TimedOut or Stopped, what the start was still doing then.
 	Err error
+	// Hung is set when the run's last iteration wrote no output for
+	// Spec.IdleTimeout and was stopped for it.
+	Hung bool
+	// KillSignal is the last rung of the kill ladder the run's last
+	// iteration was sent (SIGINT, SIGTERM or SIGKILL), 0 when it was not
+	// stopped: a job that needed SIGKILL may have left its card wedged.
+	KillSignal syscall.Signal
 	// Abandoned, when set, is the iteration's leader that SIGKILL did not
 	// end within Spec.AbandonAfter: the run ended without it (ExitCode
 	// -9), and it is watched until it dies (see AbandonedProcs).
@@ -152,8 +166,9 @@ type Result struct {
 }
 
 // Run runs spec to the end, writing output to out (which it does not
-// close). Closing stop sends SIGINT to the current iteration's process
-// group, SIGKILL after KillGrace, and starts no further iteration; if stop
+// close). Closing stop climbs the kill ladder on the current iteration's
+// process group (SIGINT, SIGTERM after KillGrace, SIGKILL after
+// TermGrace), and starts no further iteration; if stop
 // is already closed nothing starts. A stop noticed between two iterations
 // ends the run with exit code -1: the previous iteration's status is not
 // the run's.
@@ -184,14 +199,18 @@ func Run(spec Spec, out *Log, stop <-chan struct{}) Result {
 			res.Iterations++
 		}
 		res.ExitCode, res.TimedOut, res.Stopped, res.Err = it.ExitCode, it.TimedOut, it.Stopped, it.Err
-		res.Abandoned = it.Abandoned
-		if it.ExitCode != 0 || it.Stopped || it.Err != nil || it.TimedOut || it.Abandoned != nil {
+		res.Abandoned, res.Hung, res.KillSignal = it.Abandoned, it.Hung, it.KillSignal
+		if it.ExitCode != 0 || it.Stopped || it.Err != nil || it.TimedOut || it.Abandoned != nil || it.Hung {
 			break
 		}
 	}
 	if res.TimedOut && spec.Notes {
-		fmt.Fprintf(out, "\n[tt-device-queue] Command timed out after %ss; the queue sent SIGKILL.\n",
-			strconv.FormatFloat(spec.Timeout.Seconds(), 'f', -1, 64))
+		fmt.Fprintf(out, "\n[tt-device-queue] Command timed out after %ss; the queue sent %s.\n",
+			strconv.FormatFloat(spec.Timeout.Seconds(), 'f', -1, 64), ladderText(res.KillSignal))
+	}
+	if res.Hung && spec.Notes {
+		fmt.Fprintf(out, "\n[tt-device-queue] Command wrote no output for %ss (its idle timeout); the queue sent %s.\n",
+			strconv.FormatFloat(spec.IdleTimeout.Seconds(), 'f', -1, 64), ladderText(res.KillSignal))
 	}
 	return res
 }
@@ -208,6 +227,17 @@ type running struct {
 	marker string         // the job's TT_QUEUE_JOB_ID, "" for none
 	uid    uint32         // the user it runs as: its marker takes only this user's processes
 	start  *startWatch
+	// lastOut is when the iteration last wrote output (Unix nanoseconds,
+	// 0 for never), for the idle timeout.
+	lastOut atomic.Int64
+}
+
+// lastOutput is when the iteration last wrote output; zero for never.
+func (r *running) lastOutput() time.Time {
+	if n := r.lastOut.Load(); n != 0 {
+		return time.Unix(0, n)
+	}
+	return time.Time{}
 }
 
 // killAll sends SIGKILL to the iteration's leader (through its pidfd),
@@ -217,79 +247,6 @@ func (r *running) killAll() {
 	r.cmd.Process.Signal(syscall.SIGKILL)
 	syscall.Kill(-r.proc.PID, syscall.SIGKILL)
 	r.cg.Kill()
-}
-
-// HelperName is the exec helper's binary (cmd/queued-exec), found beside
-// queued's own executable.
-const HelperName = "queued-exec"
-
-// helperExec is how a start reaches the exec helper: a path and its
-// arguments, or queued-exec held open since the first job.
-type helperExec struct {
-	argv []string
-	// held is queued-exec opened O_PATH, or nil when argv[0] is a path.
-	// It is executed as a descriptor of the child's, the last of its
-	// ExtraFiles, not as /proc/self/fd/N with the number queued holds it
-	// at: the child's descriptor shuffle before execve (Go's
-	// forkAndExecInChild) moves its error pipe to the first number above
-	// the highest descriptor passed, so when a start's request or status
-	// pipe lands one below the held descriptor, the child's copy of that
-	// number is the pipe, and execve refuses it (EACCES). The child's
-	// ExtraFiles positions are the one thing the shuffle never moves.
-	held *os.File
-}
-
-// command is the exec.Cmd that starts the helper with extra as its
-// descriptors 3 and on (the held helper, if any, follows them; the helper
-// marks it close-on-exec with every descriptor above its status pipe).
-func (h helperExec) command(extra ...*os.File) *exec.Cmd {
-	path := h.argv[0]
-	files := extra
-	if h.held != nil {
-		files = append(append(make([]*os.File, 0, len(extra)+1), extra...), h.held)
-		path = fmt.Sprintf("/proc/self/fd/%d", 3+len(extra))
-	}
-	cmd := exec.Command(path, h.argv[1:]...)
-	cmd.ExtraFiles = files
-	return cmd
-}
-
-// selfHelper runs queued itself as the exec helper: the fallback where
-// queued-exec is not installed (and the way tests run in-process), slower
-// to start (tens of milliseconds, queued's own initialization) but the
-// same helper. /proc/self/exe is the binary queued runs now, so a binary
-// replaced on disk since the start cannot speak another protocol.
-var selfHelper = helperExec{argv: []string{"/proc/self/exe", execjob.Arg}}
-
-// defaultHelper is the helper queued uses when a Spec names none:
-// queued-exec beside queued's executable when it is there (and, when
-// queued runs as root, belongs to root and only root may write to it),
-// else queued itself.
-var defaultHelper = sync.OnceValue(func() helperExec {
-	exe, err := os.Executable()
-	if err != nil {
-		return selfHelper
-	}
-	p, err := CheckHelper(filepath.Join(filepath.Dir(exe), HelperName))
-	if err != nil {
-		return selfHelper
-	}
-	h, err := holdHelper(p)
-	if err != nil {
-		return selfHelper
-	}
-	return h
-})
-
-// holdHelper opens the helper at path to be executed through its
-// descriptor, held from the first job on, so a queued-exec replaced on
-// disk (an upgrade while queued runs) is not started by this queued.
-func holdHelper(path string) (helperExec, error) {
-	fd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return helperExec{}, fmt.Errorf("opening the exec helper %s: %w", path, err)
-	}
-	return helperExec{argv: []string{path}, held: os.NewFile(uintptr(fd), path)}, nil
 }
 
 // finish reaps the leader and drains what is left of the output.
@@ -355,8 +312,12 @@ func runOnce(spec *Spec, out *Log, stop <-chan struct{}, deadline time.Time) (re
 			abandonBound = abandonTimer.C
 		}
 	}
+	lad := &ladder{spec: spec, pgid: pgid, kill: kill}
+	defer lad.stop()
+	idle := &idleWatch{limit: spec.IdleTimeout, last: r.lastOutput}
+	defer idle.stop()
 
-	var timeout, grace <-chan time.Time
+	var timeout <-chan time.Time
 	if !deadline.IsZero() {
 		t := time.NewTimer(time.Until(deadline))
 		defer t.Stop()
@@ -380,8 +341,9 @@ func runOnce(spec *Spec, out *Log, stop <-chan struct{}, deadline time.Time) (re
 			return
 		}
 		running = true
-		if res.Stopped {
-			syscall.Kill(-pgid, syscall.SIGINT)
+		lad.resend()
+		if lad.rung == 0 {
+			idle.arm(time.Now())
 		}
 	}
 	var waitErr error
@@ -394,29 +356,38 @@ func runOnce(spec *Spec, out *Log, stop <-chan struct{}, deadline time.Time) (re
 		case <-startBound:
 			startBound = nil
 			startErr = r.start.hung(spec, startLimit)
-			kill()
+			lad.killed()
 		case <-timeout:
 			res.TimedOut, timeout = true, nil
-			kill()
+			idle.C = nil
+			if !running {
+				// Only queued's helper runs: nothing of the job's to
+				// let close the device.
+				lad.killed()
+				break
+			}
+			lad.begin(running)
+		case <-idle.C:
+			if idle.silent(time.Now()) && lad.rung == 0 {
+				res.Hung = true
+				lad.begin(running)
+			}
 		case <-stop:
 			res.Stopped, stop = true, nil
+			idle.C = nil
 			// SIGINT now, or, while only queued's helper runs (which the
 			// signal would simply kill), as soon as it has become the
-			// program; SIGKILL after the grace either way, so a start
-			// stuck in its working directory ends then too.
-			if running {
-				syscall.Kill(-pgid, syscall.SIGINT)
-			}
-			t := time.NewTimer(spec.KillGrace)
-			defer t.Stop()
-			grace = t.C
-		case <-grace:
-			kill()
+			// program; the next rungs after their graces either way, so
+			// a start stuck in its working directory ends then too.
+			lad.begin(running)
+		case <-lad.C:
+			lad.next(running)
 		case <-abandonBound:
 			// SIGKILL did not end it: stop waiting, so the card moves on.
 			res.Abandoned, done = &Abandoned{}, true
 		}
 	}
+	res.KillSignal = lad.rung
 	if res.Abandoned != nil {
 		return r.giveUp(spec, res, running, startErr, abandonAfter, exited)
 	}

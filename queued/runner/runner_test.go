@@ -175,7 +175,7 @@ func TestRun_RepeatStopsAtFirstFailure(t *testing.T) {
 	}
 }
 
-func TestRun_StopSendsSIGINTThenSIGKILL(t *testing.T) {
+func TestRun_StopSendsSIGINTThenTheLadder(t *testing.T) {
 	t.Parallel()
 	t.Run("interruptible", func(t *testing.T) {
 		t.Parallel()
@@ -197,13 +197,13 @@ func TestRun_StopSendsSIGINTThenSIGKILL(t *testing.T) {
 		b := setup(t, 1<<20)
 		stop := make(chan struct{})
 		spec := b.spec("trap '' INT; echo ready; sleep 1000")
-		spec.KillGrace = 100 * time.Millisecond
+		spec.KillGrace, spec.TermGrace = 100*time.Millisecond, time.Minute
 		done := make(chan Result)
 		go func() { done <- Run(spec, b.log, stop) }()
 		b.waitOutput(t, "ready")
 		close(stop)
 		res := <-done
-		if res.ExitCode != -9 || !res.Stopped || res.TimedOut {
+		if res.ExitCode != -15 || !res.Stopped || res.TimedOut || res.KillSignal != syscall.SIGTERM {
 			t.Fatalf("%+v", res)
 		}
 	})

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -145,6 +146,7 @@ func start(spec *Spec, out *Log) (*running, error) {
 		for {
 			n, err := pr.Read(buf)
 			if n > 0 {
+				r.lastOut.Store(time.Now().UnixNano())
 				out.Write(buf[:n])
 			}
 			if err != nil {

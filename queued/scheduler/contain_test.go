@@ -21,7 +21,7 @@ func TestJob_RepeatAndTimeoutNotes(t *testing.T) {
 	}
 	done := b.waitDone(info.ID)
 	out := output(t, b, info.ID)
-	wants := []string{"\n[tt-device-queue] Repeat 1/50\nrun\n", "\n[tt-device-queue] Command timed out after 2s; the queue sent SIGKILL.\n"}
+	wants := []string{"\n[tt-device-queue] Repeat 1/50\nrun\n", "\n[tt-device-queue] Command timed out after 2s; the queue sent SIGINT.\n"}
 	if done.Iterations >= 2 {
 		wants = append(wants, "\n[tt-device-queue] Repeat 2/50\nrun\n")
 	}
@@ -82,7 +82,7 @@ func TestReset_MinimalEnvironment(t *testing.T) {
 
 // A job whose process SIGKILL cannot end (asleep in the kernel on a FUSE
 // server that reads requests and never answers) does not hold its card:
-// the card's next job runs within the timeout and the abandon bound (plus
+// the card's next job runs within the timeout, the kill ladder and the abandon bound (plus
 // slack), and the record says the process was abandoned and why.
 func TestJob_UnkillableProcessDoesNotHoldTheCard(t *testing.T) {
 	t.Parallel()
@@ -96,7 +96,7 @@ func TestJob_UnkillableProcessDoesNotHoldTheCard(t *testing.T) {
 	next := b.submit(0, "echo next")
 	done := b.waitDone(stuck.ID)
 	b.waitDone(next.ID)
-	if took, limit := time.Since(began), time.Second+runner.DefaultAbandonAfter+5*time.Second; took > limit {
+	if took, limit := time.Since(began), time.Second+b.opt.KillGrace+b.opt.TermGrace+runner.DefaultAbandonAfter+5*time.Second; took > limit {
 		t.Errorf("the next job ended %s after the stuck one was queued, over %s", took, limit)
 	}
 	if !strings.Contains(done.Error, "did not die") || !strings.Contains(done.Error, "state D") {

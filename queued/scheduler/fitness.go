@@ -187,10 +187,11 @@ func (f *fitness) recover(sm *sampler) {
 const AutoRecoveryOwner = "queued (card unfit)"
 
 // jobEndedLocked makes the site probe due on the cards of a job that
-// ended badly (timed out, killed, ended by a signal, interrupted): such a
-// job may have left its card wedged.
+// ended badly (timed out, killed, ended by a signal, interrupted, hung,
+// or needed SIGKILL): such a job may have left its card wedged.
 func (f *fitness) jobEndedLocked(cards cardSet, rec *store.Job) {
 	bad := rec.Outcome == store.OutcomeTimeout || rec.Outcome == store.OutcomeKilled || rec.Outcome == store.OutcomeInterrupted ||
+		rec.Outcome == store.OutcomeHung || rec.KillRung == "SIGKILL" ||
 		rec.ExitCode != nil && *rec.ExitCode < 0
 	if !bad {
 		return

@@ -115,7 +115,7 @@ func setup(t *testing.T, tweak func(*Options)) *bundle {
 	b.open()
 	b.opt = Options{
 		Store: b.fs, Devices: []int{0, 1}, OutputDir: filepath.Join(dir, "output"),
-		KillGrace: 2 * time.Second, RetryMin: 5 * time.Millisecond, RetryMax: 20 * time.Millisecond,
+		KillGrace: 2 * time.Second, TermGrace: 2 * time.Second, RetryMin: 5 * time.Millisecond, RetryMax: 20 * time.Millisecond,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
 	if tweak != nil {

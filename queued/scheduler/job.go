@@ -176,6 +176,8 @@ func finishRecord(rec store.Job, res runner.Result, reason stopReason, ls runner
 		case code == 0:
 			code = -1
 		}
+	case res.Hung:
+		code, rec.Outcome, rec.Error = HungExitCode, store.OutcomeHung, hungError(&rec, res)
 	case res.Err != nil:
 		code, rec.Outcome, rec.Error = -1, store.OutcomeFailure, res.Err.Error()
 	case res.TimedOut:
@@ -205,6 +207,7 @@ func finishRecord(rec store.Job, res runner.Result, reason stopReason, ls runner
 		rec.Error = strings.TrimPrefix(rec.Error+"; "+a.Reason, "; ")
 	}
 	rec.ExitCode = &code
+	rec.KillRung = signalName(res.KillSignal)
 	rec.LogBytes, rec.LogTruncated, rec.DroppedLogBytes = ls.Size, ls.Truncated, ls.Dropped
 	rec.LogCutAt, rec.LogCutBytes = ls.Layout.CutAt, ls.Layout.Cut
 	if ls.Err != nil {

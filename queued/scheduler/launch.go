@@ -43,12 +43,14 @@ func (s *launcher) spec(rec *store.Job) (runner.Spec, error) {
 		Timeout:   time.Duration(rec.Timeout) * time.Second,
 		Repeat:    rec.Repeat,
 		KillGrace: s.opt.KillGrace,
+		TermGrace: s.opt.TermGrace,
 		Keyring:   s.opt.Mode.System(),
 	}
 	if rec.Kind == store.KindJob {
 		spec.TasksMax = s.opt.JobTasksMax
 		spec.OOMScoreAdj = s.opt.JobOOMScoreAdj
 		spec.Notes = true
+		spec.IdleTimeout = time.Duration(rec.IdleTimeout) * time.Second
 	}
 	base := s.env
 	switch {

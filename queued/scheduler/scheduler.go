@@ -122,8 +122,15 @@ type Options struct {
 	// keep (see outputbudget.go); default a quarter of MaxOutputBytes, at
 	// least MaxLogBytes (TT_DEVICE_MAX_OUTPUT_BYTES_PER_USER).
 	MaxOutputBytesPerUser int64
-	// KillGrace is the time from SIGINT to SIGKILL; default TT_DEVICE_KILL_GRACE's.
+	// KillGrace is the time from SIGINT to SIGTERM on the kill ladder;
+	// default TT_DEVICE_KILL_GRACE's, negative for none.
 	KillGrace time.Duration
+	// TermGrace is the time from SIGTERM to SIGKILL on the kill ladder;
+	// default TT_DEVICE_TERM_GRACE's, negative for none.
+	TermGrace time.Duration
+	// DefaultIdleTimeout is the idle timeout of a job submitted without
+	// one (TT_DEVICE_IDLE_TIMEOUT); zero leaves such jobs without.
+	DefaultIdleTimeout time.Duration
 	// JobTasksMax (TT_DEVICE_JOB_TASKS_MAX), when above 0, caps each job
 	// at that many processes and threads where jobs get cgroups of their
 	// own; 0 leaves them unlimited.
@@ -244,6 +251,11 @@ func (o *Options) defaults() error {
 		o.KillGrace = 0
 	} else if o.KillGrace == 0 {
 		o.KillGrace = defaults.KillGraceSeconds * time.Second
+	}
+	if o.TermGrace < 0 {
+		o.TermGrace = 0
+	} else if o.TermGrace == 0 {
+		o.TermGrace = defaults.TermGraceSeconds * time.Second
 	}
 	if o.MaxQueued <= 0 {
 		o.MaxQueued = defaults.MaxQueuedJobs

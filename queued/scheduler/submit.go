@@ -27,7 +27,14 @@ type JobSpec struct {
 	Env        map[string]string
 	Timeout    time.Duration // 0 selects the default
 	Repeat     int           // less than 1 means 1
-	ClientID   string
+	// IdleTimeout ends the job as hung when it writes no output for that
+	// long; 0 selects Options.DefaultIdleTimeout (itself 0, off, by
+	// default). Whole seconds.
+	IdleTimeout time.Duration
+	// Retries is how many times the job runs again after ending because
+	// of its card (see byItsCard), 0 to api.MaxRetries.
+	Retries  int
+	ClientID string
 	// OwnerUID is the submitter's uid, from the kernel; nil when unknown.
 	// In system mode (Options.Mode) the job runs as this user.
 	OwnerUID *uint32
@@ -64,14 +71,22 @@ func withCards(rec store.Job, cards []int, spec string) store.Job {
 // *QueueFullError: the owner's share of the queue, or the whole of it, is
 // taken).
 func (s submitter) submit(spec JobSpec) (JobInfo, error) {
+	if err := checkEndings(&spec); err != nil {
+		return JobInfo{}, err
+	}
 	timeout := spec.Timeout
 	if timeout <= 0 {
 		timeout = s.opt.DefaultTimeout
+	}
+	idle := spec.IdleTimeout
+	if idle == 0 {
+		idle = s.opt.DefaultIdleTimeout
 	}
 	rec := store.Job{
 		Kind: store.KindJob, Cmd: spec.Cmd, Cwd: spec.Cwd, Env: spec.Env, EnvFromShell: spec.EnvFromShell,
 		Timeout: int64((timeout + time.Second - 1) / time.Second), Repeat: max(spec.Repeat, 1),
 		ClientID: spec.ClientID, OwnerUID: spec.OwnerUID, Owner: spec.Owner,
+		IdleTimeout: int64((idle + time.Second - 1) / time.Second), Retries: spec.Retries, Attempt: 1,
 	}
 	return s.enqueue(withCards(rec, cardsOfSpec(spec.Card, spec.Cards), spec.DeviceSpec), keyOf(spec.Cmd))
 }

@@ -54,6 +54,16 @@ func (s dispatcher) work(c *card) {
 			s.fit.gate(cards)
 			s.mu.Lock()
 		}
+		for i, j := range done {
+			// The gate after a failed job says whether its card failed
+			// it: then it runs again (docs/job-endings.md, R6).
+			if nextAttempt(j, &doneRecs[i], failedGateAfter(&doneRecs[i], s.cardsOf(j))) {
+				s.log.Info("job failed on a card that is unfit now; it runs again once the card is fit",
+					"job", j.rec.ID, "outcome", doneRecs[i].Outcome, "attempt", j.rec.Attempt, "of", j.rec.Retries+1)
+				s.requeueLocked(c, j)
+				doneRecs[i] = j.rec
+			}
+		}
 		next := s.takeLocked(c)
 		if len(done) == 0 && next == nil {
 			if s.stopping {
@@ -269,8 +279,8 @@ func (s dispatcher) run(c *card, j *job) (done []*job, recs []store.Job) {
 			done, recs = []*job{j}, []store.Job{rec}
 			return
 		}
-		s.budget.ended(j.rec.ID, ls.Disk)
 		if reset {
+			s.budget.ended(j.rec.ID, ls.Disk)
 			done, recs = s.resets.finishLocked(c, j, out, ls, now)
 			return
 		}
@@ -278,16 +288,29 @@ func (s dispatcher) run(c *card, j *job) (done []*job, recs []store.Job) {
 			// Stopped between its start commit and its process: it never
 			// ran, so it is queued again (durably, with the next commit)
 			// rather than interrupted.
+			s.budget.ended(j.rec.ID, ls.Disk)
 			s.requeueLocked(c, j)
 			done, recs = []*job{j}, []store.Job{j.rec}
 			return
 		}
 		rec := finishRecord(j.rec, res, j.endReason(), ls, now, j.crossKill)
 		s.fit.jobEndedLocked(cards, &rec)
+		s.met.jobEnded(&rec)
+		if nextAttempt(j, &rec, byItsCard(&rec, j.reason)) {
+			// Its card's doing: run again once the card is fit; the
+			// queued record commits with the next one.
+			s.log.Info("job ended because of its card; it runs again once the card is fit",
+				"job", j.rec.ID, "outcome", rec.Outcome, "attempt", j.rec.Attempt, "of", j.rec.Retries+1)
+			s.requeueLocked(c, j)
+			done, recs = []*job{j}, []store.Job{j.rec}
+			return
+		}
+		// Counted once its last attempt is over: the output budget
+		// never deletes the file of a job that will run again.
+		s.budget.ended(j.rec.ID, ls.Disk)
 		for _, cd := range cards {
 			cd.learn(j.key, &rec)
 		}
-		s.met.jobEnded(&rec)
 		done, recs = []*job{j}, []store.Job{rec}
 	}()
 	if hold {
@@ -295,10 +318,14 @@ func (s dispatcher) run(c *card, j *job) (done []*job, recs []store.Job) {
 		return
 	}
 	log := runner.NewLog(s.outputPath(j.rec.ID), s.opt.MaxLogBytes)
-	if reset {
-		// A reset retried after a restart keeps the output of its
-		// interrupted attempt above the new one.
+	if reset || j.rec.AttemptNo() > 1 {
+		// A reset retried after a restart, or a job run again after its
+		// card ended an attempt, keeps the output of the earlier attempt
+		// above the new one.
 		log = runner.ResumeLog(s.outputPath(j.rec.ID), s.opt.MaxLogBytes)
+	}
+	if !reset && j.rec.Retries > 0 {
+		log.Write([]byte(attemptHeader(&j.rec)))
 	}
 	j.ran = make(chan struct{})
 	j.pidKick = make(chan struct{}, 1)

@@ -32,6 +32,11 @@ func jobView(info scheduler.JobInfo) api.Job {
 		LogBytes: info.LogBytes, LogTruncated: info.LogTruncated, DroppedLogBytes: info.DroppedLogBytes,
 		LogError: info.LogError, LogCutAt: info.LogCutAt, LogCutBytes: info.LogCutBytes, Held: info.Held, OutputDeletedAt: timePtr(info.OutputDeletedAt),
 		CmdTruncated: info.CmdTruncated(), CmdBytes: len(info.Cmd), EnvVars: len(info.Env), EnvBytes: api.EnvBytes(info.Env),
+		KillRung: info.KillRung, IdleTimeout: info.IdleTimeout, Attempt: info.AttemptNo(), Retries: info.Retries,
+	}
+	for _, a := range info.Attempts {
+		j.Attempts = append(j.Attempts, api.Attempt{Attempt: a.Attempt, StartedAt: timePtr(a.StartedAt), FinishedAt: timePtr(a.FinishedAt),
+			ExitCode: a.ExitCode, Outcome: string(a.Outcome), Error: a.Error, KillRung: a.KillRung})
 	}
 	if info.Brief {
 		// What the brief record left out, as it says.
@@ -63,7 +68,17 @@ func summaryView(info scheduler.JobInfo) api.JobSummary {
 		OwnerUID: info.OwnerUID, Owner: info.Owner, Position: info.Position, EstimatedWaitSec: info.EstimatedWait.Seconds(), EstimatedRunSec: info.EstimatedRun.Seconds(),
 		EstimateKnown: info.EstimateKnown, OverdueSec: info.Overdue.Seconds(),
 		SubmittedAt: info.SubmittedAt.UTC(), StartedAt: timePtr(info.StartedAt), PID: info.PGID,
+		Attempt: attemptOf(info.Job), Retries: info.Retries,
 	}
+}
+
+// attemptOf is a job's attempt for a summary: absent (0) for a job that
+// has no retries and never ran again.
+func attemptOf(rec store.Job) int {
+	if rec.Retries == 0 && rec.Attempt <= 1 {
+		return 0
+	}
+	return rec.AttemptNo()
 }
 
 // statusView turns the scheduler's snapshot into the wire type.

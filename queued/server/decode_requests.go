@@ -145,6 +145,26 @@ func (h *submissions) decodeQueue(r *http.Request) (scheduler.JobSpec, error) {
 	}
 	spec.Repeat = int(max(repeat, 1))
 
+	idle, _, err := intField(fields, "idle_timeout")
+	switch {
+	case err != nil:
+		return spec, err
+	case idle < 0:
+		return spec, fieldErr("idle_timeout", "%d is negative; 0 or omitted selects the default (TT_DEVICE_IDLE_TIMEOUT)", idle)
+	case idle > maxTimeout:
+		return spec, fieldErr("idle_timeout", "%d seconds is above the maximum %d (TT_DEVICE_MAX_TIMEOUT)", idle, maxTimeout)
+	}
+	spec.IdleTimeout = time.Duration(idle) * time.Second
+
+	retries, _, err := intField(fields, "retries")
+	switch {
+	case err != nil:
+		return spec, err
+	case retries < 0 || retries > api.MaxRetries:
+		return spec, fieldErr("retries", "%d: want 0 to %d", retries, api.MaxRetries)
+	}
+	spec.Retries = int(retries)
+
 	clientID, _, err := stringField(fields, "client_id")
 	switch {
 	case err != nil:

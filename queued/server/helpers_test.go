@@ -92,7 +92,7 @@ func start(t testing.TB, o options) *daemon {
 	d.fs = &faultStore{Store: st}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	so := scheduler.Options{Store: d.fs, Devices: []int{0, 1}, OutputDir: filepath.Join(d.dir, "output"),
-		KillGrace: 2 * time.Second, RetryMin: 5 * time.Millisecond, RetryMax: 20 * time.Millisecond, Logger: logger}
+		KillGrace: 2 * time.Second, TermGrace: 2 * time.Second, RetryMin: 5 * time.Millisecond, RetryMax: 20 * time.Millisecond, Logger: logger}
 	if o.sched != nil {
 		o.sched(&so)
 	}

@@ -114,6 +114,7 @@ func (h *submissions) resubmitSpec(rec *store.Job, clientID string) (scheduler.J
 	spec := scheduler.JobSpec{
 		Card: rec.Card(), Cards: spanned(*rec), DeviceSpec: rec.DeviceSpec, Cmd: rec.Cmd, Cwd: rec.Cwd, Env: rec.Env, EnvFromShell: rec.EnvFromShell,
 		Timeout: timeout, Repeat: rec.Repeat, ClientID: clientID,
+		IdleTimeout: time.Duration(rec.IdleTimeout) * time.Second, Retries: rec.Retries,
 	}
 	if spec.ClientID == "" {
 		spec.ClientID = rec.ClientID

@@ -48,6 +48,9 @@ const (
 	OutcomeCardDead    Outcome = "card_dead" // failed because its card is dead
 	OutcomeReleased    Outcome = "released"  // a hold released, by request or because its Slurm job is gone
 	OutcomeExpired     Outcome = "expired"   // a hold that reached its expiry
+	// OutcomeHung is a job that wrote no output for its idle timeout and
+	// was stopped for it (exit code -124; see docs/job-endings.md).
+	OutcomeHung Outcome = "hung"
 )
 
 // Job is one stored job record. Fields are only ever added, so older
@@ -76,6 +79,18 @@ type Job struct {
 	Timeout  int64             `json:"timeout_sec"` // the whole job's, every iteration together; already defaulted
 	Repeat   int               `json:"repeat"`
 	ClientID string            `json:"client_id,omitempty"`
+	// IdleTimeout is how long, in seconds, the job may write no output
+	// before it is ended as hung; 0 means never (already defaulted).
+	IdleTimeout int64 `json:"idle_timeout_sec,omitempty"`
+	// Retries is how many times the job is run again when it ends
+	// because of its card (hung, interrupted by a reset, or failed on a
+	// card the gate then finds unfit), at most
+	// api.MaxRetries; Attempt is the current attempt, from 1 (0 in a
+	// record written before retries were, which reads as 1); Attempts
+	// holds how each earlier attempt ended.
+	Retries  int       `json:"retries,omitempty"`
+	Attempt  int       `json:"attempt,omitempty"`
+	Attempts []Attempt `json:"attempts,omitempty"`
 
 	// OwnerUID is, in system mode, the submitter's uid as the kernel gave
 	// it (SO_PEERCRED on the socket; the daemon's own uid for a token
@@ -110,6 +125,10 @@ type Job struct {
 	Outcome    Outcome `json:"outcome,omitempty"`
 	Error      string  `json:"error,omitempty"`
 	Iterations int     `json:"iterations,omitempty"` // iterations started
+	// KillRung is the last signal of the kill ladder the job was sent
+	// ("SIGINT", "SIGTERM", "SIGKILL"), empty when it was not stopped: a
+	// job that needed SIGKILL may have left its card wedged.
+	KillRung string `json:"kill_rung,omitempty"`
 
 	LogBytes        int64 `json:"log_bytes,omitempty"`
 	LogTruncated    bool  `json:"log_truncated,omitempty"`

@@ -160,13 +160,14 @@ func TestQueued_StopIsImmediate(t *testing.T) {
 	}
 }
 
-// TestQueued_KillGraceZero: TT_DEVICE_KILL_GRACE=0 sends SIGKILL at once,
-// even to a job that ignores SIGINT.
+// TestQueued_KillGraceZero: TT_DEVICE_KILL_GRACE=0 and
+// TT_DEVICE_TERM_GRACE=0 send SIGKILL at once, even to a job that
+// ignores SIGINT and SIGTERM.
 func TestQueued_KillGraceZero(t *testing.T) {
 	t.Parallel()
 	state, work := t.TempDir(), t.TempDir()
-	d := startDaemonWith(t, state, bin, "TT_DEVICE_KILL_GRACE=0")
-	id := d.queue("0", work, "trap '' INT; echo started; sleep 1000")
+	d := startDaemonWith(t, state, bin, "TT_DEVICE_KILL_GRACE=0", "TT_DEVICE_TERM_GRACE=0")
+	id := d.queue("0", work, "trap '' INT TERM; echo started; sleep 1000")
 	d.waitOutput(id, "started")
 	if _, err := d.client.Kill(ctx(t), id); err != nil {
 		t.Fatal(err)
@@ -205,8 +206,8 @@ func TestQueued_ShippedUnitFitsTheKillGrace(t *testing.T) {
 	if stopSec == "" || stopSec != told {
 		t.Fatalf("TimeoutStopSec=%q but TT_DEVICE_STOP_TIMEOUT=%q; they must agree", stopSec, told)
 	}
-	if got, want := stopSec, "45"; got != want {
-		t.Fatalf("TimeoutStopSec %s; the default grace (10 s) plus %s needs %s", got, stopMargin, want)
+	if got, want := stopSec, "90"; got != want {
+		t.Fatalf("TimeoutStopSec %s; the default kill ladder (60 s + 15 s) plus %s needs %s", got, stopMargin, want)
 	}
 }
 
@@ -214,9 +215,9 @@ func TestQueued_ShippedUnitFitsTheKillGrace(t *testing.T) {
 // timeout allows is named at start.
 func TestQueued_WarnsWhenTheGraceDoesNotFit(t *testing.T) {
 	t.Parallel()
-	d := startDaemonWith(t, t.TempDir(), bin, "TT_DEVICE_KILL_GRACE=50")
+	d := startDaemonWith(t, t.TempDir(), bin, "TT_DEVICE_KILL_GRACE=80")
 	if !strings.Contains(d.stderr.String(), "does not fit in the service manager's stop timeout") {
-		t.Fatalf("no warning for a 50 s grace in a 45 s stop timeout:\n%s", d.stderr.String())
+		t.Fatalf("no warning for an 80 s grace and a 15 s term grace in a 90 s stop timeout:\n%s", d.stderr.String())
 	}
 }
 

@@ -204,9 +204,10 @@ const httpDrain = time.Second
 // answering; see Server.IdleFor.
 const answerQuiet = 150 * time.Millisecond
 
-// killGrace maps the configured grace to the scheduler's option: 0 means
-// SIGKILL at once, which the scheduler spells as a negative grace (its
-// zero value means the default).
+// killGrace maps a configured grace of the kill ladder to the
+// scheduler's option: 0 means the next signal at once, which the
+// scheduler spells as a negative grace (its zero value means the
+// default).
 func killGrace(d time.Duration) time.Duration {
 	if d == 0 {
 		return -1
@@ -244,9 +245,9 @@ func run(cfg config.Config, envErr error, log *slog.Logger) error {
 			addr = "" // system mode: TCP only when asked for
 		}
 	}
-	if cfg.KillGrace+stopMargin > cfg.StopTimeout {
-		log.Warn("the kill grace does not fit in the service manager's stop timeout: a stop may be cut off before it records how the running jobs ended; raise TimeoutStopSec and TT_DEVICE_STOP_TIMEOUT or lower TT_DEVICE_KILL_GRACE",
-			"kill_grace", cfg.KillGrace, "stop_timeout", cfg.StopTimeout, "needed", cfg.KillGrace+stopMargin)
+	if ladder := cfg.KillGrace + cfg.TermGrace; ladder+stopMargin > cfg.StopTimeout {
+		log.Warn("the kill ladder does not fit in the service manager's stop timeout: a stop may be cut off before it records how the running jobs ended; raise TimeoutStopSec and TT_DEVICE_STOP_TIMEOUT or lower TT_DEVICE_KILL_GRACE and TT_DEVICE_TERM_GRACE",
+			"kill_grace", cfg.KillGrace, "term_grace", cfg.TermGrace, "stop_timeout", cfg.StopTimeout, "needed", ladder+stopMargin)
 	}
 	if cfg.JobTasksMax > 0 && !jobcgroup.Default().Has("pids") {
 		log.Warn("TT_DEVICE_JOB_TASKS_MAX is not enforced: jobs get no cgroup of their own with the pids controller here (Delegate=yes, cgroup v2 with pids)",
@@ -330,7 +331,7 @@ func run(cfg config.Config, envErr error, log *slog.Logger) error {
 	sched, err := scheduler.New(scheduler.Options{
 		Store: st, Devices: cfg.Devices, OutputDir: filepath.Join(cfg.StateDir, "output"),
 		DefaultTimeout: cfg.DefaultTimeout, MaxQueued: cfg.MaxQueued, MaxLogBytes: cfg.MaxLogBytes,
-		KillGrace: killGrace(cfg.KillGrace), RetentionDays: cfg.RetentionDays, MaxCompleted: cfg.MaxCompleted, Logger: log,
+		KillGrace: killGrace(cfg.KillGrace), TermGrace: killGrace(cfg.TermGrace), DefaultIdleTimeout: cfg.IdleTimeout, RetentionDays: cfg.RetentionDays, MaxCompleted: cfg.MaxCompleted, Logger: log,
 		Controls: controls(cfg, log), DriverPath: cfg.DriverPath, WaitForeign: cfg.WaitForeign,
 		MeterProvider: metrics, MaxOutputBytes: cfg.MaxOutputBytes,
 		Mode: cfg.Mode, ResetAccount: sys.reset, JobTasksMax: cfg.JobTasksMax, JobOOMScoreAdj: cfg.ChildOOMScoreAdj,

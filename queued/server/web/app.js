@@ -186,6 +186,7 @@ function renderCard(c) {
       ["runtime", runtime],
       ["estimate", cur.estimated_run_sec ? dur(cur.estimated_run_sec) + " in all, about " + dur(cur.estimated_wait_sec) + " left" : "no history yet"],
       ["pid", cur.pid ? String(cur.pid) : ""],
+      ["attempt", cur.attempt ? cur.attempt + "/" + (cur.retries + 1) : ""],
     ]));
     const pre = el("pre", "tail", (tails.get(cur.id) || {}).text || "");
     pre.id = "tail-" + cur.id;
@@ -200,7 +201,8 @@ function renderCard(c) {
     const ol = el("ol", "queue");
     for (const j of c.pending) {
       const who = j.kind === "reset" ? "" : owner(j);
-      const cards = j.devices && j.devices.length > 1 ? " (cards " + j.devices.join(",") + ")" : "";
+      const cards = (j.devices && j.devices.length > 1 ? " (cards " + j.devices.join(",") + ")" : "") +
+        (j.attempt > 1 ? " (attempt " + j.attempt + "/" + (j.retries + 1) + ")" : "");
       const li = el("li", null, null, el("span", "pos", "#" + j.position),
         el("code", "cmd", j.cmd + cards), el("span", "owner", who), el("span", "wait", "~" + dur(j.estimated_wait_sec)));
       li.dataset.job = j.id;
