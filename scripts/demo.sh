@@ -134,7 +134,7 @@ TT_DEVICE_IDS=0,1 \
 	TT_DEVICE_RESET_CMD="$WORK/controls/reset {device}" \
 	TT_DEVICE_HEALTH_CHECK_CMD="$WORK/controls/health {device}" \
 	TT_DEVICE_DRIVER_PATH=$WORK/driver \
-	TT_DEVICE_KILL_GRACE=2 \
+	TT_DEVICE_KILL_GRACE=2 TT_DEVICE_TERM_GRACE=2 \
 	queued --listen "127.0.0.1:$PORT" >"$WORK/queued.log" 2>&1 &
 QUEUED_PID=$!
 until_ok tt-device-queue status >/dev/null 2>&1 || die "queued did not start"

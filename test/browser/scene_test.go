@@ -60,7 +60,7 @@ func startScene(t *testing.T) *scene {
 	logPath := filepath.Join(dir, "queued.log")
 	sc.d, err = queuedproc.Start(queuedproc.Options{Bin: queuedBin, StateDir: filepath.Join(dir, "state"), LogPath: logPath,
 		Env: []string{"PATH=" + progs + ":" + os.Getenv("PATH"), "TT_DEVICE_DRIVER_PATH=" + sc.driver,
-			"TT_DEVICE_RESET_CMD=echo resetting card {device}", "TT_DEVICE_HEALTH_CHECK_CMD=true", "TT_DEVICE_KILL_GRACE=1"}})
+			"TT_DEVICE_RESET_CMD=echo resetting card {device}", "TT_DEVICE_HEALTH_CHECK_CMD=true", "TT_DEVICE_KILL_GRACE=1", "TT_DEVICE_TERM_GRACE=1"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -84,7 +84,7 @@ func TestDashboardAndRulesWithPrometheus(t *testing.T) {
 
 	d, err := queuedproc.Start(queuedproc.Options{Bin: queuedBin, StateDir: filepath.Join(dir, "state"), LogPath: filepath.Join(dir, "queued.log"),
 		Env: []string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://" + otlp, "OTEL_METRIC_EXPORT_INTERVAL=1000",
-			"TT_DEVICE_RESET_CMD=true", "TT_DEVICE_HEALTH_CHECK_CMD=true", "TT_DEVICE_KILL_GRACE=1", "TT_DEVICE_DRIVER_PATH=" + tree.Dir}})
+			"TT_DEVICE_RESET_CMD=true", "TT_DEVICE_HEALTH_CHECK_CMD=true", "TT_DEVICE_KILL_GRACE=1", "TT_DEVICE_TERM_GRACE=1", "TT_DEVICE_DRIVER_PATH=" + tree.Dir}})
 	if err != nil {
 		t.Fatal(err)
 	}

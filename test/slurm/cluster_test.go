@@ -101,7 +101,7 @@ func startQueue(t *testing.T, dir, slurmConf, driver, sysfs string) *queue {
 		"TT_DEVICE_RESET_CMD=echo reset {device} >> " + q.resets,
 		"TT_DEVICE_HEALTH_CHECK_CMD=true",
 		"TT_DEVICE_DRIVER_PATH=" + driver,
-		"TT_DEVICE_KILL_GRACE=2",
+		"TT_DEVICE_KILL_GRACE=2", "TT_DEVICE_TERM_GRACE=2",
 		"TT_DEVICE_SLURM_CHECK_INTERVAL=" + strconv.Itoa(slurmCheckInterval),
 		"TT_DEVICE_VISIBLE=bdf",
 		"TT_DEVICE_SYSFS_PATH=" + sysfs,

@@ -60,7 +60,7 @@ func runStorm(t *testing.T, what string, maxCycles int, stop stopFunc) {
 		t.Fatal(err)
 	}
 	opts := queuedproc.Options{Bin: queuedBin, StateDir: state, LogPath: logPath, Listen: "127.0.0.1:" + strconv.Itoa(port),
-		Env: []string{"TT_DEVICE_MAX_COMPLETED_JOBS=1000000", "TT_DEVICE_MAX_QUEUED_JOBS=100000", "TT_DEVICE_KILL_GRACE=1"}}
+		Env: []string{"TT_DEVICE_MAX_COMPLETED_JOBS=1000000", "TT_DEVICE_MAX_QUEUED_JOBS=100000", "TT_DEVICE_KILL_GRACE=1", "TT_DEVICE_TERM_GRACE=1"}}
 	var current *queuedproc.Daemon
 	t.Cleanup(func() {
 		if current != nil {

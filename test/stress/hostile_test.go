@@ -18,10 +18,11 @@ import (
 	"github.com/ttkit/ttkit/test/stress/queuedproc"
 )
 
-// hostileGrace is the daemon's kill grace in the hostile rounds.
+// hostileGrace is each of the daemon's two graces in the hostile rounds
+// (SIGINT to SIGTERM, SIGTERM to SIGKILL).
 const hostileGrace = 2 * time.Second
 
-// hostileMargin is what a card may take beyond the grace to be free again:
+// hostileMargin is what a card may take beyond the graces to be free again:
 // the SIGKILL landing, the leftover scan, the record.
 const hostileMargin = 3 * time.Second
 
@@ -59,7 +60,7 @@ func hostileRound(t *testing.T, end string) {
 	}
 	d, err := queuedproc.Start(queuedproc.Options{Bin: queuedBin, StateDir: state, Devices: "0,1,2,3",
 		LogPath: filepath.Join(dir, "queued.log"),
-		Env: []string{"TT_DEVICE_KILL_GRACE=" + strconv.Itoa(int(hostileGrace/time.Second)),
+		Env: []string{"TT_DEVICE_KILL_GRACE=" + strconv.Itoa(int(hostileGrace/time.Second)), "TT_DEVICE_TERM_GRACE=" + strconv.Itoa(int(hostileGrace/time.Second)),
 			"TT_DEVICE_RESET_CMD=true #", "TT_DEVICE_HEALTH_CHECK_CMD=true"}})
 	if err != nil {
 		t.Fatal(err)
@@ -129,9 +130,9 @@ func hostileRound(t *testing.T, end string) {
 			t.Fatal(err)
 		}
 	}
-	limit := hostileGrace + hostileMargin
+	limit := 2*hostileGrace + hostileMargin // jobs that ignore SIGINT and SIGTERM climb the whole ladder
 	if end == "timeout" {
-		limit = time.Duration(timeout)*time.Second + hostileMargin
+		limit = time.Duration(timeout)*time.Second + 2*hostileGrace + hostileMargin
 	}
 	var wg sync.WaitGroup
 	for i, id := range jobs {
