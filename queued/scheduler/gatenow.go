@@ -50,7 +50,6 @@ func (s *Scheduler) Gate(card int, probeIfDue bool) (GateVerdict, error) {
 	dead := cd.dead != nil
 	c.mu.Unlock()
 	if sm != nil && !dead {
-		began := time.Now()
 		if c.opt.GateCmd != "" {
 			switch {
 			case busy != "":
@@ -73,7 +72,6 @@ func (s *Scheduler) Gate(card int, probeIfDue bool) (GateVerdict, error) {
 		sm.mu.Unlock()
 		verdict := sm.fresh(c.fit.staleAfter())
 		c.fit.publish(card, verdict)
-		c.met.gateTook(card, time.Since(began), verdict != "")
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
