@@ -81,21 +81,22 @@ func (s *Scheduler) Gate(card int, probeIfDue bool) (GateVerdict, error) {
 		v.Reason = cd.dead.reason
 	case cd.unfit != "":
 		v.Reason = cd.unfit
-		v.Recovery = c.recoveryNoteLocked(cd)
+		v.Recovery = recoveryNote(&c.opt, cd)
 	}
 	return v, nil
 }
 
-// recoveryNoteLocked says how an unfit card cd recovers: by a reset that
-// is pending, by one queued asks for itself, or why it does not.
-func (c *core) recoveryNoteLocked(cd *card) string {
+// recoveryNote says how an unfit card cd recovers under the options o: by
+// a reset that is pending, by one queued asks for itself, or why it does
+// not. The core's lock is held.
+func recoveryNote(o *Options, cd *card) string {
 	switch {
 	case cd.reset != nil:
 		return fmt.Sprintf("reset %s %s", cd.reset.rec.ID, cd.reset.rec.State)
-	case c.opt.RecoveryCooldown < 0 || c.opt.Controls.Reset == "" || c.opt.Controls.HealthCheck == "":
+	case o.RecoveryCooldown < 0 || o.Controls.Reset == "" || o.Controls.HealthCheck == "":
 		return "queued does not recover cards by itself (TT_DEVICE_RECOVERY_COOLDOWN, TT_DEVICE_RESET_CMD): reset it by hand"
 	default:
 		return fmt.Sprintf("queued asks for its reset within %s, at most once per %s (TT_DEVICE_RECOVERY_COOLDOWN)",
-			c.opt.GateInterval, c.opt.RecoveryCooldown)
+			o.GateInterval, o.RecoveryCooldown)
 	}
 }
