@@ -164,9 +164,10 @@ func exportedMetrics() []string {
 	out := append([]string{"tt_process", "tt_process_count", "tt_device_process_count", "up",
 		p(scheduler.MetricDepth), p(scheduler.MetricCardState), p(scheduler.MetricRunningAge) + "_seconds",
 		p(scheduler.MetricResets) + "_total", p(scheduler.MetricPersistFailures) + "_total", p(scheduler.MetricPersistFailing),
-		p(scheduler.MetricHeld), p(scheduler.MetricForeign), p(scheduler.MetricCardInfo), p(scheduler.MetricCrossCard) + "_total"},
+		p(scheduler.MetricHeld), p(scheduler.MetricForeign), p(scheduler.MetricCardInfo), p(scheduler.MetricCrossCard) + "_total",
+		p(scheduler.MetricFit)},
 		cardMetrics...)
-	for _, h := range []string{scheduler.MetricWait, scheduler.MetricRun} {
+	for _, h := range []string{scheduler.MetricWait, scheduler.MetricRun, scheduler.MetricGate} {
 		for _, suffix := range []string{"_bucket", "_sum", "_count"} {
 			out = append(out, p(h)+"_seconds"+suffix)
 		}
@@ -224,7 +225,7 @@ func TestDashboard(t *testing.T) {
 	}
 	titles := strings.ToLower(fmt.Sprint(d.Panels))
 	for _, want := range []string{"holds each card", "holders over time", "per device", "queue depth", "p90 wait", "run time by outcome", "resets", "dead cards", "store failing",
-		"card health", "card temperature", "card power", "fan speed", "ai clock", "heartbeat", "thermal trips", "firmware"} {
+		"card fitness", "unfit, recovering or dead", "gate time", "card health", "card temperature", "card power", "fan speed", "ai clock", "heartbeat", "thermal trips", "firmware"} {
 		if !strings.Contains(titles, want) {
 			t.Errorf("no panel about %q", want)
 		}

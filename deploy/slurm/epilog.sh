@@ -71,11 +71,29 @@ main() {
 		hold=$(tt_json hold_id "$tt_out")
 	fi
 	state=${state:-unknown}
+	code=${SLURM_JOB_EXIT_CODE2:-${SLURM_JOB_EXIT_CODE:-none}}
 	case $TT_SLURM_RESET in
 	always) want=yes ;;
 	on-failure) failed && want=yes ;;
 	esac
-	code=${SLURM_JOB_EXIT_CODE2:-${SLURM_JOB_EXIT_CODE:-none}}
+	if [[ $TT_SLURM_FIT_WAIT != off && -n $cards && $state != queued ]] && failed; then
+		# The failed job may have left a card wedged, and Slurm's jobs
+		# pass no gate of queued's: gate the cards now, the site probe
+		# included, while the hold still keeps queued's jobs off them.
+		# An unfit card holds queued's jobs and queued recovers it; the
+		# next Prolog on it fails if it does not recover.
+		local wait
+		wait=$(duration_seconds "$TT_SLURM_FIT_WAIT") || wait=600
+		tt_timeout=$((wait + TT_SLURM_TIMEOUT))
+		if tt_cli gate --device "$cards"; then
+			tt_log "gate after the failed job (exit $code): card(s) $cards fit"
+		elif (($? == 3)); then
+			tt_log "gate after the failed job (exit $code): ${tt_err:-a card is unfit}; its queued jobs wait and queued recovers it"
+		else
+			tt_log "error: gate after the failed job (exit $code) not run: ${tt_err:-no answer}"
+		fi
+		tt_timeout=
+	fi
 	if [[ $want == yes && -n $cards && $state != queued ]]; then
 		# Queued before the release, so the reset runs as soon as the
 		# hold ends, ahead of the jobs that waited behind it; without

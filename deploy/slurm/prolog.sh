@@ -5,13 +5,21 @@
 # wait for the hold to become active (a queued job may still be running on
 # a card): the TaskProlog waits, per task, within a bound.
 #
-# slurmd runs it as root. It always exits 0: a failing Prolog drains the
-# node and requeues the job, which a busy queue or a stopped queued does
-# not deserve. When it cannot take the hold it says why in the job's
-# marker, and the TaskProlog fails the job with that message instead.
+# Before the hold it gates the cards (tt-device-queue gate --wait): a card
+# that is still unfit after TT_SLURM_FIT_WAIT (its recovery included), or
+# dead, fails the Prolog, so Slurm drains the node and requeues the job on
+# another: the one failure that is the node's. Otherwise it exits 0: a
+# failing Prolog drains the node and requeues the job, which a busy queue,
+# a stopped queued or a job's own text does not deserve. When it cannot
+# take the hold it says why in the job's marker, and the TaskProlog fails
+# the job with that message instead.
+#
+# slurmd runs it as root.
 set -u
-# Whatever goes wrong, even a bug that stops the script, it exits 0.
-trap 'exit 0' EXIT
+# Whatever goes wrong, even a bug that stops the script, it exits 0; only
+# an unfit card sets tt_exit.
+tt_exit=0
+trap 'exit $tt_exit' EXIT
 tt_script=prolog
 # shellcheck source-path=SCRIPTDIR source=tt-slurm.sh
 . "${BASH_SOURCE[0]%/*}/tt-slurm.sh" || exit 0
@@ -61,6 +69,31 @@ allocated_cards() {
 	printf '%s\n' "$tt_out"
 }
 
+# gate_cards gates the job's cards, waiting up to TT_SLURM_FIT_WAIT for an
+# unfit or recovering one to pass. A card still unfit then, or dead (the
+# gate's exit 3, and only that), fails the Prolog: the node is drained and
+# the job requeued. A gate that could not be run (queued unreachable, no
+# answer in time, an older queued) proves nothing about the cards: logged,
+# and the hold is taken as before (holds pass queued's own gate anyway).
+gate_cards() {
+	local cards=$1 wait rc=0
+	[[ $TT_SLURM_FIT_WAIT == off ]] && return 0
+	wait=$(duration_seconds "$TT_SLURM_FIT_WAIT") || wait=600
+	tt_timeout=$((wait + TT_SLURM_TIMEOUT))
+	tt_cli gate --device "$cards" --wait "$wait" || rc=$?
+	tt_timeout=
+	((rc == 0)) && return 0
+	if ((rc == 3)); then
+		local why="tt card(s) $cards not fit for this job: ${tt_err:-exit 3}"
+		tt_log "error: $why; failing the Prolog: Slurm drains the node and requeues the job"
+		printf 'tt-device-queue (Prolog): %s\n' "$why" >&2
+		record "error=$why" || true
+		tt_exit=1
+		exit 1
+	fi
+	tt_log "error: cannot gate card(s) $cards: ${tt_err:-exit $rc}; taking the hold all the same"
+}
+
 main() {
 	local settings=ok
 	tt_load || settings=bad
@@ -80,6 +113,7 @@ main() {
 		record "cards=" || true
 		exit 0
 	fi
+	gate_cards "$cards"
 	args=(hold --device "$cards" --slurm-job "$SLURM_JOB_ID" --json
 		--reason "slurm job $SLURM_JOB_ID (${SLURM_JOB_USER:-uid ${SLURM_JOB_UID:-?}})")
 	[[ -n $TT_SLURM_HOLD_EXPIRES ]] && args+=(--expires "$TT_SLURM_HOLD_EXPIRES")

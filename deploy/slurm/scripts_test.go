@@ -236,8 +236,8 @@ func TestProlog_TakesAHoldOnTheJobsCards(t *testing.T) {
 			if r.code != 0 {
 				t.Fatalf("prolog: %v", r)
 			}
-			want := "hold --device " + tc.cards + " --slurm-job 42 --json --reason slurm job 42 (alice)"
-			if got := h.cliCalls(); len(got) != 1 || got[0] != want {
+			want := "gate --device " + tc.cards + " --wait 600|hold --device " + tc.cards + " --slurm-job 42 --json --reason slurm job 42 (alice)"
+			if got := strings.Join(h.cliCalls(), "|"); got != want {
 				t.Errorf("tt-device-queue calls %q, want %q", got, want)
 			}
 			if m := h.marker("42"); m != "hold="+holdID+"\ncards="+tc.cards+"\n" {
@@ -433,6 +433,9 @@ func TestEpilog(t *testing.T) {
 			h.answer(t, "tt-device-queue", "release", 0, "", "released hold "+holdID+"\n")
 			r := h.run(t, "epilog.sh", epilogEnv("42", tc.exit2, tc.more...)...)
 			want := []string{"hold-status " + holdID + " --json"}
+			if tc.state == "active" && (tc.exit2 != "0:0" || tc.more != nil) {
+				want = append(want, "gate --device 1,3") // a failed job's cards are gated (fitness_test.go)
+			}
 			if tc.reset {
 				want = append(want, resets...)
 			}

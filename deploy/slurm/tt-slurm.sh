@@ -15,6 +15,7 @@ TT_SLURM_LOG=/var/log/tt-device-queue-slurm.log
 TT_SLURM_RESET=never
 TT_SLURM_HOLD_WAIT=10m
 TT_SLURM_HOLD_EXPIRES=
+TT_SLURM_FIT_WAIT=10m
 TT_SLURM_TIMEOUT=10
 TT_SLURM_SYSFS=/sys
 TT_SLURM_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
@@ -62,6 +63,11 @@ tt_load() {
 	fi
 	if [[ -n $TT_SLURM_HOLD_EXPIRES ]] && ! duration_seconds "$TT_SLURM_HOLD_EXPIRES" >/dev/null; then
 		tt_log "error: TT_SLURM_HOLD_EXPIRES=$TT_SLURM_HOLD_EXPIRES in $tt_slurm_env: want empty (the job's end releases it) or a duration such as 7200, 2h or 1h30m"
+		ok=1
+	fi
+	if [[ $TT_SLURM_FIT_WAIT != off ]] && ! duration_seconds "$TT_SLURM_FIT_WAIT" >/dev/null; then
+		tt_log "error: TT_SLURM_FIT_WAIT=$TT_SLURM_FIT_WAIT in $tt_slurm_env: want off, or a duration such as 600, 10m or 1h30m"
+		TT_SLURM_FIT_WAIT=10m
 		ok=1
 	fi
 	if [[ ! $TT_SLURM_TIMEOUT =~ ^[1-9][0-9]*$ ]]; then

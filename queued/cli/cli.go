@@ -59,6 +59,7 @@ type CLI struct {
 	Resubmit    ResubmitCmd    `cmd:"" help:"Queue a new job with another job's program, directory, environment, timeout and repeat."`
 	Reset       ResetCmd       `cmd:"" help:"Schedule a card reset: one card, the card of a job, or every card."`
 	Hold        HoldCmd        `cmd:"" help:"Take cards in their turn and keep them, running nothing, until released (Slurm, maintenance)."`
+	Gate        GateCmd        `cmd:"" help:"Run the fitness gate on cards now (the site probe included) and say whether each is fit (exit 0) or not (exit 3)."`
 	Release     ReleaseCmd     `cmd:"" help:"End a hold, or every hold taken for a Slurm job."`
 	HoldStatus  HoldStatusCmd  `cmd:"" name:"hold-status" help:"Show a hold, or the hold of a Slurm job; --wait waits until it holds its cards."`
 	Completion  CompletionCmd  `cmd:"" help:"Print a shell completion script."`

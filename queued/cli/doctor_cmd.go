@@ -30,6 +30,10 @@ func (d *DoctorCmd) Run(a *App) error {
 	if v, ok := lookup("TT_DEVICE_DRIVER_PATH"); ok && strings.TrimSpace(v) != "" {
 		h.DriverPath = cfg.DriverPath // else the one under --root
 	}
+	if v, ok := lookup("TT_DEVICE_SYSFS_PATH"); ok && strings.TrimSpace(v) != "" {
+		h.SysfsPath = cfg.SysfsPath // else the one under --root
+	}
+	h.Fitness = doctor.FitnessOf(cfg)
 	if cfg.Devices != nil {
 		h.Cards, h.CardsFrom = cfg.Devices, "TT_DEVICE_IDS"
 	}

@@ -71,9 +71,10 @@ func TestDoctorOnHealthyHostWithDaemon(t *testing.T) {
 		!strings.Contains(res.stdout, " answers at unix://"+filepath.Join(d.state, api.SocketFile)+",") {
 		t.Fatalf("doctor on a healthy host:\n%s", res)
 	}
-	res = runDoctor(t, env, "--json", "doctor", "--root", r.Dir)
+	// The gate's settings come from queued's settings, as queued reads them.
+	res = runDoctor(t, append(env, "TT_DEVICE_GATE_CMD=tt-smi -s {device}", "TT_DEVICE_GATE_TIMEOUT=45"), "--json", "doctor", "--root", r.Dir)
 	checks := decodeChecks(t, res)
-	if res.code != 0 || len(checks) != 15 {
+	if res.code != 0 || len(checks) != 17 {
 		t.Fatalf("doctor --json: %d checks\n%s", len(checks), res)
 	}
 	for name, c := range checks {
@@ -82,6 +83,12 @@ func TestDoctorOnHealthyHostWithDaemon(t *testing.T) {
 		if c.Status != doctor.OK && !((name == "disk" || name == "job-tracking") && c.Status == doctor.Warn) {
 			t.Errorf("%s = %+v, want ok", name, c)
 		}
+	}
+	if c := checks["gate"]; !strings.Contains(c.Detail, "site probe `tt-smi -s {device}` within 45s") {
+		t.Errorf("gate does not show TT_DEVICE_GATE_CMD: %+v", c)
+	}
+	if c := checks["card-fitness"]; !strings.Contains(c.Detail, "card 1: node, sysfs entry, heartbeat moving") {
+		t.Errorf("card-fitness: %+v", c)
 	}
 	if c := checks["device-nodes"]; !strings.Contains(c.Detail, "cards 0, 1 (from queued)") {
 		t.Errorf("device-nodes does not name queued's cards: %+v", c)

@@ -86,6 +86,12 @@ type Host struct {
 
 	// UnitDir is the systemd user unit directory (~/.config/systemd/user).
 	UnitDir string
+
+	// SysfsPath is where sysfs is mounted (TT_DEVICE_SYSFS_PATH), and
+	// Fitness queued's gate and recovery settings (DefaultFitness until
+	// the caller fills them).
+	SysfsPath string
+	Fitness   Fitness
 }
 
 // Default is the real host's paths under root ("/" or where the host's
@@ -100,6 +106,8 @@ func Default(root string) Host {
 		InitPIDNS:      p("/proc/1/ns/pid"),
 		SelfPIDNS:      p("/proc/self/ns/pid"),
 		SelfStatus:     p("/proc/self/status"),
+		SysfsPath:      p("/sys"),
+		Fitness:        DefaultFitness(),
 		CommandTimeout: 20 * time.Second,
 		MinFree:        100 << 20,
 		WarnFree:       1 << 30,
@@ -180,6 +188,8 @@ var checks = []check{
 	{name: "queued", run: func(_ context.Context, r *run) Check { return checkQueued(r.h, r.status, r.statusErr) }},
 	{name: "job-tracking", run: func(_ context.Context, r *run) Check { return checkJobTracking(r.status) }},
 	{name: "cards", run: func(_ context.Context, r *run) Check { return checkCards(r.status, r.umd, r.h.DevDir) }},
+	{name: "gate", run: func(_ context.Context, r *run) Check { return checkGate(r.h) }},
+	{name: "card-fitness", run: func(_ context.Context, r *run) Check { return checkCardFitness(r.h, r.status) }},
 	{name: "token", run: func(_ context.Context, r *run) Check { return checkToken(r.h) },
 		skip: map[api.Mode]string{api.SystemMode: "no token is used on the system socket: the kernel tells queued who you are"}},
 	{name: "store", run: func(_ context.Context, r *run) Check { return checkStore(r.h) },

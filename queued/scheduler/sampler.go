@@ -147,9 +147,15 @@ func (s *sampler) loop() {
 			s.readLocked(time.Now())
 		}
 		verdict := s.verdictLocked()
+		// One heartbeat read since start or a reset proves nothing yet:
+		// "fit" waits for the read that judges it, so a reset that left
+		// the heartbeat stalled never shows the card fit in between.
+		unjudged := verdict == "" && s.hbOK && !s.judged
 		retry := s.probeFail != "" && time.Since(s.probeAt) >= f.probeRetry()
 		s.mu.Unlock()
-		f.publish(s.card, verdict)
+		if !unjudged {
+			f.publish(s.card, verdict)
+		}
 		if retry {
 			f.core.cards[s.card].wakeup() // its worker's gate runs the probe again
 		}

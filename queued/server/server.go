@@ -105,6 +105,7 @@ type Server struct {
 	submissions *submissions
 	resets      *resets
 	holds       *holds
+	gates       *gates
 	page        *statusPage
 	login       *pageLogin
 	// active counts requests being handled and last is when one last
@@ -169,6 +170,7 @@ func NewServer(cfg Config) (*Server, error) {
 		submissions: &submissions{base: b, maxTimeout: cfg.MaxTimeout, cwd: &cwdProber{}},
 		resets:      &resets{base: b},
 		holds:       &holds{base: b, maxTimeout: cfg.MaxTimeout},
+		gates:       &gates{base: b},
 		page:        &statusPage{base: b, views: views, slots: sl, streams: st, conns: cs, version: cfg.Version},
 		login:       login,
 	}
@@ -186,6 +188,7 @@ func NewServer(cfg Config) (*Server, error) {
 	m.HandleFunc("/reset", only(http.MethodPost, s.resets.handleReset))
 	m.HandleFunc("/hold", only(http.MethodPost, s.holds.handleHold))
 	m.HandleFunc("/release", only(http.MethodPost, s.holds.handleRelease))
+	m.HandleFunc(api.GatePath, only(http.MethodPost, s.gates.handleGate))
 	m.HandleFunc("/changes", only(http.MethodGet, s.page.handleChanges))
 	m.HandleFunc(api.PageCodePath, only(http.MethodPost, s.login.handleCode))
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

@@ -426,6 +426,8 @@ func TestSlurm(t *testing.T) {
 
 	t.Run("HostileJobText", func(t *testing.T) { hostileJobText(t, c, alice) })
 
+	t.Run("UnfitCardDrainsTheNode", func(t *testing.T) { unfitCardDrainsTheNode(t, c, alice) })
+
 	// otelcol-tt labels the Slurm job's process on its card with its
 	// Slurm job id, read from the job's cgroup, which slurmd made.
 	t.Run("TTProcessCarriesSlurmJob", func(t *testing.T) {

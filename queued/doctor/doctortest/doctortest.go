@@ -1,6 +1,7 @@
 // Package doctortest lays out a fake host for tests of doctor and of the
 // smoke test: a root tree with the KMD's procfs and sysfs files, device
-// nodes (regular files), a mount table, PID namespace links, fake tt-smi
+// nodes (regular files), the driver's sysfs entries with a firmware
+// heartbeat that moves, a mount table, PID namespace links, fake tt-smi
 // and python3 programs, and a home with queued's user unit. Every part
 // starts healthy; tests break the part they are about.
 package doctortest
@@ -10,7 +11,9 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/ttkit/ttkit/internal/kmdtest"
 )
@@ -24,7 +27,13 @@ type Root struct {
 	// Bin holds the fake tt-smi and python3; Home is the user's home,
 	// with ~/tenstorrent/.venv/bin linking to Bin.
 	Bin, Home string
-	tb        testing.TB
+	// Sysfs is the driver's sysfs tree at Dir/sys; each card's
+	// tt_heartbeat moves until StopBeat.
+	Sysfs *kmdtest.Sysfs
+	tb    testing.TB
+
+	mu      sync.Mutex
+	stopped map[int]bool // cards whose heartbeat StopBeat stopped
 }
 
 // New lays out a healthy host with cards 0..cards-1 under dir.
@@ -36,6 +45,8 @@ func New(tb testing.TB, dir string, cards int) *Root {
 		r.KMD.SetPids(n)
 		r.Write("/dev/tenstorrent/"+strconv.Itoa(n), "", 0o666)
 	}
+	r.Sysfs = kmdtest.BusySysfs(tb, dir, cards)
+	r.beat(cards)
 	r.SetKMDVersion("2.8.0")
 	r.SetMounts("rw,nosuid,nodev,noexec,relatime")
 	r.SetPIDNamespaces("pid:[4026531836]", "pid:[4026531836]")
@@ -57,6 +68,44 @@ func New(tb testing.TB, dir string, cards int) *Root {
 		tb.Fatal(err)
 	}
 	return r
+}
+
+// beat moves the tt_heartbeat of cards 0..cards-1 every 50 ms, as a live
+// firmware does, until the test ends; StopBeat stops one card's.
+func (r *Root) beat(cards int) {
+	r.stopped = map[int]bool{}
+	done, ended := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(ended)
+		for v := 2000; ; v++ {
+			select {
+			case <-done:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			r.mu.Lock()
+			for n := range cards {
+				if !r.stopped[n] {
+					// Renamed into place, so a read never sees it
+					// empty, as sysfs never shows it; a card the
+					// test removed stops beating.
+					path := filepath.Join(r.Sysfs.CardDir(n), "tt_heartbeat")
+					if os.WriteFile(path+".new", []byte(strconv.Itoa(v)+"\n"), 0o644) == nil {
+						_ = os.Rename(path+".new", path)
+					}
+				}
+			}
+			r.mu.Unlock()
+		}
+	}()
+	r.tb.Cleanup(func() { close(done); <-ended })
+}
+
+// StopBeat stops card n's heartbeat where it stands: a hung firmware.
+func (r *Root) StopBeat(n int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.stopped[n] = true
 }
 
 // Path is p (absolute on the fake host) on the real file system.

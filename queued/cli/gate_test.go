@@ -1,0 +1,120 @@
+package cli_test
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ttkit/ttkit/internal/kmdtest"
+	"github.com/ttkit/ttkit/queued/api"
+)
+
+// beatCard keeps card n's tt_heartbeat moving until the test ends; the
+// other cards of sysfs stand still.
+func beatCard(t *testing.T, sysfs *kmdtest.Sysfs, n int) {
+	t.Helper()
+	path := filepath.Join(sysfs.CardDir(n), "tt_heartbeat")
+	done, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		for v := 1; ; v++ {
+			select {
+			case <-done:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			_ = os.WriteFile(path, []byte(strconv.Itoa(v)+"\n"), 0o644)
+		}
+	}()
+	t.Cleanup(func() { close(done); <-stopped })
+}
+
+// `gate` runs the gate now, the site probe included, and says whether each
+// card is fit (exit 0) or not (exit 3, the card and the reason named);
+// `--wait` waits for an unfit card until it passes, turns dead or the wait
+// runs out; an unfit card found so is recovered by queued by itself. The
+// Slurm Prolog and Epilog are built on it (docs/slurm.md).
+func TestGate_SaysWhetherEachCardIsFit(t *testing.T) {
+	t.Parallel()
+	sysfs := kmdtest.BusySysfs(t, t.TempDir(), 2)
+	beatCard(t, sysfs, 0)
+	dir := t.TempDir()
+	probe := filepath.Join(dir, "probe.sh")
+	health := filepath.Join(dir, "health.sh")
+	for path, body := range map[string]string{
+		probe:  "#!/bin/sh\nif [ -e " + dir + "/probe-fail-$1 ]; then echo \"ethernet down on $1\"; exit 1; fi\n",
+		health: "#!/bin/sh\n[ ! -e " + dir + "/health-fail-$1 ]\n",
+	} {
+		if err := os.WriteFile(path, []byte(body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := startDaemon(t, "TT_DEVICE_SYSFS_PATH="+sysfs.Root, "TT_DEVICE_GATE_INTERVAL=1",
+		"TT_DEVICE_GATE_CMD="+probe+" {device}", "TT_DEVICE_HEALTH_CHECK_CMD="+health+" {device}")
+	// Unfit, and its first automatic reset over (it passes its health
+	// check and leaves the heartbeat stalled): the card stays unfit for
+	// the cooldown (5 min), so the gate's answers below hold still.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var st api.Status
+		decode(t, d.run("--json", "status"), &st)
+		if c := st.Cards[1]; c.State == "unfit" && c.LastReset != nil && c.Reset == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("card 1 never unfit: %+v", st.Cards[1])
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	d.run("gate", "--device", "0").want(t, 0, []string{"card 0: fit"}, nil)
+	d.run("gate", "--device", "1").want(t, 3, nil, []string{"card 1 is unfit: heartbeat stalled since"})
+	var res api.GateResponse
+	r := d.run("--json", "gate", "--device", "0,1")
+	if r.code != 3 {
+		t.Fatalf("--json gate of a fit and an unfit card: %v", r)
+	}
+	decode(t, result{stdout: r.stdout}, &res)
+	if len(res.Cards) != 2 || res.Cards[0].DeviceID != "0" || res.Cards[0].State != "healthy" || !res.Cards[0].Fit ||
+		res.Cards[1].State != "unfit" || res.Cards[1].Fit || !strings.HasPrefix(res.Cards[1].Reason, "heartbeat stalled since") {
+		t.Fatalf("--json gate = %+v", res)
+	}
+	// Its reset passes (the health check does) and leaves the heartbeat
+	// stalled: still unfit once the wait runs out.
+	d.run("gate", "--device", "1", "--wait", "2s").want(t, 3, nil, []string{"card 1 is still unfit after 2s: heartbeat stalled since"})
+
+	// The site probe runs in the gate: failing, the card is unfit with
+	// its last line, and queued recovers the card by itself.
+	if err := os.WriteFile(filepath.Join(dir, "probe-fail-0"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d.run("gate", "--device", "0").want(t, 3, nil, []string{"card 0 is unfit: gate command exited 1: ethernet down on 0"})
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		var st api.Status
+		decode(t, d.run("--json", "status"), &st)
+		if lr := st.Cards[0].LastReset; lr != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no recovery of card 0: %+v", st.Cards[0])
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := os.Remove(filepath.Join(dir, "probe-fail-0")); err != nil {
+		t.Fatal(err)
+	}
+	d.run("gate", "--device", "0", "--wait", "60s").want(t, 0, []string{"card 0: fit"}, nil)
+
+	// A card that fails recovery is dead: the wait ends at once.
+	if err := os.WriteFile(filepath.Join(dir, "health-fail-1"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d.run("reset", "--device", "1").want(t, 0, nil, nil)
+	d.run("gate", "--device", "1", "--wait", "120s").want(t, 3, nil, []string{"card 1 is dead: "})
+
+	d.run("gate", "--device", "7").want(t, 1, nil, []string{"no card 7"})
+	d.run("gate").want(t, 2, nil, []string{"--device"})
+}
