@@ -1,11 +1,15 @@
 package scheduler
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/ttkit/ttkit/queued/store"
 )
@@ -212,4 +216,34 @@ func TestLadder_AutomaticLaddersPerHourAreBounded(t *testing.T) {
 	// A user's reset is not bounded, and takes the same ladder.
 	b.waitDone(b.reset(ResetRequest{Card: cardPtr(1)})[0].JobID)
 	waitCard(b, 1, "healthy after the user's reset", func(c CardStatus) bool { return c.State == Healthy })
+}
+
+// tt_device_queue.card.recoveries counts each rung climbed by rung and
+// outcome: the reset that exited 0 and left the heartbeat stalled is
+// unverified, the deep reset that brought the card back recovered.
+func TestMetrics_RecoveriesByRungAndOutcome(t *testing.T) {
+	t.Parallel()
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { mp.Shutdown(context.Background()) })
+	b, ctl, cards := setupLadder(t, 0, func(o *Options) { o.MeterProvider = mp })
+	ctl.flag("deep-revives", true)
+	cards.beat(1, false)
+	poll(t, "the ladder", func() bool { return len(ctl.calls()) >= 4 })
+	waitCard(b, 1, "healthy", func(c CardStatus) bool { return c.State == Healthy && c.LastReset != nil })
+	r := collect(t, reader)
+	sum, ok := r[MetricRecoveries].(metricdata.Sum[int64])
+	if !ok {
+		t.Fatalf("%s is %T", MetricRecoveries, r[MetricRecoveries])
+	}
+	got := map[string]int64{}
+	for _, p := range sum.DataPoints {
+		c, _ := p.Attributes.Value("card")
+		rung, _ := p.Attributes.Value("rung")
+		out, _ := p.Attributes.Value("outcome")
+		got[c.Emit()+"/"+rung.AsString()+"/"+out.AsString()] += p.Value
+	}
+	if len(got) != 2 || got["1/reset/unverified"] != 1 || got["1/deep_reset/recovered"] != 1 {
+		t.Fatalf("%s = %v", MetricRecoveries, got)
+	}
 }
