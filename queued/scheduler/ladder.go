@@ -195,8 +195,11 @@ func (f *fitness) verify(card int, stop <-chan struct{}) (why string, stopped bo
 	s.mu.Lock()
 	s.judged, s.hbOK = false, false
 	s.readLocked(time.Now())
+	why = s.verdict
+	// Without a heartbeat to judge, one read decides.
+	done := why == "" && !s.hbOK
 	s.mu.Unlock()
-	for {
+	for !done {
 		t := time.NewTimer(heartbeatGap)
 		select {
 		case <-stop:
@@ -209,14 +212,14 @@ func (f *fitness) verify(card int, stop <-chan struct{}) (why string, stopped bo
 		why = s.verdict
 		judged := s.judged
 		s.mu.Unlock()
-		if why == "" && judged {
-			break
-		}
-		if time.Now().After(deadline) {
+		switch {
+		case why == "" && judged:
+			done = true
+		case time.Now().After(deadline):
 			if why == "" {
 				why = "heartbeat not judged within " + f.verifyWindow().String()
 			}
-			break
+			done = true
 		}
 	}
 	if why == "" && f.core.opt.GateCmd != "" {
