@@ -121,6 +121,16 @@ type CardStatus struct {
 	// DeadReason and DeadSince are set while State is dead.
 	DeadReason string     `json:"dead_reason,omitempty"`
 	DeadSince  *time.Time `json:"dead_since,omitempty"`
+	// Rung is the rung of the recovery ladder running on the card, with
+	// its place on the ladder, such as "deep reset (2/3)"; empty when none
+	// runs. Each rung is verified by the health check and the gate.
+	Rung string `json:"rung,omitempty"`
+	// Recovery says why the card's recovery does not go on: its reset
+	// waits for someone else's process holding the card ("recovery
+	// waiting: card 1 held by pid 4242 (alice: python3 train.py)"), or
+	// queued's automatic ladders of the unfit card reached their bound
+	// per hour; empty otherwise.
+	Recovery string `json:"recovery,omitempty"`
 
 	// Foreign lists processes holding the card's device that are not jobs
 	// of this queue, from the KMD's view at most about a second old.

@@ -153,7 +153,9 @@ type ResetRequest struct {
 	// clients, which may send it.
 	ClientID string `json:"client_id,omitempty"`
 	// Force lets the reset interrupt a hold on the card instead of waiting
-	// for its release; admins only.
+	// for its release, and run under another user's process holding the
+	// card instead of waiting for it to go (the reset's log names who
+	// forced it); admins only (403 otherwise).
 	Force bool `json:"force,omitempty"`
 }
 

@@ -28,7 +28,7 @@ func TestDemo(t *testing.T) {
 	for _, want := range []string{
 		"step 3 on card 0", "the answer is 42", "(tt-device-queue exited 3)",
 		"imported: helper.py, beside the script", "shell env", "VIRTUAL_ENV=",
-		"card 1 recovered: health check passed", "interrupted by a reset of card 1",
+		"card 1 recovered by the reset (rung 1/1): health check and gate passed", "interrupted by a reset of card 1",
 		"CARD  STATE", "held outside the queue by pid", "$ tt-device-queue web", "/#token=",
 		`friendly_name="train_model"`, `friendly_name="eval_model"`, `friendly_name="rogue_benchmark"`,
 		"== Done ==",

@@ -39,7 +39,10 @@ func TestStatus_UnfitCardHoldsItsJob(t *testing.T) {
 		}
 	}()
 	t.Cleanup(func() { close(done); <-stopped })
-	d := startDaemon(t, "TT_DEVICE_SYSFS_PATH="+sysfs.Root, "TT_DEVICE_GATE_INTERVAL=1")
+	// No automatic recovery: its ladder would find the heartbeat still
+	// stalled and make the card dead (see TestReset_LadderRecordsEveryRung);
+	// this test is about the hold.
+	d := startDaemon(t, "TT_DEVICE_SYSFS_PATH="+sysfs.Root, "TT_DEVICE_GATE_INTERVAL=1", "TT_DEVICE_RECOVERY_COOLDOWN=0")
 	var st api.Status
 	deadline := time.Now().Add(20 * time.Second)
 	for {

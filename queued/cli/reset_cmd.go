@@ -15,7 +15,7 @@ import (
 // queue and can interrupt the card's running job; duplicates coalesce.
 type ResetCmd struct {
 	Device      string `short:"d" placeholder:"N" help:"Reset only this card (or these cards: 0,1 or 0-3)."`
-	Force       bool   `help:"Do not wait for a hold on the card (admins): the reset ends it."`
+	Force       bool   `help:"Do not wait for a hold on the card, nor for another user's process holding it (admins): the reset ends the hold and runs under the process, and its log says who forced it."`
 	NoInterrupt bool   `help:"Let the card's running job finish first instead of stopping it."`
 	Yes         bool   `short:"y" help:"Reset every card without asking, even on a terminal."`
 	JobID       string `arg:"" optional:"" name:"job-id" placeholder:"JOB_ID" help:"Reset the card this job ran on, unless it has been reset since."`

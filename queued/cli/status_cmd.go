@@ -237,6 +237,12 @@ func cardNotes(c api.CardStatus, now time.Time) []string {
 	if r := c.Reset; r != nil {
 		out = append(out, fmt.Sprintf("%sreset %s %s for %s", card, r.JobID, r.State, fmtDuration(now.Sub(r.At))))
 	}
+	if c.Rung != "" {
+		out = append(out, card+"recovery ladder on the "+termText(c.Rung)+"; each rung is verified by the health check and the gate")
+	}
+	if c.Recovery != "" {
+		out = append(out, card+termText(c.Recovery))
+	}
 	if r := c.LastReset; r != nil && r.Detail != "" && c.State != "dead" {
 		out = append(out, fmt.Sprintf("%slast reset %s %s: %s", card, shortID(r.JobID), r.Result, r.Detail))
 	}

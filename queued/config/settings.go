@@ -325,6 +325,9 @@ func (s Setting) checkString(v string) error {
 		return checkSocket(v)
 	case "account":
 		return checkAccount(v)
+	case "rungs":
+		_, err := ParseRecoveryCmds(v)
+		return err
 	}
 	if set, ok := strings.CutPrefix(s.mustBe, "oneof="); ok {
 		if slices.Contains(strings.Split(set, "|"), v) {

@@ -76,6 +76,14 @@ const (
 	// minutes between automatic ones keeps a card that never comes back
 	// from being reset back to back, yet retries it a dozen times an hour.
 	RecoveryCooldownSeconds = 300
+	// RecoveryMaxPerHour (TT_DEVICE_RECOVERY_MAX_PER_HOUR) bounds the
+	// automatic recovery ladders of one card in any hour. An exhausted
+	// ladder makes the card dead, so more ladders come only when one
+	// succeeded and the card turned unfit again: a card that flaps three
+	// times an hour is broken in a way a reset does not mend, and every
+	// ladder holds its queue and may cost minutes (a deep reset, a power
+	// cycle); three still rides out the odd wedge of a busy hour.
+	RecoveryMaxPerHour = 3
 )
 
 // PerUserShare is the share of a total limit each user may take on a
@@ -128,4 +136,5 @@ var Vars = map[string]any{
 	"GateIntervalSeconds":       GateIntervalSeconds,
 	"GateTimeoutSeconds":        GateTimeoutSeconds,
 	"RecoveryCooldownSeconds":   RecoveryCooldownSeconds,
+	"RecoveryMaxPerHour":        RecoveryMaxPerHour,
 }

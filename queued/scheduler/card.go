@@ -43,6 +43,9 @@ type card struct {
 	identErr   string           // why ident could not be read, if it could not
 	unfit      string           // why the gate holds the card's jobs; "" when it is fit (see fitness.go)
 	unfitSince time.Time        // since when it is unfit; read only while unfit is set
+	rung       string           // the rung of the recovery ladder running, "" when none (see ladder.go)
+	heldBy     string           // why the running recovery waits for someone else's process (see foreignwait.go)
+	autoPaused string           // why queued asks for no more automatic recovery of the unfit card this hour
 	rev        uint64           // changes to the card record in memory
 	savedRev   uint64           // the revision last made durable
 	wake       chan struct{}    // capacity 1: something changed, look again
@@ -122,6 +125,19 @@ func (c *card) shownState() CardState {
 		return Unfit
 	}
 	return c.state
+}
+
+// recoveryNote is why the card's recovery does not go on, for status:
+// its reset waits for someone else's process, or, while the card is
+// unfit, its automatic ladders are paused by their bound per hour.
+func (c *card) recoveryNote() string {
+	switch {
+	case c.heldBy != "":
+		return c.heldBy
+	case c.unfit != "" && c.reset == nil && c.dead == nil:
+		return c.autoPaused
+	}
+	return ""
 }
 
 // idleState is the card's state when no reset runs on it.

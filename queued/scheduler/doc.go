@@ -15,7 +15,11 @@
 //   - dispatcher (worker.go): each card's worker, start and end commits;
 //   - launcher (launch.go): how a job or a reset runs, as whom, with what;
 //   - resetDesk (reset.go): reset requests, coalesced, interrupting;
-//   - resetRunner (resetrun.go): a reset's commands; a card marked dead;
+//   - resetRunner (resetrun.go): a reset settled; a card marked dead;
+//   - the recovery ladder (ladder.go): a reset's rungs, each verified by
+//     the health check and the gate, and the bound on automatic ladders;
+//   - foreignWait (foreignwait.go): a reset waits for someone else's
+//     process holding its card;
 //   - restart (restart.go): the queues rebuilt from the store at start;
 //   - retention (retention.go): old finished jobs deleted;
 //   - outputBudget (outputbudget.go): output files within their budget;

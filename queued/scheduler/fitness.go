@@ -170,9 +170,13 @@ func (f *fitness) recover(sm *sampler) {
 	if !want || !sm.lastAuto.IsZero() && time.Since(sm.lastAuto) < s.opt.RecoveryCooldown {
 		return
 	}
+	if !f.withinHourlyBound(sm) {
+		return
+	}
 	sm.lastAuto = time.Now()
+	sm.autoLadders = append(sm.autoLadders, sm.lastAuto)
 	card := sm.card
-	out, err := (resetDesk{s}).request(ResetRequest{Card: &card, NoInterrupt: true, Owner: AutoRecoveryOwner})
+	out, err := (resetDesk{s}).request(ResetRequest{Card: &card, NoInterrupt: true, Owner: AutoRecoveryOwner, Automatic: true})
 	if err != nil {
 		s.log.Error("cannot queue the recovery of an unfit card", "card", card, "reason", why, "err", err)
 		return

@@ -269,9 +269,9 @@ func TestFitness_RestartGatesEveryCard(t *testing.T) {
 }
 
 // A card that turns unfit gets its reset from queued itself, recorded as
-// queued's, and not repeated within the cooldown; a reset whose command
-// exits 0 but leaves the heartbeat stalled (tt-smi's lie) leaves the
-// card unfit.
+// queued's; a reset whose command exits 0 but leaves the heartbeat
+// stalled (tt-smi's lie) is not recovery: with no other rung the ladder
+// is exhausted and the card dead, and queued does not reset it again.
 func TestFitness_UnfitCardIsResetByQueued(t *testing.T) {
 	t.Parallel()
 	cards := newFakeCards(t, 0, 1)
@@ -284,21 +284,24 @@ func TestFitness_UnfitCardIsResetByQueued(t *testing.T) {
 	cards.beat(1, false)
 	poll(t, "queued's reset of card 1", func() bool { return len(ctl.calls()) >= 2 })
 	ctl.wantCalls("reset 1 --no_reinit", "health 1")
-	c1 := waitCard(b, 1, "unfit after a reset that left its heartbeat stalled", func(c CardStatus) bool {
-		return c.State == Unfit && c.LastReset != nil && c.Reset == nil
+	// The reset exited 0 and left the heartbeat stalled: not recovered,
+	// and with no further rung the card is dead (see ladder_test.go).
+	c1 := waitCard(b, 1, "dead after a reset that left its heartbeat stalled", func(c CardStatus) bool {
+		return c.State == Dead && c.LastReset != nil && c.Reset == nil
 	})
-	if !strings.HasPrefix(c1.Reason, "heartbeat stalled") {
+	if !strings.Contains(c1.Reason, "gate: heartbeat stalled") {
 		t.Fatalf("reason %q", c1.Reason)
 	}
 	rec, err := b.s.Record(c1.LastReset.JobID)
 	if err != nil || rec.Owner != AutoRecoveryOwner {
 		t.Fatalf("the automatic reset's record: owner %q, %v", rec.Owner, err)
 	}
-	time.Sleep(300 * time.Millisecond) // six sample intervals: no second reset within the cooldown
+	time.Sleep(300 * time.Millisecond) // six sample intervals: a dead card is not reset by queued again
 	if got := ctl.calls(); len(got) != 2 {
-		t.Fatalf("calls within the cooldown: %v", got)
+		t.Fatalf("calls after the card died: %v", got)
 	}
 	cards.beat(1, true)
+	b.waitDone(b.reset(ResetRequest{Card: cardPtr(1)})[0].JobID)
 	waitCard(b, 1, "healthy", func(c CardStatus) bool { return c.State == Healthy })
 }
 

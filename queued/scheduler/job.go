@@ -38,6 +38,9 @@ type job struct {
 	// stopped once the reset is durable (the default; a request may let
 	// the running job finish instead).
 	interrupt bool
+	// ask, on a reset job, is who asked for it, for its wait for someone
+	// else's process holding the card (foreignwait.go); under core.mu.
+	ask *resetAsk
 
 	// iterStart is when the current iteration started (the job's start
 	// until its first process has started).

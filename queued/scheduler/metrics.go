@@ -102,6 +102,7 @@ type metrics struct {
 	persistFail metric.Int64Counter
 	crossCards  metric.Int64Counter
 	gate        metric.Float64Histogram
+	recoveries  metric.Int64Counter
 	reg         metric.Registration // the gauges' callback, nil until registered
 }
 
@@ -135,6 +136,10 @@ func newMetrics(mp metric.MeterProvider) (*metrics, error) {
 		metric.WithDescription("Time the fitness gate before a dispatch took, by result (pass or hold)."),
 		metric.WithExplicitBucketBoundaries(gateBuckets...)); err != nil {
 		return nil, wrap(MetricGate, err)
+	}
+	if m.recoveries, err = m.meter.Int64Counter(MetricRecoveries, metric.WithUnit("{rung}"),
+		metric.WithDescription("Rungs of recovery ladders climbed, by rung and outcome (recovered, unverified, failed).")); err != nil {
+		return nil, wrap(MetricRecoveries, err)
 	}
 	return m, nil
 }
@@ -338,4 +343,16 @@ func snapshot(s *core) ([]cardSnapshot, []ownJob, bool) {
 		out = append(out, cs)
 	}
 	return out, runningOf(s), s.persist.err != nil
+}
+
+// MetricRecoveries (counter, {rung}, attributes rung: reset, deep_reset,
+// site_1...; outcome: recovered, unverified, failed) counts the rungs of
+// recovery ladders climbed on the card: a rung whose command exited 0 but
+// whose health check or gate failed is unverified, not recovered.
+const MetricRecoveries = "tt_device_queue.card.recoveries"
+
+// rungEnded counts one rung climbed on card.
+func (m *metrics) rungEnded(card int, rung, outcome string) {
+	m.recoveries.Add(context.Background(), 1, metric.WithAttributeSet(attribute.NewSet(
+		attribute.Int("card", card), attribute.String("rung", rung), attribute.String("outcome", outcome))))
 }

@@ -39,9 +39,14 @@ type ResetRequest struct {
 	// block.
 	MayInterrupt func(running store.Job) bool
 	// Force lets the reset interrupt a hold on the card (which it waits
-	// for otherwise): an admin's decision, say for a card a Slurm job
-	// holds while it misbehaves.
+	// for otherwise), and run under a process of someone else holding the
+	// card (which it waits for otherwise: foreignwait.go): an admin's
+	// decision, say for a card a Slurm job holds while it misbehaves. The
+	// reset's log says who forced it.
 	Force bool
+	// Automatic marks queued's own recovery of an unfit card, asked by no
+	// one: it waits for every process outside the queue holding the card.
+	Automatic bool
 	// OwnerUID and Owner record who asked for the reset on its job.
 	OwnerUID *uint32
 	Owner    string
@@ -157,6 +162,7 @@ func (s resetDesk) request(req ResetRequest) ([]ResetOutcome, error) {
 	for i, c := range cards {
 		out[i].Card = c.id
 		if j := c.reset; j != nil {
+			askLocked(j, &req)
 			out[i].Coalesced = true
 			if !req.NoInterrupt {
 				j.interrupt = true
@@ -172,6 +178,7 @@ func (s resetDesk) request(req ResetRequest) ([]ResetOutcome, error) {
 			State: store.StateQueued, SubmittedAt: now, BootID: s.bootID, OwnerUID: req.OwnerUID, Owner: req.Owner,
 		}, false)
 		j.interrupt = !req.NoInterrupt
+		askLocked(j, &req)
 		s.nextSeq++
 		c.pushFront(j)
 		c.reset = j

@@ -162,7 +162,7 @@ func TestReset_PreemptsRunningJobOnItsCardOnly(t *testing.T) {
 	log := output(t, b, r.ID)
 	for _, want := range []string{
 		"== reset: " + ctl.script("reset") + " 0 --no_reinit\n", "reset output for card 0\n", "== reset: exit 0 after",
-		"== health check: " + ctl.script("health") + " 0\n", "health output for card 0\n", "== card 0 recovered: health check passed\n",
+		"== health check: " + ctl.script("health") + " 0\n", "health output for card 0\n", "== card 0 recovered by the reset (rung 1/1): health check and gate passed\n",
 	} {
 		if !strings.Contains(log, want) {
 			t.Fatalf("reset log lacks %q:\n%s", want, log)
@@ -341,7 +341,7 @@ func TestReset_FailedRecoveryKillsOnlyThatCardDurably(t *testing.T) {
 	r := b.waitDone(out[0].JobID)
 	ctl.wantCalls("reset 0 --no_reinit", "health 0", "deep 0", "health 0")
 	if r.Outcome != store.OutcomeFailure || *r.ExitCode != 1 ||
-		r.Error != "card 0 is dead: health check exited 1; after the deep reset, health check exited 1" {
+		r.Error != "card 0 is dead: every rung failed: reset exited 0, health check exited 1; deep reset exited 0, health check exited 1" {
 		t.Fatalf("reset record = %+v", r.Job)
 	}
 	if log := output(t, b, r.ID); !strings.Contains(log, "== deep reset: "+ctl.script("deep")+" 0\n") || !strings.Contains(log, "== card 0 is dead:") {
@@ -436,7 +436,7 @@ func TestReset_ControlCommandTimeout(t *testing.T) {
 	b, ctl := setupReset(t, func(o *Options) { o.Controls.HealthCheckTimeout = 100 * time.Millisecond })
 	ctl.flag("block-health", true)
 	r := b.waitDone(b.reset(ResetRequest{Card: cardPtr(1)})[0].JobID)
-	if *r.ExitCode != -9 || r.Error != "card 1 is dead: health check timed out after 100ms" {
+	if *r.ExitCode != -9 || r.Error != "card 1 is dead: reset exited 0, health check timed out after 100ms" {
 		t.Fatalf("reset = %+v", r.Job)
 	}
 }

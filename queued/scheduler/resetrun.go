@@ -8,85 +8,10 @@ import (
 	"github.com/ttkit/ttkit/queued/store"
 )
 
-// resetRunner runs a reset job's commands (reset, health check, deep
-// reset) and settles what they decide: a healthy card, or a dead one whose
+// resetRunner runs a reset job's recovery ladder (ladder.go) and settles
+// what it decides: a healthy card, or a dead one whose
 // queued jobs fail with it.
 type resetRunner struct{ *core }
-
-// recovery is how a reset job's commands went.
-type recovery struct {
-	ok      bool   // the health check passed after a reset
-	stopped bool   // a service stop interrupted it; it is retried after restart
-	code    int    // exit code of the last command run (the failing one when !ok)
-	detail  string // one line for status and the record
-}
-
-// recoverCard runs the control commands of one reset job into log: the
-// reset, then the health check, which must pass; if either fails and a deep
-// reset is configured, the deep reset, then the health check again. Each
-// command is headed in the log by "== <step>: <command>" and followed by
-// its exit status. base carries the shell, environment and process hooks
-// of the reset job.
-func (s resetRunner) recoverCard(card int, j *job, base runner.Spec, log *runner.Log) recovery {
-	ctl := &s.opt.Controls
-	if st := log.State(); st.Size > 0 {
-		fmt.Fprintf(log, "== retrying the reset of card %d after a service restart\n", card)
-	}
-	step := func(name, tmpl string, appendCard bool, timeout time.Duration) recovery {
-		spec := base
-		spec.Cmd = Expand(tmpl, card, appendCard)
-		spec.Timeout = timeout
-		spec.Repeat = 1
-		fmt.Fprintf(log, "== %s: %s\n", name, spec.Cmd)
-		began := time.Now()
-		res := runner.Run(spec, log, j.stop)
-		took := time.Since(began).Round(time.Millisecond)
-		r := recovery{code: res.ExitCode}
-		switch {
-		case res.Stopped:
-			r.stopped = true
-			r.detail = fmt.Sprintf("%s interrupted by a service stop", name)
-		case res.Err != nil:
-			r.detail = fmt.Sprintf("%s could not start: %v", name, res.Err)
-		case res.TimedOut:
-			r.detail = fmt.Sprintf("%s timed out after %s", name, timeout)
-		case res.ExitCode != 0:
-			r.detail = fmt.Sprintf("%s exited %d", name, res.ExitCode)
-		default:
-			r.ok = true
-			r.detail = fmt.Sprintf("%s passed", name)
-		}
-		if a := res.Abandoned; a != nil {
-			r.detail += "; " + a.Reason
-		}
-		fmt.Fprintf(log, "== %s: exit %d after %s (%s)\n", name, res.ExitCode, took, r.detail)
-		return r
-	}
-	r := step("reset", ctl.Reset, true, ctl.ResetTimeout)
-	if r.ok {
-		r = step("health check", ctl.HealthCheck, false, ctl.HealthCheckTimeout)
-	}
-	if !r.ok && !r.stopped && ctl.DeepReset != "" {
-		first := r.detail
-		r = step("deep reset", ctl.DeepReset, true, ctl.DeepResetTimeout)
-		if r.ok {
-			r = step("health check", ctl.HealthCheck, false, ctl.HealthCheckTimeout)
-		}
-		if !r.stopped {
-			r.detail = fmt.Sprintf("%s; after the deep reset, %s", first, r.detail)
-		}
-	}
-	switch {
-	case r.stopped:
-		fmt.Fprintf(log, "== reset of card %d interrupted by a service stop; it runs again after the restart\n", card)
-	case r.ok:
-		r.detail = "health check passed"
-		fmt.Fprintf(log, "== card %d recovered: %s\n", card, r.detail)
-	default:
-		fmt.Fprintf(log, "== card %d is dead: %s\n", card, r.detail)
-	}
-	return r
-}
 
 // finishLocked settles a reset job that ran on card c. Recovered: the
 // card is healthy (revived if it was dead). Failed: the card is dead and
@@ -102,7 +27,8 @@ func (s resetRunner) finishLocked(c *card, j *job, r recovery, ls runner.LogStat
 		rec.LogError = ls.Err.Error()
 	}
 	c.reset = nil
-	if !r.stopped {
+	c.heldBy = ""
+	if !r.stopped && !r.verified {
 		s.fit.resetEndedLocked(c)
 	}
 	if r.stopped {

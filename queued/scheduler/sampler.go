@@ -42,7 +42,8 @@ type sampler struct {
 	probeFail string    // why the last run failed; "" when it passed (under mu)
 	probeAt   time.Time // when it last ran (under mu)
 
-	lastAuto time.Time // the last automatic recovery asked (the loop's own)
+	lastAuto    time.Time   // the last automatic recovery asked (the loop's own)
+	autoLadders []time.Time // the automatic recoveries asked in the last hour (the loop's own)
 }
 
 // read takes a fresh read of the card's signals and judges them; mu is

@@ -212,6 +212,10 @@ type Options struct {
 	// between two resets queued asks for by itself for a card that stays
 	// unfit; default 300 s; below 0, queued never asks.
 	RecoveryCooldown time.Duration
+	// RecoveryMaxPerHour (TT_DEVICE_RECOVERY_MAX_PER_HOUR) bounds the
+	// automatic recovery ladders of one card in any hour; default 3. A
+	// user's reset is not bounded.
+	RecoveryMaxPerHour int
 	// GateOff turns the fitness gate off: every card counts as fit, as
 	// before the gate (for embedding without cards, and for the benchmark
 	// that measures what the gate costs a dispatch).
@@ -320,6 +324,9 @@ func (o *Options) defaults() error {
 	setDur(&o.GateTimeout, defaults.GateTimeoutSeconds*time.Second)
 	if o.RecoveryCooldown == 0 {
 		o.RecoveryCooldown = defaults.RecoveryCooldownSeconds * time.Second
+	}
+	if o.RecoveryMaxPerHour <= 0 {
+		o.RecoveryMaxPerHour = defaults.RecoveryMaxPerHour
 	}
 	o.Controls.defaults()
 	return nil

@@ -50,6 +50,14 @@ type CardStatus struct {
 	// a reset tries to revive it.
 	DeadReason string
 	DeadSince  time.Time
+	// Rung is the rung of the recovery ladder running on the card, such
+	// as "deep reset (2/3)"; "" when none runs.
+	Rung string
+	// Recovery says why the card's recovery does not go on: it waits for
+	// a process of someone else holding the card ("recovery waiting: card
+	// 1 held by pid 4242 (alice: python3 train.py)"), or the automatic
+	// ladders are paused by their bound per hour; "" otherwise.
+	Recovery string
 	// Foreign lists the processes holding the card that are not its
 	// running job (see Holder); ForeignError says why the list may be
 	// incomplete.
@@ -139,7 +147,7 @@ func (s reporter) statusLocked() (Status, []string, []ownJob) {
 	}
 	for _, id := range s.order {
 		c := s.cards[id]
-		cs := CardStatus{ID: id, State: c.shownState(), Reason: c.unfit, UnfitSince: c.unfitSince, Worker: s.workerStateLocked(c), ForeignWait: s.opt.WaitForeign, Paused: c.paused,
+		cs := CardStatus{ID: id, State: c.shownState(), Reason: c.unfit, UnfitSince: c.unfitSince, Rung: c.rung, Recovery: c.recoveryNote(), Worker: s.workerStateLocked(c), ForeignWait: s.opt.WaitForeign, Paused: c.paused,
 			ResetEpoch: c.resetEpoch, Identity: c.ident, IdentityError: c.identErr, CrossCard: s.crossCardsLocked(id)}
 		if c.waiting != "" {
 			cs.WaitingSince = c.waitSince

@@ -199,8 +199,10 @@ func (ar *accessRules) callerName(r *http.Request) string {
 	return fmt.Sprintf("%s (uid %d)", userName(c.uid), c.uid)
 }
 
-// mayForce reports whether r's caller may force a reset past a hold: an
-// admin on a shared daemon; the one user on a user daemon.
+// mayForce reports whether r's caller may force a reset past a hold or
+// a process of someone else holding the card: an admin on a shared
+// daemon; the one user on a user daemon. (A holder's owner needs no
+// force: a user's reset never waits for that user's own processes.)
 func (ar *accessRules) mayForce(r *http.Request) bool {
 	return !ar.shared() || ar.admin(callerOf(r))
 }

@@ -97,6 +97,7 @@ func statusView(st scheduler.Status) api.Status {
 	out.JobTracking = trackingView()
 	for _, c := range st.Cards {
 		cs := api.CardStatus{DeviceID: strconv.Itoa(c.ID), State: string(c.State), Reason: c.Reason, UnfitSince: timePtr(c.UnfitSince), Worker: c.Worker,
+			Rung: c.Rung, Recovery: c.Recovery,
 			Pending: make([]api.JobSummary, len(c.Queue)), EstimatedWaitSec: c.EstimatedWait.Seconds()}
 		if c.Current != nil {
 			cur := summaryView(*c.Current)

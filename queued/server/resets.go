@@ -27,7 +27,7 @@ func (h *resets) handleReset(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if req.Force && !h.rules.mayForce(r) {
-		h.fail(w, r, fmt.Errorf("a forced reset ends another's hold: only %s may force one: %w", h.rules.adminsText(), ErrForbidden))
+		h.fail(w, r, fmt.Errorf("a forced reset ends another's hold and runs under another user's process holding the card: only %s may force one: %w", h.rules.adminsText(), ErrForbidden))
 		return
 	}
 	h.rules.resetPolicy(r, &req)

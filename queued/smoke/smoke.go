@@ -169,13 +169,15 @@ func reset(ctx context.Context, o Options) Step {
 		s.Detail = fmt.Sprintf("waiting for reset job %s: %v", id, err)
 		return s
 	}
-	tail := outputTail(ctx, o.Queued, id, 3)
+	// The health check's own last line, then the ladder's lines after it
+	// (its exit, the gate's verdict, the recovery).
+	tail := outputTail(ctx, o.Queued, id, 4)
 	if j.Outcome != "success" {
 		s.Detail = fmt.Sprintf("reset job %s ended %s: %s; its output ends: %s", id, j.Outcome, j.Error, tail)
 		return s
 	}
 	s.OK = true
-	s.Detail = fmt.Sprintf("reset job %s: reset and health check passed; output ends: %s", id, tail)
+	s.Detail = fmt.Sprintf("reset job %s: reset, health check and gate passed; output ends: %s", id, tail)
 	return s
 }
 

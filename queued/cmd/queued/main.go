@@ -139,8 +139,14 @@ func controls(cfg config.Config, log *slog.Logger) scheduler.Controls {
 				"expected", script)
 		}
 	}
+	// Validated when read (config's "rungs" check): no error here.
+	site, _ := config.ParseRecoveryCmds(cfg.RecoveryCmds)
+	var rungs []scheduler.Rung
+	for _, r := range site {
+		rungs = append(rungs, scheduler.Rung{Cmd: r.Cmd, Timeout: r.Timeout})
+	}
 	return scheduler.Controls{
-		Reset: cfg.ResetCmd, HealthCheck: health, DeepReset: cfg.DeepResetCmd,
+		Reset: cfg.ResetCmd, HealthCheck: health, DeepReset: cfg.DeepResetCmd, Site: rungs,
 		ResetTimeout: cfg.ResetTimeout, HealthCheckTimeout: cfg.HealthCheckTimeout, DeepResetTimeout: cfg.DeepResetTimeout,
 	}
 }
@@ -336,7 +342,7 @@ func run(cfg config.Config, envErr error, log *slog.Logger) error {
 		MeterProvider: metrics, MaxOutputBytes: cfg.MaxOutputBytes,
 		Mode: cfg.Mode, ResetAccount: sys.reset, JobTasksMax: cfg.JobTasksMax, JobOOMScoreAdj: cfg.ChildOOMScoreAdj,
 		SysfsPath: cfg.SysfsPath, VisibleBDF: cfg.Visible == "bdf", CrossCard: cfg.CrossCard, DevDir: cfg.DevDir,
-		GateInterval: cfg.GateInterval, GateCmd: cfg.GateCmd, GateTimeout: cfg.GateTimeout, RecoveryCooldown: offWhenZero(cfg.RecoveryCooldown),
+		GateInterval: cfg.GateInterval, GateCmd: cfg.GateCmd, GateTimeout: cfg.GateTimeout, RecoveryCooldown: offWhenZero(cfg.RecoveryCooldown), RecoveryMaxPerHour: cfg.RecoveryMaxPerHour,
 		SlurmJobGone: slurmGone, SlurmCheckInterval: cfg.SlurmCheckInterval,
 		MaxQueuedPerUser: shares.Queued, MaxCompletedPerUser: shares.Completed, MaxOutputBytesPerUser: shares.OutputBytes, Exempt: server.Admins(cfg.Mode, sys.adminGID),
 	})

@@ -170,6 +170,16 @@ function renderCard(c) {
     card.appendChild(el("p", "unfit-reason", "Unfit: " + (c.reason || "no reason recorded") +
       (c.unfit_since ? " (since " + when(c.unfit_since) + ")" : "") + "; its jobs stay queued until the gate passes"));
   }
+  if (c.rung) {
+    // The recovery ladder's rung running now; each is verified by the
+    // health check and the gate.
+    card.appendChild(el("p", "rung", "Recovery ladder: " + c.rung));
+  }
+  if (c.recovery) {
+    // Why the recovery does not go on: someone else's process holds the
+    // card, or the automatic ladders reached their bound per hour.
+    card.appendChild(el("p", "recovery-note", c.recovery));
+  }
 
   card.appendChild(el("h3", null, "Running"));
   const cur = c.current;
