@@ -32,9 +32,13 @@ type Fitness struct {
 	// DeepResetCmd and DeepResetTimeout are the second rung; "" is none.
 	DeepResetCmd     string
 	DeepResetTimeout time.Duration
-	// Issue 40's site rungs (TT_DEVICE_RECOVERY_CMDS) and its bound on
-	// automatic ladders (TT_DEVICE_RECOVERY_MAX_PER_HOUR) belong here,
-	// read in FitnessOf and shown in fitnessText, once config has them.
+	// RecoveryRungs are the site's rungs after the deep reset
+	// (TT_DEVICE_RECOVERY_CMDS); a rung's zero timeout is the deep
+	// reset's.
+	RecoveryRungs []config.RecoveryRung
+	// RecoveryMaxPerHour bounds queued's own ladders of one card in any
+	// hour (TT_DEVICE_RECOVERY_MAX_PER_HOUR).
+	RecoveryMaxPerHour int
 }
 
 // DefaultFitness is queued's defaults.
@@ -43,15 +47,19 @@ func DefaultFitness() Fitness {
 		RecoveryCooldown:   defaults.RecoveryCooldownSeconds * time.Second,
 		ResetTimeout:       defaults.ResetTimeoutSeconds * time.Second,
 		HealthCheckTimeout: defaults.HealthCheckTimeoutSeconds * time.Second,
-		DeepResetTimeout:   defaults.DeepResetTimeoutSeconds * time.Second}
+		DeepResetTimeout:   defaults.DeepResetTimeoutSeconds * time.Second,
+		RecoveryMaxPerHour: defaults.RecoveryMaxPerHour}
 }
 
 // FitnessOf is cfg's gate and recovery settings: the one place that
-// reads them for doctor.
+// reads them for doctor. cfg was checked when it was read, so its rungs
+// parse; should they not, doctor shows none rather than failing.
 func FitnessOf(cfg config.Config) Fitness {
+	rungs, _ := config.ParseRecoveryCmds(cfg.RecoveryCmds)
 	return Fitness{GateInterval: cfg.GateInterval, GateCmd: cfg.GateCmd, GateTimeout: cfg.GateTimeout,
 		RecoveryCooldown: cfg.RecoveryCooldown, ResetTimeout: cfg.ResetTimeout, HealthCheckTimeout: cfg.HealthCheckTimeout,
-		DeepResetCmd: cfg.DeepResetCmd, DeepResetTimeout: cfg.DeepResetTimeout}
+		DeepResetCmd: cfg.DeepResetCmd, DeepResetTimeout: cfg.DeepResetTimeout,
+		RecoveryRungs: rungs, RecoveryMaxPerHour: cfg.RecoveryMaxPerHour}
 }
 
 // checkGate reports the gate and the recovery as configured. It warns
@@ -71,13 +79,25 @@ func checkGate(h Host) Check {
 	} else {
 		ladder += fmt.Sprintf(", then the deep reset `%s` within %s", f.DeepResetCmd, f.DeepResetTimeout)
 	}
+	if len(f.RecoveryRungs) == 0 {
+		ladder += ", no site rungs (TT_DEVICE_RECOVERY_CMDS)"
+	}
+	for i, r := range f.RecoveryRungs {
+		timeout := r.Timeout
+		if timeout <= 0 {
+			timeout = f.DeepResetTimeout
+		}
+		ladder += fmt.Sprintf(", then site rung %d `%s` within %s", i+1, r.Cmd, timeout)
+	}
+	ladder += "; each rung verified by the health check and the gate"
 	parts = append(parts, ladder)
 	c := Check{Name: "gate", Status: OK}
 	if f.RecoveryCooldown <= 0 {
 		parts = append(parts, "no automatic recovery: an unfit card's jobs wait until someone resets it")
 		c.Status, c.Fix = Warn, "set TT_DEVICE_RECOVERY_COOLDOWN to the seconds between two automatic recoveries of a card (300 by default)"
 	} else {
-		parts = append(parts, fmt.Sprintf("automatic recovery at most once per %s (TT_DEVICE_RECOVERY_COOLDOWN)", f.RecoveryCooldown))
+		parts = append(parts, fmt.Sprintf("automatic recovery at most once per %s (TT_DEVICE_RECOVERY_COOLDOWN), at most %d automatic ladders a card an hour (TT_DEVICE_RECOVERY_MAX_PER_HOUR)",
+			f.RecoveryCooldown, f.RecoveryMaxPerHour))
 	}
 	c.Detail = strings.Join(parts, "; ")
 	return c

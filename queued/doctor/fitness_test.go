@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ttkit/ttkit/queued/api"
+	"github.com/ttkit/ttkit/queued/config"
 	"github.com/ttkit/ttkit/queued/doctor"
 	"github.com/ttkit/ttkit/queued/doctor/doctortest"
 )
@@ -21,17 +22,20 @@ func TestGateCheck_SaysWhatIsConfigured(t *testing.T) {
 		t.Fatalf("gate = %+v", c)
 	}
 	for _, w := range []string{"sampler every 5s", "no site probe (TT_DEVICE_GATE_CMD)", "automatic recovery at most once per 5m0s",
-		"reset then health check", "no deep reset (TT_DEVICE_DEEP_RESET_CMD)"} {
+		"reset then health check", "no deep reset (TT_DEVICE_DEEP_RESET_CMD)", "no site rungs (TT_DEVICE_RECOVERY_CMDS)",
+		"at most 3 automatic ladders a card an hour (TT_DEVICE_RECOVERY_MAX_PER_HOUR)", "each rung verified by the health check and the gate"} {
 		if !strings.Contains(c.Detail, w) {
 			t.Errorf("gate detail lacks %q: %s", w, c.Detail)
 		}
 	}
 	_, h = healthy(t)
 	h.Fitness = doctor.Fitness{GateInterval: 2 * time.Second, GateCmd: "tt-smi -s {device}", GateTimeout: 30 * time.Second,
-		RecoveryCooldown: time.Minute, DeepResetCmd: "bmc-cycle {device}", DeepResetTimeout: 600 * time.Second}
+		RecoveryCooldown: time.Minute, DeepResetCmd: "bmc-cycle {device}", DeepResetTimeout: 600 * time.Second,
+		RecoveryRungs: []config.RecoveryRung{{Cmd: "ipmi-cycle {device}", Timeout: 900 * time.Second}, {Cmd: "pcie-rescan {device}"}}, RecoveryMaxPerHour: 5}
 	c = byName(t, doctor.Run(context.Background(), h), "gate")
 	for _, w := range []string{"sampler every 2s", "site probe `tt-smi -s {device}` within 30s", "at most once per 1m0s",
-		"deep reset `bmc-cycle {device}` within 10m0s"} {
+		"deep reset `bmc-cycle {device}` within 10m0s", "site rung 1 `ipmi-cycle {device}` within 15m0s",
+		"site rung 2 `pcie-rescan {device}` within 10m0s", "at most 5 automatic ladders a card an hour"} {
 		if !strings.Contains(c.Detail, w) {
 			t.Errorf("gate detail lacks %q: %s", w, c.Detail)
 		}
