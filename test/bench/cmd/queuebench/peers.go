@@ -174,18 +174,36 @@ func nqDrain(c config, run int) (time.Duration, string, error) {
 		return 0, "", fmt.Errorf("nq -w: %w: %s", err, out)
 	}
 	d := time.Since(t0)
-	files, err := filepath.Glob(filepath.Join(dir, "jobs", ",*"))
+	// nq -w returns once each job's lock is free; on a busy machine a
+	// job's last line ("[exited with status 0.]") can land a moment after
+	// that, so the check waits for it (the drain's time is already taken).
+	var ok, n int
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		if ok, n, err = nqExitedZero(dir); err != nil || ok == c.jobs+1 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	if err != nil {
 		return 0, "", err
 	}
-	ok := 0
-	for _, f := range files {
+	if ok != c.jobs+1 {
+		return 0, "", fmt.Errorf("nq: %d of %d job files show exit 0, want %d", ok, n, c.jobs+1)
+	}
+	return d, "", nil
+}
+
+// nqExitedZero counts the job files in dir's NQDIR that say their job
+// exited 0, and the job files there.
+func nqExitedZero(dir string) (ok, files int, err error) {
+	names, err := filepath.Glob(filepath.Join(dir, "jobs", ",*"))
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, f := range names {
 		if b, err := os.ReadFile(f); err == nil && bytes.Contains(b, []byte("[exited with status 0.]")) {
 			ok++
 		}
 	}
-	if ok != c.jobs+1 {
-		return 0, "", fmt.Errorf("nq: %d of %d job files show exit 0, want %d", ok, len(files), c.jobs+1)
-	}
-	return d, "", nil
+	return ok, len(names), nil
 }
