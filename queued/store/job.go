@@ -76,6 +76,10 @@ type Job struct {
 	Timeout  int64             `json:"timeout_sec"` // the whole job's, every iteration together; already defaulted
 	Repeat   int               `json:"repeat"`
 	ClientID string            `json:"client_id,omitempty"`
+	// Agent is the AI agent that queued the job through tt-device-queue
+	// mcp (its MCP client's name), empty for a person's job; the job sees
+	// it in TT_QUEUE_AGENT.
+	Agent string `json:"agent,omitempty"`
 
 	// OwnerUID is, in system mode, the submitter's uid as the kernel gave
 	// it (SO_PEERCRED on the socket; the daemon's own uid for a token
