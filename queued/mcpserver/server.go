@@ -101,14 +101,21 @@ func (s *server) fail(ctx context.Context, what string, err error) error {
 	return fmt.Errorf("%s: %w", what, s.opt.Explain(err))
 }
 
-// agentOf is the MCP client's name from its handshake, cut and cleaned to
-// what queued accepts as a job's agent (api.MaxAgentBytes, printable), or
-// "mcp" when the client gave none.
+// agentOf is the MCP client's name from its handshake (clientInfo.name),
+// as agentName cleans it.
 func agentOf(req *mcp.CallToolRequest) string {
 	name := ""
 	if info := req.ClientInfo(); info != nil {
 		name = info.Name
 	}
+	return agentName(name)
+}
+
+// agentName cuts and cleans a client's name to what queued accepts as a
+// job's agent (printable, at most api.MaxAgentBytes, cut between
+// characters), or "mcp" when nothing is left: the name is the client's
+// word, and a bad one must not cost the agent its job.
+func agentName(name string) string {
 	out := make([]rune, 0, len(name))
 	n := 0
 	for _, r := range name {
