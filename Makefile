@@ -97,6 +97,11 @@ HELM_VERSION := v4.3.2
 $(BIN)/helm:
 	GOBIN=$(BIN) $(GO) install helm.sh/helm/v4/cmd/helm@$(HELM_VERSION)
 
+.PHONY: mcp-test
+mcp-test: ## Drive tt-device-queue mcp over stdio with the official TypeScript MCP SDK (npm ci in test/mcp) against a real queued on fake cards.
+	$(GO) build -o $(BIN)/ ./queued/cmd/queued ./queued/cmd/queued-exec ./queued/cmd/tt-device-queue
+	cd test/mcp && npm ci --no-audit --no-fund && node mcp-test.mjs $(BIN)
+
 .PHONY: chart-test
 chart-test: $(BIN)/helm ## Lint and render the Helm chart with helm v4 (built from source) and check the manifests (and, once bin/otelcol-tt is built, that it validates the configs).
 	deploy/helm/test-chart.sh $(BIN)/helm $$([ -x $(BIN)/otelcol-tt ] && echo $(BIN)/otelcol-tt)

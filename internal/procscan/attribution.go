@@ -16,6 +16,15 @@ import (
 // queued's packages.
 const JobEnvVar = "TT_QUEUE_JOB_ID"
 
+// AgentEnvVar is the variable queued puts in the environment of a job an
+// AI agent queued through tt-device-queue mcp, holding the agent's name
+// (queued/api.AgentEnvVar), so a holder can be told to be an agent's work.
+const AgentEnvVar = "TT_QUEUE_AGENT"
+
+// maxAgentBytes bounds the agent's name, as queued bounds it
+// (queued/api.MaxAgentBytes).
+const maxAgentBytes = 64
+
 const (
 	// maxEnvironRead bounds /proc/<pid>/environ: the kernel's bound on
 	// the argument vector and environment together, as for cmdline.
@@ -37,6 +46,9 @@ type AttributionOptions struct {
 	// Attribution.QueuedJob. The environment of another user's process
 	// can only be read with CAP_SYS_PTRACE (root has it).
 	QueuedJob bool
+	// QueuedAgent looks for AgentEnvVar in /proc/<pid>/environ (the same
+	// read as QueuedJob's): Attribution.QueuedAgent.
+	QueuedAgent bool
 	// Cgroup reads /proc/<pid>/cgroup for a Slurm job, a container and a
 	// Kubernetes pod: Attribution.SlurmJob, ContainerID and PodUID.
 	Cgroup bool
@@ -51,7 +63,7 @@ type AttributionOptions struct {
 const DefaultCgroupRoot = "/sys/fs/cgroup"
 
 // Any reports whether any attribution read is on.
-func (o AttributionOptions) Any() bool { return o.User || o.QueuedJob || o.Cgroup }
+func (o AttributionOptions) Any() bool { return o.User || o.QueuedJob || o.QueuedAgent || o.Cgroup }
 
 // Attribution says whose a holder is, read once with its Identity. A field
 // whose read is switched off is empty; one whose source could not be read
@@ -65,6 +77,10 @@ type Attribution struct {
 	// QueuedJob is the 32-hex-digit id of the queued job the process
 	// belongs to, from JobEnvVar in its environment.
 	QueuedJob string
+	// QueuedAgent is the AI agent that queued the process's job, from
+	// AgentEnvVar in its environment (printable ASCII, at most 64 bytes);
+	// empty for a person's job or no job.
+	QueuedAgent string
 	// SlurmJob is the Slurm job id from a .../job_<id>/... cgroup path.
 	SlurmJob string
 	// ContainerID is the 64-hex-digit id of the container (containerd,
@@ -86,6 +102,9 @@ func unknownAttribution(o AttributionOptions) Attribution {
 	if o.QueuedJob {
 		a.QueuedJob = Unknown
 	}
+	if o.QueuedAgent {
+		a.QueuedAgent = Unknown
+	}
 	if o.Cgroup {
 		a.SlurmJob, a.ContainerID, a.PodUID = Unknown, Unknown, Unknown
 	}
@@ -103,10 +122,19 @@ func (r *reader) readAttribution(dir string, o AttributionOptions) Attribution {
 			a.User = userName(st.Uid)
 		}
 	}
-	if o.QueuedJob {
-		a.QueuedJob = Unknown
-		if data, err := readFile(dir+"/environ", &r.buf, maxEnvironRead); err == nil {
-			a.QueuedJob = jobFromEnviron(data)
+	if o.QueuedJob || o.QueuedAgent {
+		data, err := readFile(dir+"/environ", &r.buf, maxEnvironRead)
+		if o.QueuedJob {
+			a.QueuedJob = Unknown
+			if err == nil {
+				a.QueuedJob = jobFromEnviron(data)
+			}
+		}
+		if o.QueuedAgent {
+			a.QueuedAgent = Unknown
+			if err == nil {
+				a.QueuedAgent = agentFromEnviron(data)
+			}
 		}
 	}
 	if o.Cgroup {
@@ -139,7 +167,33 @@ func userName(uid uint32) string {
 // NUL-separated environment (the one getenv would return), or "" when there
 // is none or its value is not a queued job id (32 lowercase hex digits).
 func jobFromEnviron(environ []byte) string {
-	prefix := []byte(JobEnvVar + "=")
+	if v, ok := envValue(environ, JobEnvVar); ok && isHex(v, 32) {
+		return string(v)
+	}
+	return ""
+}
+
+// agentFromEnviron returns the value of the first AgentEnvVar entry of a
+// NUL-separated environment, as Sanitize renders text (printable ASCII),
+// cut to maxAgentBytes, or "" when there is none.
+func agentFromEnviron(environ []byte) string {
+	v, ok := envValue(environ, AgentEnvVar)
+	if !ok {
+		return ""
+	}
+	clean := make([]byte, 0, len(v))
+	for _, c := range v {
+		if c >= 0x20 && c <= 0x7e {
+			clean = append(clean, c)
+		}
+	}
+	return string(clean[:min(len(clean), maxAgentBytes)])
+}
+
+// envValue returns the value of the first name entry of a NUL-separated
+// environment (the one getenv would return).
+func envValue(environ []byte, name string) ([]byte, bool) {
+	prefix := []byte(name + "=")
 	for len(environ) > 0 {
 		entry := environ
 		if i := bytes.IndexByte(environ, 0); i >= 0 {
@@ -148,13 +202,10 @@ func jobFromEnviron(environ []byte) string {
 			environ = nil
 		}
 		if v, ok := bytes.CutPrefix(entry, prefix); ok {
-			if isHex(v, 32) {
-				return string(v)
-			}
-			return ""
+			return v, true
 		}
 	}
-	return ""
+	return nil, false
 }
 
 // isHex reports whether b is exactly n lowercase hexadecimal digits.

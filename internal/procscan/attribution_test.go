@@ -214,3 +214,51 @@ func TestSlurmJobDir_OnlySlurmdsLayouts(t *testing.T) {
 		}
 	}
 }
+
+// The AI agent a queued job was queued by (TT_QUEUE_AGENT, set by queued
+// only in an agent's job): printable ASCII, at most 64 bytes, as queued
+// accepts it; absent is empty. Like the job id it is a claim.
+func TestAgentFromEnviron(t *testing.T) {
+	t.Parallel()
+	env := func(kv ...string) []byte { return []byte(strings.Join(kv, "\x00") + "\x00") }
+	for _, tc := range []struct {
+		name    string
+		environ []byte
+		want    string
+	}{
+		{"an agent's job", env("PATH=/bin", JobEnvVar+"="+testJob, "TT_QUEUE_DEVICE=0", AgentEnvVar+"=claude-code"), "claude-code"},
+		{"first wins", env(AgentEnvVar+"=codex", AgentEnvVar+"=cursor"), "codex"},
+		{"a person's job", env("PATH=/bin", JobEnvVar+"="+testJob), ""},
+		{"control characters dropped", env(AgentEnvVar + "=a\x1b[31mb\tc"), "a[31mbc"},
+		{"cut to 64 bytes", env(AgentEnvVar + "=" + strings.Repeat("x", 100)), strings.Repeat("x", 64)},
+		{"empty", nil, ""},
+	} {
+		if got := agentFromEnviron(tc.environ); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestScan_AttributionAgent reads the agent with the job from the same
+// environment; a process whose environment cannot be read is Unknown.
+func TestScan_AttributionAgent(t *testing.T) {
+	t.Parallel()
+	h := newFakeHost(t)
+	h.set(t, 100, "stat", fakeStat(100, "python3", 7))
+	h.set(t, 100, "cmdline", "python3\x00train.py\x00")
+	h.set(t, 100, "environ", "PATH=/bin\x00"+JobEnvVar+"="+testJob+"\x00"+AgentEnvVar+"=claude-code\x00")
+	h.set(t, 200, "stat", fakeStat(200, "tt-smi", 8))
+	h.set(t, 200, "cmdline", "tt-smi\x00")
+	h.list(t, 100, 200)
+	ids := identities(t, h.scanner(t, Options{Attribution: AttributionOptions{QueuedAgent: true}}))
+	if got := ids[100].Attribution; got != (Attribution{QueuedAgent: "claude-code"}) {
+		t.Errorf("pid 100: %+v", got)
+	}
+	if got := ids[200].Attribution; got != (Attribution{QueuedAgent: Unknown}) {
+		t.Errorf("pid 200 (no environ): %+v", got)
+	}
+	ids = identities(t, h.scanner(t, Options{Attribution: AttributionOptions{QueuedJob: true, QueuedAgent: true}}))
+	if got := ids[100].Attribution; got != (Attribution{QueuedJob: testJob, QueuedAgent: "claude-code"}) {
+		t.Errorf("pid 100 with both: %+v", got)
+	}
+}

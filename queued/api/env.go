@@ -1,17 +1,20 @@
 package api
 
-// The variables queued sets in every job itself: the job's id and its
-// card. A request may not set them (the server refuses them in env, the
-// CLI in --env), so a job can trust them.
+// The variables queued sets in a job itself: the job's id and its card
+// (every job), and the AI agent that queued it (an agent's job only, so
+// otelcol-tt's attribution and the job can tell an agent's work from a
+// person's). A request may not set them (the server refuses them in env,
+// the CLI in --env), so a job can trust them.
 const (
 	JobIDEnvVar  = "TT_QUEUE_JOB_ID"
 	DeviceEnvVar = "TT_QUEUE_DEVICE"
+	AgentEnvVar  = "TT_QUEUE_AGENT"
 )
 
 // ReservedEnv reports whether name is one of the variables queued sets in
-// every job itself (JobIDEnvVar, DeviceEnvVar).
+// a job itself (JobIDEnvVar, DeviceEnvVar, AgentEnvVar).
 func ReservedEnv(name string) bool {
-	return name == JobIDEnvVar || name == DeviceEnvVar
+	return name == JobIDEnvVar || name == DeviceEnvVar || name == AgentEnvVar
 }
 
 // ValidEnvName reports whether name may name a variable of a job's

@@ -47,6 +47,9 @@ const (
 	MaxRetries = 10
 	// MaxClientIDBytes bounds client_id.
 	MaxClientIDBytes = 256
+	// MaxAgentBytes bounds agent, an MCP client's name: enough for any
+	// agent's name, short enough for a status line.
+	MaxAgentBytes = 64
 	// DefaultLogChunk and MaxLogChunk bound one GET /logs answer.
 	DefaultLogChunk = 64 << 10
 	MaxLogChunk     = 1 << 20

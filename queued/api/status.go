@@ -14,6 +14,8 @@ type JobSummary struct {
 	Devices  []int  `json:"devices,omitempty"`
 	Cmd      string `json:"cmd"` // cut to 200 bytes
 	ClientID string `json:"client_id,omitempty"`
+	// Agent is the AI agent that queued the job, as in Job.
+	Agent string `json:"agent,omitempty"`
 	// OwnerUID and Owner: the submitter, as in Job.
 	OwnerUID *uint32 `json:"owner_uid,omitempty"`
 	Owner    string  `json:"owner,omitempty"`

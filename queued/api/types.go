@@ -53,6 +53,13 @@ type QueueRequest struct {
 	Retries int `json:"retries,omitempty"`
 	// ClientID is diagnostic only; it never affects order.
 	ClientID string `json:"client_id,omitempty"`
+	// Agent names the AI agent that queued the job through
+	// tt-device-queue mcp (the MCP client's name from its handshake, such
+	// as claude-code), so people see which jobs an agent queued; empty for
+	// a person's job. At most MaxAgentBytes, no control characters. Like
+	// ClientID it is what the client says, never an identity, and never
+	// affects order.
+	Agent string `json:"agent,omitempty"`
 	// Mode is accepted for the Python tt-device-queue's clients, which
 	// send "run"; it is the only mode.
 	Mode string `json:"mode,omitempty"`
@@ -324,6 +331,9 @@ type Job struct {
 	Timeout  int64             `json:"timeout"`
 	Repeat   int               `json:"repeat"`
 	ClientID string            `json:"client_id"`
+	// Agent is the AI agent that queued the job (QueueRequest.Agent);
+	// empty for a person's job.
+	Agent string `json:"agent,omitempty"`
 	// OwnerUID and Owner are, on a system-mode daemon, the submitter's
 	// uid (from the kernel, never from the request) and its user name:
 	// the job runs as that user (for a reset: who asked for it). Absent

@@ -68,6 +68,7 @@ type CLI struct {
 	Web         WebCmd         `cmd:"" help:"Print the address of the live status page (with its token); --open opens it."`
 	Doctor      DoctorCmd      `cmd:"" help:"Check this host for queued and otelcol-tt (KMD, cards, reset and health check, /proc, queued) and say how to fix each problem."`
 	Slurm       SlurmCmd       `cmd:"" help:"Join a Slurm cluster: slurm gres prints the gres.conf lines for this host's cards."`
+	Mcp         McpCmd         `cmd:"" help:"Serve AI agents (Claude Code, Codex, Cursor) over MCP on stdio: their device jobs go through the queue."`
 }
 
 // Streams are the command's standard files. Terminal detection looks at

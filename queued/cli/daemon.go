@@ -170,6 +170,17 @@ func ownerText(name string, uid *uint32) string {
 	return name
 }
 
+// withAgent adds to an owner cell the AI agent that queued the job
+// through tt-device-queue mcp, if one did: "alice (agent: claude-code)",
+// so a person sees which jobs an agent queued. The name is escaped as
+// every other text someone else chose.
+func withAgent(owner, agent string) string {
+	if agent == "" {
+		return owner
+	}
+	return owner + " (agent: " + termText(oneLine(agent)) + ")"
+}
+
 // ownerCell is who a job is shown as belonging to in tables: its owner's
 // name (or uid), which a system-mode daemon records, else the client id it
 // was submitted under (a user-mode daemon's jobs are all its user's, and

@@ -88,6 +88,9 @@ func jobFields(j api.Job, now time.Time) fields {
 	if j.ClientID != "" {
 		f.add("client", "%s", j.ClientID)
 	}
+	if j.Agent != "" {
+		f.add("agent", "%s (queued through tt-device-queue mcp)", termText(oneLine(j.Agent)))
+	}
 	if j.LegacyID != "" && j.LegacyID != j.ID {
 		f.add("legacy id", "%s (its id in the Python tt-device-queue's database)", j.LegacyID)
 	}

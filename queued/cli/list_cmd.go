@@ -67,7 +67,7 @@ func writeList(w io.Writer, jobs []api.Job, now time.Time, colour bool) {
 		if j.Position > 0 {
 			pos = itoa(j.Position)
 		}
-		owner := ownerCell(j.Owner, j.OwnerUID, j.ClientID)
+		owner := withAgent(ownerCell(j.Owner, j.OwnerUID, j.ClientID), j.Agent)
 		what := j.Cmd
 		if j.Kind == "reset" {
 			what = "(reset)"

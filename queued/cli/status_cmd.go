@@ -68,7 +68,7 @@ func writeStatus(w io.Writer, st api.Status, at string, now time.Time, colour bo
 			row = append(row, cell{text: shortID(j.ID) + " " + cut(termText(oneLine(what)), cmdWidth)})
 			owner := "-"
 			if j.Kind != "reset" {
-				owner = ownerCell(j.Owner, j.OwnerUID, j.ClientID)
+				owner = withAgent(ownerCell(j.Owner, j.OwnerUID, j.ClientID), j.Agent)
 			}
 			row = append(row, cell{text: owner})
 			if j.StartedAt != nil {

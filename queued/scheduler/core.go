@@ -75,7 +75,7 @@ func newCore(opt Options, met *metrics) (*core, error) {
 	c.resets = resetRunner{c}
 	var env []string
 	for _, kv := range opt.BaseEnv {
-		if strings.HasPrefix(kv, runner.JobEnvVar+"=") || strings.HasPrefix(kv, DeviceEnvVar+"=") {
+		if strings.HasPrefix(kv, runner.JobEnvVar+"=") || strings.HasPrefix(kv, DeviceEnvVar+"=") || strings.HasPrefix(kv, AgentEnvVar+"=") {
 			continue
 		}
 		env = append(env, kv)

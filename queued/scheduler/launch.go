@@ -163,5 +163,9 @@ func jobEnv(base []string, rec *store.Job) []string {
 	for k, v := range rec.Env {
 		env = append(env, k+"="+v)
 	}
-	return append(env, runner.JobEnvVar+"="+rec.ID, DeviceEnvVar+"="+rec.DeviceText())
+	env = append(env, runner.JobEnvVar+"="+rec.ID, DeviceEnvVar+"="+rec.DeviceText())
+	if rec.Agent != "" {
+		env = append(env, AgentEnvVar+"="+rec.Agent)
+	}
+	return env
 }

@@ -402,6 +402,11 @@ func New(opt Options) (*Scheduler, error) {
 // DeviceEnvVar carries the job's card number into the job.
 const DeviceEnvVar = "TT_QUEUE_DEVICE"
 
+// AgentEnvVar carries, into an agent's job only, the name of the AI agent
+// that queued it (api.AgentEnvVar), so the job and otelcol-tt's
+// attribution can tell an agent's work from a person's.
+const AgentEnvVar = "TT_QUEUE_AGENT"
+
 // Stop refuses new submissions, ends running jobs (SIGINT, then SIGKILL
 // after the grace period) as interrupted by the service stop, leaves
 // queued jobs queued, puts a running reset back in the queue (it is

@@ -35,6 +35,8 @@ type JobSpec struct {
 	// of its card (see byItsCard), 0 to api.MaxRetries.
 	Retries  int
 	ClientID string
+	// Agent is the AI agent that queued the job, validated by the API.
+	Agent string
 	// OwnerUID is the submitter's uid, from the kernel; nil when unknown.
 	// In system mode (Options.Mode) the job runs as this user.
 	OwnerUID *uint32
@@ -85,7 +87,7 @@ func (s submitter) submit(spec JobSpec) (JobInfo, error) {
 	rec := store.Job{
 		Kind: store.KindJob, Cmd: spec.Cmd, Cwd: spec.Cwd, Env: spec.Env, EnvFromShell: spec.EnvFromShell,
 		Timeout: int64((timeout + time.Second - 1) / time.Second), Repeat: max(spec.Repeat, 1),
-		ClientID: spec.ClientID, OwnerUID: spec.OwnerUID, Owner: spec.Owner,
+		ClientID: spec.ClientID, Agent: spec.Agent, OwnerUID: spec.OwnerUID, Owner: spec.Owner,
 		IdleTimeout: int64((idle + time.Second - 1) / time.Second), Retries: spec.Retries, Attempt: 1,
 	}
 	return s.enqueue(withCards(rec, cardsOfSpec(spec.Card, spec.Cards), spec.DeviceSpec), keyOf(spec.Cmd))

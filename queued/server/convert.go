@@ -26,7 +26,7 @@ func jobView(info scheduler.JobInfo) api.Job {
 		ID: info.ID, Kind: string(info.Kind), DeviceID: info.DeviceText(), CrossCards: info.CrossCards,
 		Reason: info.Reason, ExpiresAt: timePtr(info.ExpiresAt), SlurmJobID: info.SlurmJobID,
 		Cmd: info.Cmd, Cwd: info.Cwd, Env: info.Env, EnvFromShell: info.EnvFromShell, Timeout: info.Timeout, Repeat: info.Repeat,
-		ClientID: info.ClientID, OwnerUID: info.OwnerUID, Owner: info.Owner, LegacyID: info.LegacyID, State: string(info.State), Position: info.Position,
+		ClientID: info.ClientID, Agent: info.Agent, OwnerUID: info.OwnerUID, Owner: info.Owner, LegacyID: info.LegacyID, State: string(info.State), Position: info.Position,
 		SubmittedAt: info.SubmittedAt.UTC(), StartedAt: timePtr(info.StartedAt), FinishedAt: timePtr(info.FinishedAt),
 		ExitCode: info.ExitCode, Outcome: string(info.Outcome), Error: info.Error, Iterations: info.Iterations,
 		LogBytes: info.LogBytes, LogTruncated: info.LogTruncated, DroppedLogBytes: info.DroppedLogBytes,
@@ -64,7 +64,7 @@ func jobView(info scheduler.JobInfo) api.Job {
 
 func summaryView(info scheduler.JobInfo) api.JobSummary {
 	return api.JobSummary{
-		ID: info.ID, Kind: string(info.Kind), Devices: spanned(info.Job), Cmd: cut(info.Cmd, 200), ClientID: info.ClientID, Repeat: info.Repeat,
+		ID: info.ID, Kind: string(info.Kind), Devices: spanned(info.Job), Cmd: cut(info.Cmd, 200), ClientID: info.ClientID, Agent: info.Agent, Repeat: info.Repeat,
 		OwnerUID: info.OwnerUID, Owner: info.Owner, Position: info.Position, EstimatedWaitSec: info.EstimatedWait.Seconds(), EstimatedRunSec: info.EstimatedRun.Seconds(),
 		EstimateKnown: info.EstimateKnown, OverdueSec: info.Overdue.Seconds(),
 		SubmittedAt: info.SubmittedAt.UTC(), StartedAt: timePtr(info.StartedAt), PID: info.PGID,

@@ -175,6 +175,17 @@ func (h *submissions) decodeQueue(r *http.Request) (scheduler.JobSpec, error) {
 		return spec, fieldErr("client_id", "contains control characters")
 	}
 	spec.ClientID = clientID
+
+	agent, _, err := stringField(fields, "agent")
+	switch {
+	case err != nil:
+		return spec, err
+	case len(agent) > api.MaxAgentBytes:
+		return spec, fieldErr("agent", "%d bytes, the limit is %d", len(agent), api.MaxAgentBytes)
+	case strings.IndexFunc(agent, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0:
+		return spec, fieldErr("agent", "contains control characters")
+	}
+	spec.Agent = agent
 	return spec, nil
 }
 

@@ -91,6 +91,10 @@ type Job struct {
 	Retries  int       `json:"retries,omitempty"`
 	Attempt  int       `json:"attempt,omitempty"`
 	Attempts []Attempt `json:"attempts,omitempty"`
+	// Agent is the AI agent that queued the job through tt-device-queue
+	// mcp (its MCP client's name), empty for a person's job; the job sees
+	// it in TT_QUEUE_AGENT.
+	Agent string `json:"agent,omitempty"`
 
 	// OwnerUID is, in system mode, the submitter's uid as the kernel gave
 	// it (SO_PEERCRED on the socket; the daemon's own uid for a token

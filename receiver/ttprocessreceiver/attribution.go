@@ -27,6 +27,13 @@ type AttributionConfig struct {
 	// of queued's to check it against (queued's own status and metrics
 	// prove membership by cgroup, session and uid instead).
 	QueuedJob bool `mapstructure:"queued_job"`
+	// QueuedAgent adds queued_agent: the AI agent that queued the
+	// process's job through tt-device-queue mcp, from TT_QUEUE_AGENT in
+	// /proc/<pid>/environ, which queued sets only in an agent's job; empty
+	// for a person's job or no job. It lets a dashboard tell an agent's
+	// work on a card from a person's. The same read, the same
+	// CAP_SYS_PTRACE, and the same caveat as queued_job: a claim.
+	QueuedAgent bool `mapstructure:"queued_agent"`
 	// SlurmJob adds slurm_job: the Slurm job id of the process's cgroup,
 	// only when that cgroup is under slurmd's cgroup root
 	// (/slurm/uid_<uid>/job_<id> in cgroup v1,
@@ -54,10 +61,11 @@ const NoQueuedJob = "none"
 // cgroupfs mount where a Slurm job's directory is checked to be slurmd's.
 func (c AttributionConfig) scanOptions(cgroupRoot string) procscan.AttributionOptions {
 	return procscan.AttributionOptions{
-		User:       c.User,
-		QueuedJob:  c.QueuedJob,
-		Cgroup:     c.SlurmJob || c.ContainerID || c.K8sPodUID,
-		CgroupRoot: cgroupRoot,
+		User:        c.User,
+		QueuedJob:   c.QueuedJob,
+		QueuedAgent: c.QueuedAgent,
+		Cgroup:      c.SlurmJob || c.ContainerID || c.K8sPodUID,
+		CgroupRoot:  cgroupRoot,
 	}
 }
 
@@ -74,6 +82,9 @@ func (c AttributionConfig) labels(a procscan.Attribution) []metadata.MetricAttri
 			job = NoQueuedJob
 		}
 		opts = append(opts, metadata.WithQueuedJobMetricAttribute(job))
+	}
+	if c.QueuedAgent {
+		opts = append(opts, metadata.WithQueuedAgentMetricAttribute(a.QueuedAgent))
 	}
 	if c.SlurmJob {
 		opts = append(opts, metadata.WithSlurmJobMetricAttribute(a.SlurmJob))

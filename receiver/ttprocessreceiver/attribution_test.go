@@ -201,3 +201,34 @@ func pointsOf(rm pmetric.ResourceMetrics, name string) []pmetric.NumberDataPoint
 	rm.CopyTo(md.ResourceMetrics().AppendEmpty())
 	return points(md, name)
 }
+
+// TestScrape_QueuedAgent: with attribution.queued_agent, an AI agent's job
+// (TT_QUEUE_AGENT, which queued sets in a job queued through
+// tt-device-queue mcp) carries queued_agent; a person's job and a process
+// of no job carry it empty (no label in Prometheus), one whose environment
+// cannot be read <unknown>. Off, the label is absent.
+func TestScrape_QueuedAgent(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(cfg *Config) { cfg.Attribution = AttributionConfig{QueuedJob: true, QueuedAgent: true} })
+	b.host.process(4242, 9001, "python3", "python3", "-m", "pytest")
+	b.host.write(filepath.Join(b.host.proc, "4242", "environ"),
+		"PATH=/usr/bin\x00"+procscan.JobEnvVar+"="+testJob+"\x00"+procscan.AgentEnvVar+"=claude-code\x00")
+	b.host.process(4243, 9002, "python3", "python3", "train.py")
+	b.host.attributed(4243, testJob, "")
+	b.host.process(4244, 9003, "python3", "python3", "other.py") // no environ
+	b.host.pids(0, 4242, 4243, 4244)
+	b.start(t)
+	pts := processPoints(t, b.scrape(t))
+	assert.Equal(t, "claude-code", attr(pts["4242"], "queued_agent"))
+	assert.Equal(t, testJob, attr(pts["4242"], "queued_job"))
+	assert.Equal(t, "", attr(pts["4243"], "queued_agent"))
+	assert.Equal(t, procscan.Unknown, attr(pts["4244"], "queued_agent"))
+
+	off := setup(t, allAttribution)
+	populateAttributed(off.host)
+	off.start(t)
+	for pid, dp := range processPoints(t, off.scrape(t)) {
+		_, has := dp.Attributes().Get("queued_agent")
+		assert.False(t, has, "pid %s: queued_agent without its switch", pid)
+	}
+}

@@ -193,6 +193,7 @@ function renderCard(c) {
         (cur.devices && cur.devices.length > 1 ? " on cards " + cur.devices.join(",") : "")],
       ["owner", cur.kind === "reset" ? "" : owner(cur)],
       ["client", cur.client_id && cur.client_id !== owner(cur) ? cur.client_id : ""],
+      ["agent", cur.agent ? cur.agent + " (queued through tt-device-queue mcp)" : ""],
       ["runtime", runtime],
       ["estimate", cur.estimated_run_sec ? dur(cur.estimated_run_sec) + " in all, about " + dur(cur.estimated_wait_sec) + " left" : "no history yet"],
       ["pid", cur.pid ? String(cur.pid) : ""],
@@ -210,7 +211,7 @@ function renderCard(c) {
   if (c.pending && c.pending.length) {
     const ol = el("ol", "queue");
     for (const j of c.pending) {
-      const who = j.kind === "reset" ? "" : owner(j);
+      const who = j.kind === "reset" ? "" : owner(j) + (j.agent ? " (agent: " + j.agent + ")" : "");
       const cards = (j.devices && j.devices.length > 1 ? " (cards " + j.devices.join(",") + ")" : "") +
         (j.attempt > 1 ? " (attempt " + j.attempt + "/" + (j.retries + 1) + ")" : "");
       const li = el("li", null, null, el("span", "pos", "#" + j.position),

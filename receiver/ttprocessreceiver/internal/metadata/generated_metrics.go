@@ -111,7 +111,7 @@ var MetricsInfo = metricsInfo{
 	},
 	TtProcess: metricInfo{
 		Name:       "tt_process",
-		Attributes: []string{"hostname", "pid", "friendly_name", "command_line", "user", "queued_job", "slurm_job", "container_id", "k8s_pod_uid"},
+		Attributes: []string{"hostname", "pid", "friendly_name", "command_line", "user", "queued_job", "queued_agent", "slurm_job", "container_id", "k8s_pod_uid"},
 	},
 	TtProcessCount: metricInfo{
 		Name:       "tt_process_count",
@@ -163,6 +163,12 @@ func WithContainerIDMetricAttribute(containerIDAttributeValue string) MetricAttr
 func WithK8sPodUIDMetricAttribute(k8sPodUIDAttributeValue string) MetricAttributeOption {
 	return metricAttributeOptionFunc(func(dp pmetric.NumberDataPoint) {
 		dp.Attributes().PutStr("k8s_pod_uid", k8sPodUIDAttributeValue)
+	})
+}
+
+func WithQueuedAgentMetricAttribute(queuedAgentAttributeValue string) MetricAttributeOption {
+	return metricAttributeOptionFunc(func(dp pmetric.NumberDataPoint) {
+		dp.Attributes().PutStr("queued_agent", queuedAgentAttributeValue)
 	})
 }
 

@@ -113,7 +113,7 @@ func TestMetricsBuilder(t *testing.T) {
 			mb.RecordTtDeviceProcessCountDataPoint(ts, 1, "hostname-val", "device-val")
 			defaultMetricsCount++
 			allMetricsCount++
-			mb.RecordTtProcessDataPoint(ts, 1, "hostname-val", "pid-val", "friendly_name-val", "command_line-val", WithUserMetricAttribute("user-val"), WithQueuedJobMetricAttribute("queued_job-val"), WithSlurmJobMetricAttribute("slurm_job-val"), WithContainerIDMetricAttribute("container_id-val"), WithK8sPodUIDMetricAttribute("k8s_pod_uid-val"))
+			mb.RecordTtProcessDataPoint(ts, 1, "hostname-val", "pid-val", "friendly_name-val", "command_line-val", WithUserMetricAttribute("user-val"), WithQueuedJobMetricAttribute("queued_job-val"), WithQueuedAgentMetricAttribute("queued_agent-val"), WithSlurmJobMetricAttribute("slurm_job-val"), WithContainerIDMetricAttribute("container_id-val"), WithK8sPodUIDMetricAttribute("k8s_pod_uid-val"))
 			defaultMetricsCount++
 			allMetricsCount++
 			mb.RecordTtProcessCountDataPoint(ts, 1, "hostname-val")
@@ -500,6 +500,9 @@ func TestMetricsBuilder(t *testing.T) {
 					queuedJobAttrVal, ok := dp.Attributes().Get("queued_job")
 					assert.True(t, ok)
 					assert.Equal(t, "queued_job-val", queuedJobAttrVal.Str())
+					queuedAgentAttrVal, ok := dp.Attributes().Get("queued_agent")
+					assert.True(t, ok)
+					assert.Equal(t, "queued_agent-val", queuedAgentAttrVal.Str())
 					slurmJobAttrVal, ok := dp.Attributes().Get("slurm_job")
 					assert.True(t, ok)
 					assert.Equal(t, "slurm_job-val", slurmJobAttrVal.Str())
