@@ -3,6 +3,7 @@ package cli_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -155,6 +156,35 @@ func TestMCP_RunRecordsTheAgentAndBoundsTheOutput(t *testing.T) {
 	}
 }
 
+// tt_run takes the job options the CLI's run takes: a job silent past
+// idle_timeout_sec ends hung and, with retries, runs again; the answer
+// says which attempt it was.
+func TestMCP_RunTakesIdleTimeoutAndRetries(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t)
+	s, _ := mcpSession(t, d, "claude-code")
+	work := t.TempDir()
+	var out struct {
+		Job struct {
+			JobID   string `json:"job_id"`
+			Outcome string `json:"outcome"`
+			Attempt int    `json:"attempt"`
+			Retries int    `json:"retries"`
+		} `json:"job"`
+	}
+	// The first attempt goes silent and is ended hung; the second ends at once.
+	cmd := fmt.Sprintf(`if [ -e %[1]s/tried ]; then echo again; else touch %[1]s/tried; sleep 60; fi`, work)
+	r := call(t, s, "tt_run", map[string]any{"command": cmd, "idle_timeout_sec": 1, "retries": 1}, &out)
+	if r.IsError || out.Job.Outcome != "success" || out.Job.Attempt != 2 || out.Job.Retries != 1 {
+		t.Fatalf("tt_run with idle_timeout_sec and retries: %s %+v", text(r), out)
+	}
+	var j api.Job
+	decode(t, d.run("--json", "job", out.Job.JobID), &j)
+	if j.IdleTimeout != 1 || j.Retries != 1 || len(j.Attempts) != 1 || j.Attempts[0].Outcome != "hung" {
+		t.Errorf("job --json: idle %d retries %d attempts %+v", j.IdleTimeout, j.Retries, j.Attempts)
+	}
+}
+
 // tt_submit answers at once; tt_wait bounded by wait_timeout_sec ends the
 // wait and leaves the job running; tt_logs reads its output; tt_kill
 // stops it; tt_list and tt_status show it with its agent.
@@ -293,6 +323,8 @@ func TestMCP_ErrorsAreToolErrors(t *testing.T) {
 		{"tt_run", map[string]any{"command": "true", "output_limit": -1}, "output_limit"},
 		{"tt_submit", map[string]any{"command": "true", "env": map[string]any{"TT_QUEUE_AGENT": "x"}}, "env"},
 		{"tt_submit", map[string]any{"command": "true", "repeat": -2}, "repeat"},
+		{"tt_submit", map[string]any{"command": "true", "retries": 11}, "retries"},
+		{"tt_submit", map[string]any{"command": "true", "idle_timeout_sec": -1}, "idle_timeout_sec"},
 		{"tt_job", map[string]any{"job_id": "ffffffffff"}, "queued refused the request"},
 		{"tt_reset", map[string]any{}, "device or job_id"},
 		{"tt_reset", map[string]any{"device": "9"}, "9"},

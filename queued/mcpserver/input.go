@@ -12,7 +12,7 @@ import (
 
 // JobInput is what tt_run and tt_submit take: what the CLI's run and
 // queue take. A job option queued gains is one field here and one line of
-// request (retries, idle_timeout_sec, after: see docs/agents.md).
+// request (after, once queued has dependencies: see docs/agents.md).
 type JobInput struct {
 	Command    string            `json:"command" jsonschema:"The job: one shell program, run by bash -c in cwd (pipes, redirects, && and assignments work)."`
 	Device     string            `json:"device,omitempty" jsonschema:"The card whose queue takes the job: \"0\" (the default), or the cards of a job that opens several at once: \"0,1\" or \"0-3\"."`
@@ -20,6 +20,10 @@ type JobInput struct {
 	TimeoutSec int64             `json:"timeout_sec,omitempty" jsonschema:"How long the whole job may run, every repeat together, in seconds; 0 selects queued's default."`
 	Repeat     int               `json:"repeat,omitempty" jsonschema:"Run the program this many times, stopping at the first failure; 0 means once."`
 	Env        map[string]string `json:"env,omitempty" jsonschema:"Variables added to the job's environment (over the toolchain variables the server sends, such as PATH and TT_METAL_HOME)."`
+	// IdleTimeoutSec and Retries are the CLI's --idle-timeout and
+	// --retries (docs/job-endings.md).
+	IdleTimeoutSec int64 `json:"idle_timeout_sec,omitempty" jsonschema:"End the job as hung when it writes no output for this many seconds; 0 selects queued's default (off unless the host sets one)."`
+	Retries        int   `json:"retries,omitempty" jsonschema:"Run the job again, up to this many times, when it ended because of its card (hung, interrupted by a reset, or its card found unfit after it); never after its own failure on a fit card. 0 to 10."`
 }
 
 // request checks in and builds the request, naming the field at fault.
@@ -39,6 +43,12 @@ func (s *server) request(in JobInput, agent string) (api.QueueRequest, error) {
 	}
 	if in.Repeat < 0 || in.Repeat > api.MaxRepeat {
 		return api.QueueRequest{}, fmt.Errorf("repeat %d: want 0 to %d", in.Repeat, api.MaxRepeat)
+	}
+	if in.IdleTimeoutSec < 0 {
+		return api.QueueRequest{}, fmt.Errorf("idle_timeout_sec %d: want 0 (queued's default) or more seconds", in.IdleTimeoutSec)
+	}
+	if in.Retries < 0 || in.Retries > api.MaxRetries {
+		return api.QueueRequest{}, fmt.Errorf("retries %d: want 0 to %d", in.Retries, api.MaxRetries)
 	}
 	cwd := in.Cwd
 	if cwd == "" {
@@ -71,5 +81,6 @@ func (s *server) request(in JobInput, agent string) (api.QueueRequest, error) {
 		env = nil
 	}
 	return api.QueueRequest{Cmd: in.Command, Cwd: filepath.Clean(cwd), DeviceID: device, Env: env, EnvFromShell: shell,
-		Timeout: in.TimeoutSec, Repeat: in.Repeat, ClientID: s.opt.ClientID, Agent: agent}, nil
+		Timeout: in.TimeoutSec, Repeat: in.Repeat, IdleTimeout: in.IdleTimeoutSec, Retries: in.Retries,
+		ClientID: s.opt.ClientID, Agent: agent}, nil
 }

@@ -15,7 +15,10 @@ type JobView struct {
 	Kind    string `json:"kind" jsonschema:"job, reset or hold."`
 	Device  string `json:"device" jsonschema:"The job's card, or cards (\"0,1\")."`
 	State   string `json:"state" jsonschema:"queued, running or done."`
-	Outcome string `json:"outcome,omitempty" jsonschema:"When done: success, failure, timeout, killed, interrupted or card_dead."`
+	Outcome string `json:"outcome,omitempty" jsonschema:"When done: success, failure, timeout, hung, killed, interrupted or card_dead."`
+	// Attempt and Retries say which run of a job with retries this is.
+	Attempt int `json:"attempt,omitempty" jsonschema:"Which attempt this is (or was, when done), from 1; a job runs again, up to retries times, when its card ended it."`
+	Retries int `json:"retries,omitempty" jsonschema:"How many times the job may run again after its card ended it."`
 	// ExitCode is set when done: a signal N is -N.
 	ExitCode         *int    `json:"exit_code,omitempty" jsonschema:"When done, the exit status; a signal N is -N."`
 	Error            string  `json:"error,omitempty" jsonschema:"Why the job failed to run, when it did."`
@@ -38,7 +41,7 @@ func viewOf(j api.Job) JobView {
 	v := JobView{JobID: j.ID, Kind: j.Kind, Device: j.DeviceID, State: j.State, Outcome: j.Outcome, ExitCode: j.ExitCode,
 		Error: j.Error, Command: j.Cmd, Cwd: j.Cwd, Agent: j.Agent, Owner: j.Owner, ClientID: j.ClientID, Position: j.Position,
 		EstimatedWaitSec: j.EstimatedWaitSec, SubmittedAt: stamp(&j.SubmittedAt), StartedAt: stamp(j.StartedAt),
-		FinishedAt: stamp(j.FinishedAt), Iterations: j.Iterations, OutputBytes: j.LogBytes}
+		FinishedAt: stamp(j.FinishedAt), Iterations: j.Iterations, OutputBytes: j.LogBytes, Attempt: j.Attempt, Retries: j.Retries}
 	if j.State == "running" {
 		v.EstimatedWaitSec = j.EstimatedRemainingSec
 	}
