@@ -21,7 +21,12 @@ func TestJob_RepeatAndTimeoutNotes(t *testing.T) {
 	}
 	done := b.waitDone(info.ID)
 	out := output(t, b, info.ID)
-	wants := []string{"\n[tt-device-queue] Repeat 1/50\nrun\n", "\n[tt-device-queue] Command timed out after 2s; the queue sent SIGINT.\n"}
+	wants := []string{"\n[tt-device-queue] Repeat 1/50\nrun\n", "\n[tt-device-queue] Command timed out after 2s; the queue sent "}
+	// The time runs out during an iteration (SIGINT ends the sleep) or,
+	// on a busy machine, just as one ended: then no signal was needed.
+	if !strings.Contains(out, "the queue sent SIGINT.\n") && !strings.Contains(out, "the queue sent no signal.\n") {
+		t.Errorf("the timeout note names no signal sent:\n%s", out)
+	}
 	if done.Iterations >= 2 {
 		wants = append(wants, "\n[tt-device-queue] Repeat 2/50\nrun\n")
 	}

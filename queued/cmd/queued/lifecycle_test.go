@@ -102,7 +102,11 @@ func TestQueued_StopIsImmediate(t *testing.T) {
 	state, work := t.TempDir(), t.TempDir()
 	d := startDaemonWith(t, state, bin, "TT_DEVICE_KILL_GRACE=120")
 	marks, goOn := filepath.Join(work, "marks"), filepath.Join(work, "go")
-	running := d.queue("0", work, "trap 'echo INT >> marks; while [ ! -e go ]; do sleep 0.05; done; exit 7' INT; echo started; sleep 1000")
+	// `sleep & wait`, not a foreground sleep: bash runs a trap only once
+	// its foreground child has ended, and a SIGINT that lands while it
+	// forks that child is taken by the child's copy of the trap before
+	// its exec, so the sleep would never see it; wait returns at once.
+	running := d.queue("0", work, "trap 'echo INT >> marks; while [ ! -e go ]; do sleep 0.05; done; exit 7' INT; echo started; sleep 1000 & wait")
 	queued := d.queue("0", work, "echo q >> marks")
 	d.waitOutput(running, "started")
 
