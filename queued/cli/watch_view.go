@@ -165,10 +165,14 @@ func (f watchFrame) current(j api.JobSummary) string {
 	return "running " + shortID(j.ID) + "  " + ownerCell(j.Owner, j.OwnerUID, j.ClientID) + "  " + elapsed + "  " + cut(oneLine(j.Cmd), 60)
 }
 
-// pendingLine is one queued job: its place, id, owner and command, and
-// what it waits for.
+// pendingLine is one queued job: its place, id, owner and command (or
+// that it is a hold or a reset), and what it waits for.
 func pendingLine(j api.JobSummary) string {
-	s := fmt.Sprintf("%d. %s  %s  %s", j.Position, shortID(j.ID), ownerCell(j.Owner, j.OwnerUID, j.ClientID), cut(oneLine(j.Cmd), 60))
+	what := cut(oneLine(j.Cmd), 60)
+	if j.Kind == "hold" || j.Kind == "reset" {
+		what = "(" + j.Kind + ")"
+	}
+	s := fmt.Sprintf("%d. %s  %s  %s", j.Position, shortID(j.ID), ownerCell(j.Owner, j.OwnerUID, j.ClientID), what)
 	if w := waitsFor(j); w != "" {
 		s += "  (waits for " + w + ")"
 	}
@@ -192,7 +196,8 @@ func cutWidth(s string, n int) string {
 	return string(r)
 }
 
-// tailLines returns the last n complete or partial lines of b.
+// tailLines returns the last n complete or partial lines of b, each as
+// a terminal would show it after carriage returns.
 func tailLines(b []byte, n int) []string {
 	s := strings.TrimRight(string(b), "\n")
 	if s == "" || n <= 0 {
@@ -203,7 +208,13 @@ func tailLines(b []byte, n int) []string {
 		all = all[len(all)-n:]
 	}
 	for i, l := range all {
-		all[i] = strings.TrimRight(l, "\r")
+		// A progress bar redraws its line after each \r: the terminal
+		// would show the text after the last one.
+		l = strings.TrimRight(l, "\r")
+		if k := strings.LastIndexByte(l, '\r'); k >= 0 {
+			l = l[k+1:]
+		}
+		all[i] = l
 	}
 	return all
 }
