@@ -36,10 +36,16 @@ type App struct {
 	// progress draws the waiting line on stderr; clear it before printing
 	// anything else there.
 	progress *progress
+	// systemSocket is the host's system-mode daemon's socket
+	// (api.SystemSocket; a test's own elsewhere).
+	systemSocket string
+	// quiet keeps connect from saying it fell back to the system-mode
+	// daemon, for the completion scripts' hidden command.
+	quiet bool
 }
 
 func newApp(ctx context.Context, g *Globals, s Streams) *App {
-	a := &App{Globals: g, Streams: s, ctx: ctx}
+	a := &App{Globals: g, Streams: s, ctx: ctx, systemSocket: api.SystemSocket}
 	a.progress = &progress{w: s.Err, live: isTerminal(s.Err)}
 	return a
 }
@@ -61,7 +67,8 @@ func (a *App) close() {
 //   - Neither: the Unix socket in the state directory (TT_DEVICE_LOG_DIR,
 //     as the daemon resolves it), which only the owner can listen on or
 //     connect to, when a daemon answers there; else the host's system-mode
-//     daemon at api.SystemSocket. No token is sent to either, and the CLI
+//     daemon at api.SystemSocket, which it says on stderr once (see
+//     noteFallback). No token is sent to either, and the CLI
 //     never falls back to TCP.
 func (a *App) connect() (*api.Client, error) {
 	if a.client != nil {
@@ -90,13 +97,14 @@ func (a *App) connect() (*api.Client, error) {
 		if dirErr == nil {
 			own = filepath.Join(dir, api.SocketFile)
 		}
-		sock, isSystem, err := pickSocket(a.ctx, own, api.SystemSocket)
+		sock, isSystem, err := pickSocket(a.ctx, own, a.systemSocket)
 		if err != nil {
 			return nil, err
 		}
 		a.via = viaOwn
 		if isSystem {
 			a.via = viaSystem
+			a.noteFallback(dir, own, sock)
 		}
 		return a.useSocket(sock), nil
 	}
@@ -123,6 +131,22 @@ func (a *App) connect() (*api.Client, error) {
 	}
 	a.client = api.NewClient(a.url, token)
 	return a.client, nil
+}
+
+// noteFallback says on stderr, once per command (connect runs once),
+// that the user's own queued did not answer and the host's shared one at
+// sock is used instead: jobs then go to the shared queue, run under its
+// settings and are listed there. It says nothing to a user whose own
+// queued never ran (no token in the state directory dir): for them the
+// shared queued is the only one.
+func (a *App) noteFallback(dir, own, sock string) {
+	if a.quiet || own == "" {
+		return
+	}
+	if _, err := os.Stat(filepath.Join(dir, api.TokenFile)); err != nil {
+		return
+	}
+	a.progress.note("your own queued does not answer at unix://%s, so this goes to the host's shared queued at unix://%s (systemctl --user start queued to use yours)", own, sock)
 }
 
 // useSocket makes the client for the daemon on the Unix socket at path.

@@ -52,6 +52,7 @@ type CLI struct {
 	Result      ResultCmd      `cmd:"" help:"Wait for a job to end, print its output and exit with its status."`
 	Logs        LogsCmd        `cmd:"" help:"Print a job's output, or follow it as it is produced."`
 	QueuePython QueuePythonCmd `cmd:"" name:"queue-python" help:"Submit a Python script (a file, or - for stdin)."`
+	Watch       WatchCmd       `cmd:"" help:"Show the cards live in the terminal (state, running job, its last lines, queue, holders) until q; one snapshot when stdout is not a terminal."`
 	Status      StatusCmd      `cmd:"" help:"Show which queued answered, then every card: state, current job and its owner, queue, estimated wait, resets and foreign holders."`
 	List        ListCmd        `cmd:"" help:"List jobs: running and queued ones card by card, then finished ones, newest first."`
 	Wait        WaitCmd        `cmd:"" help:"Wait until jobs have ended and exit with the worst status among them."`

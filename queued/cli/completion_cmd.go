@@ -346,6 +346,7 @@ type CompleteCmd struct {
 
 // Run prints one candidate per line.
 func (c *CompleteCmd) Run(a *App) error {
+	a.quiet = true
 	cl, err := a.connect()
 	if err != nil {
 		return nil

@@ -34,11 +34,12 @@ func TestEnv_SubmitterToolchainIsInherited(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "venv-bin")
 	env := shellEnv(bin)
 
+	// "." comes first on PYTHONPATH, as the Python tool gave every job.
 	t.Run("default", func(t *testing.T) {
 		r := d.runWith(env, "", "run", "--", printEnv)
 		r.want(t, 0, []string{
 			"PATH=" + bin + ":", "VIRTUAL_ENV=/venvs/tt\n", "CONDA_PREFIX=/conda/envs/tt\n", "CONDA_DEFAULT_ENV=tt\n",
-			"PYTHONPATH=/src/tt-metal\n", "LD_LIBRARY_PATH=/opt/tt/lib\n", "TT_METAL_HOME=/src/tt-metal\n",
+			"PYTHONPATH=.:/src/tt-metal\n", "LD_LIBRARY_PATH=/opt/tt/lib\n", "TT_METAL_HOME=/src/tt-metal\n",
 			"TT_METAL_LOGGER_LEVEL=Debug\n", "ARCH_NAME=blackhole\n",
 			"TT_DEVICE_RESULT_BYTES=unset\n", "TT_QUEUE_SECRET=unset\n", "TT_VISIBLE_DEVICES=unset\n", "UNRELATED=unset\n",
 		}, []string{"TT_VISIBLE_DEVICES=1 is set in this shell but not sent", "--env TT_VISIBLE_DEVICES=1"})

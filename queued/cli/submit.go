@@ -63,11 +63,16 @@ func (s *Submission) request(a *App, cmd string) (api.QueueRequest, error) {
 	if cwd, err = filepath.Abs(cwd); err != nil {
 		return api.QueueRequest{}, usageErr("--cwd: %w", err)
 	}
-	return api.QueueRequest{
+	req := api.QueueRequest{
 		Cmd: cmd, Cwd: cwd, DeviceID: strings.TrimSpace(s.Device), Env: env, EnvFromShell: shell,
 		Timeout: int64((time.Duration(s.Timeout) + time.Second - 1) / time.Second), Repeat: s.Repeat, ClientID: a.clientID(),
 		IdleTimeout: int64((time.Duration(s.IdleTimeout) + time.Second - 1) / time.Second), Retries: s.Retries,
-	}, nil
+	}
+	// Every job gets "." on PYTHONPATH, as the Python tool gave every job:
+	// a script run from a subdirectory still imports the modules of the
+	// directory it was submitted from.
+	dotOnPythonPath(&req)
+	return req, nil
 }
 
 // program makes the job's shell program of run's and queue's words, as

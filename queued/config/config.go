@@ -104,6 +104,7 @@ type Config struct {
 	DevDir      string `name:"dev-dir" default:"${DevDir}" placeholder:"DIR" help:"Where to look for numeric card nodes when no card numbers are given."`
 	SysfsPath   string `kong:"-" env:"TT_DEVICE_SYSFS_PATH" check:"abspath" default:"${SysfsPath}" help:"Where sysfs is mounted: each card's PCI address, type and serial are read from class/tenstorrent/tenstorrent!N there."`
 	Visible     string `kong:"-" env:"TT_DEVICE_VISIBLE" check:"oneof=off|bdf" default:"${Visible}" help:"bdf: give each job TT_VISIBLE_DEVICES, the PCI addresses of its cards read at dispatch, so tt-umd opens only them; off leaves the variable alone, as the specification has it. A job's own --env TT_VISIBLE_DEVICES wins."`
+	LoginShell  bool   `name:"login-shell" env:"TT_DEVICE_LOGIN_SHELL" default:"${LoginShell}" help:"1 (the flag alone): run each job in a login shell, bash -lc, so /etc/profile and ~/.profile set up its toolchain as the Python tool's jobs had; off (bash -c) keeps the PATH and virtualenv forwarded from the submitting shell, which Debian's /etc/profile resets. Needs bash."`
 	CrossCard   string `kong:"-" env:"TT_DEVICE_CROSS_CARD" check:"oneof=warn|kill" default:"${CrossCard}" help:"What queued does when a process of a job holds a card outside the job's own (tt-metal opens every card it sees): warn shows it in status and the job's record and logs it; kill also ends the job."`
 
 	// Containing jobs.

@@ -295,3 +295,21 @@ func TestShares(t *testing.T) {
 		t.Errorf("a per-user bound in user mode: %v, want it refused as system mode's", err)
 	}
 }
+
+// TestFromEnv_LoginShell: TT_DEVICE_LOGIN_SHELL is off by default, on
+// with 1, and a value that is not a yes or no is refused by name.
+func TestFromEnv_LoginShell(t *testing.T) {
+	c, err := FromEnv(env(map[string]string{"HOME": "/h"}))
+	if err != nil || c.LoginShell {
+		t.Fatalf("default: LoginShell %v, %v; want off", c.LoginShell, err)
+	}
+	c, err = FromEnv(env(map[string]string{"HOME": "/h", "TT_DEVICE_LOGIN_SHELL": "1"}))
+	if err != nil || !c.LoginShell {
+		t.Fatalf("TT_DEVICE_LOGIN_SHELL=1: LoginShell %v, %v; want on", c.LoginShell, err)
+	}
+	_, err = FromEnv(env(map[string]string{"HOME": "/h", "TT_DEVICE_LOGIN_SHELL": "maybe"}))
+	var ee *EnvError
+	if !errors.As(err, &ee) || ee.Var != "TT_DEVICE_LOGIN_SHELL" || !strings.Contains(err.Error(), "maybe") {
+		t.Fatalf("TT_DEVICE_LOGIN_SHELL=maybe: %v; want an error naming it", err)
+	}
+}

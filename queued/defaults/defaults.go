@@ -56,6 +56,7 @@ const (
 	Port                      = 5741               // TT_DEVICE_PORT, the seed's
 	StopTimeoutSeconds        = 90                 // TT_DEVICE_STOP_TIMEOUT, the unit's TimeoutStopSec: the ladder's 75 s and the final writes
 	WaitForeign               = false              // TT_DEVICE_WAIT_FOREIGN
+	LoginShell                = false              // TT_DEVICE_LOGIN_SHELL
 	DevDir                    = "/dev/tenstorrent" // --dev-dir: the cards' device nodes
 	SysfsPath                 = "/sys"             // TT_DEVICE_SYSFS_PATH
 	Visible                   = "off"              // TT_DEVICE_VISIBLE
@@ -127,6 +128,7 @@ var Vars = map[string]any{
 	"StopTimeoutSeconds":        StopTimeoutSeconds,
 	"ResetCmd":                  ResetCmd,
 	"WaitForeign":               WaitForeign,
+	"LoginShell":                LoginShell,
 	"DevDir":                    DevDir,
 	"SysfsPath":                 SysfsPath,
 	"Visible":                   Visible,

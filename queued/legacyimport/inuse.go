@@ -1,7 +1,6 @@
 package legacyimport
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -49,7 +48,8 @@ const probeTimeout = 2 * time.Second
 //   - a lock on the database's lock bytes or on its -shm, which SQLite
 //     takes in every process while a connection is open (seen across
 //     PID namespaces and users alike);
-//   - a Python tt-device-queue server.py process whose state directory
+//   - a Python tt-device-queue server process, however started (see
+//     pythonServers), whose state directory
 //     (its TT_DEVICE_LOG_DIR, else the logs/ beside server.py) is the
 //     database's directory: the tool opens the database only for each
 //     operation, so an idle one holds nothing, yet it will run the
@@ -107,7 +107,7 @@ func holders(ids map[[2]uint64]string) []string {
 			}
 			id := idOf(fi)
 			if name, ok := ids[[2]uint64{id.Dev, id.Ino}]; ok {
-				out = append(out, fmt.Sprintf("process %s (%s) has %s open", p.Name(), comm(p.Name()), name))
+				out = append(out, fmt.Sprintf("process %s (%s) has %s open", p.Name(), command(p.Name()), name))
 				break
 			}
 		}
@@ -115,10 +115,24 @@ func holders(ids map[[2]uint64]string) []string {
 	return out
 }
 
-func comm(pid string) string {
-	b, _ := os.ReadFile(filepath.Join("/proc", pid, "comm"))
-	return strings.TrimSpace(string(b))
+// command is a process's command line, as ps shows it (cut to
+// maxCommand bytes), so the refusal says which process to stop; its
+// comm when the command line cannot be read (a kernel thread, or gone).
+func command(pid string) string {
+	raw, _ := os.ReadFile(filepath.Join("/proc", pid, "cmdline"))
+	line := strings.Join(strings.Fields(strings.ReplaceAll(string(raw), "\x00", " ")), " ")
+	if line == "" {
+		b, _ := os.ReadFile(filepath.Join("/proc", pid, "comm"))
+		return strings.TrimSpace(string(b))
+	}
+	if len(line) > maxCommand {
+		line = line[:maxCommand] + "..."
+	}
+	return strings.ToValidUTF8(line, "?")
 }
+
+// maxCommand bounds the command line quoted in a refusal.
+const maxCommand = 160
 
 // sqliteLockBytes is where SQLite's unix VFS takes its locks on a
 // database file: the pending byte, the reserved byte and the 510 shared
@@ -152,9 +166,11 @@ func locked(path string, whole bool) (int32, bool) {
 	return lk.Pid, lk.Type != unix.F_UNLCK
 }
 
-// pythonServers lists the Python tt-device-queue servers (a python
-// process running a server.py that has queue_core.py beside it) whose
-// state directory is dir.
+// pythonServers lists the Python tt-device-queue servers whose state
+// directory is dir: a python process, however it was started (python3
+// server.py, python3 /elsewhere/server.py, python3 -m server from its
+// directory, a copy of the tool at another path), running from a
+// directory that has the tool's queue_core.py.
 func pythonServers(dir string) []string {
 	want, err := os.Stat(dir)
 	if err != nil {
@@ -169,7 +185,7 @@ func pythonServers(dir string) []string {
 		}
 		base := filepath.Join("/proc", p.Name())
 		raw, err := os.ReadFile(filepath.Join(base, "cmdline"))
-		if err != nil || !bytes.Contains(raw, []byte("server.py")) {
+		if err != nil {
 			continue
 		}
 		args := strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")
@@ -177,29 +193,51 @@ func pythonServers(dir string) []string {
 			continue
 		}
 		cwd, _ := os.Readlink(filepath.Join(base, "cwd"))
-		for _, a := range args[1:] {
-			if filepath.Base(a) != "server.py" {
+		for _, repo := range toolDirs(args[1:], cwd) {
+			if !hasToolCore(base, repo) {
 				continue
-			}
-			script := a
-			if !filepath.IsAbs(script) {
-				script = filepath.Join(cwd, script)
-			}
-			repo := filepath.Dir(script)
-			if _, err := os.Stat(filepath.Join(base, "root", repo, "queue_core.py")); err != nil {
-				if _, err := os.Stat(filepath.Join(repo, "queue_core.py")); err != nil {
-					continue
-				}
 			}
 			for _, d := range serverDirs(base, repo, cwd) {
 				if fi, err := os.Stat(d); err == nil && os.SameFile(fi, want) {
-					out = append(out, fmt.Sprintf("the Python tt-device-queue runs as process %s (%s) on this directory", p.Name(), script))
+					out = append(out, fmt.Sprintf("the Python tt-device-queue runs as process %s (%s, in %s) on this directory", p.Name(), command(p.Name()), repo))
 				}
 			}
 			break
 		}
 	}
 	return out
+}
+
+// toolDirs are the directories a python command line may run the tool
+// from: each script's (a .py argument, relative to the working directory
+// cwd) and, for python -m MODULE, the working directory, where python
+// finds the module.
+func toolDirs(args []string, cwd string) []string {
+	var out []string
+	for i, a := range args {
+		switch {
+		case a == "-m" && i+1 < len(args), strings.HasPrefix(a, "-m") && len(a) > 2:
+			if cwd != "" {
+				out = append(out, cwd)
+			}
+		case strings.HasSuffix(a, ".py"):
+			if !filepath.IsAbs(a) {
+				a = filepath.Join(cwd, a)
+			}
+			out = append(out, filepath.Dir(a))
+		}
+	}
+	return out
+}
+
+// hasToolCore reports whether repo holds the tool's queue_core.py, as
+// the process at base sees its file system or as this one does.
+func hasToolCore(base, repo string) bool {
+	if _, err := os.Stat(filepath.Join(base, "root", repo, "queue_core.py")); err == nil {
+		return true
+	}
+	_, err := os.Stat(filepath.Join(repo, "queue_core.py"))
+	return err == nil
 }
 
 // serverDirs are the state directories a server.py in repo may use: its

@@ -36,8 +36,16 @@ type live struct {
 // database's directory, as the real tool runs.
 func startLive(t *testing.T, db string, port int, mode string, asServer bool) *live {
 	t.Helper()
+	return startLiveAs(t, db, port, mode, asServer, false)
+}
+
+// startLiveAs is startLive; asModule runs the stand-in as the real
+// server.py would be as `python3 -m server` from its own directory (a
+// copy elsewhere than the import's directory).
+func startLiveAs(t *testing.T, db string, port int, mode string, asServer, asModule bool) *live {
+	t.Helper()
 	script := filepath.Join(kmdtest.Testdata(t), "python-tool", "live_server.py")
-	if asServer {
+	if asServer || asModule {
 		repo := t.TempDir()
 		body, err := os.ReadFile(script)
 		if err != nil {
@@ -51,6 +59,10 @@ func startLive(t *testing.T, db string, port int, mode string, asServer bool) *l
 		}
 	}
 	l := &live{cmd: exec.Command("python3", script, db, itoa(port), mode), done: make(chan struct{})}
+	if asModule {
+		l.cmd = exec.Command("python3", "-m", "server", db, itoa(port), mode)
+		l.cmd.Dir = filepath.Dir(script)
+	}
 	l.cmd.Env = append(os.Environ(), "TT_DEVICE_LOG_DIR="+filepath.Dir(db))
 	out, err := l.cmd.StdoutPipe()
 	if err != nil {
@@ -151,13 +163,16 @@ func sideFiles(db string) []string {
 func TestImport_RefusesADatabaseInUse(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		name, mode     string
-		port, asServer bool
-		want           string
+		name, mode               string
+		port, asServer, asModule bool
+		want                     string
 	}{
-		{"holding the database", "hold", false, false, "has jobs.sqlite3 open"},
-		{"idle, answering on its port", "idle", true, false, "answers on 127.0.0.1:"},
-		{"idle server.py on the directory", "idle", false, true, "runs as process"},
+		{"holding the database", "hold", false, false, false, "has jobs.sqlite3 open"},
+		{"idle, answering on its port", "idle", true, false, false, "answers on 127.0.0.1:"},
+		{"idle server.py on the directory", "idle", false, true, false, "runs as process"},
+		// Started as a module, from a copy of the tool elsewhere, on a
+		// port the import is not told: it ran the same jobs as queued.
+		{"idle python3 -m server from another path", "idle", false, false, true, "runs as process"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -168,7 +183,7 @@ func TestImport_RefusesADatabaseInUse(t *testing.T) {
 			if tc.port {
 				port = freePort(t)
 			}
-			startLive(t, db, port, tc.mode, tc.asServer)
+			startLiveAs(t, db, port, tc.mode, tc.asServer, tc.asModule)
 			sides := sideFiles(db)
 			before := fingerprint(t, dir)
 			o := opts()
@@ -287,5 +302,47 @@ func TestImportOnStart_NotWhileLiveAndAgainWhenChanged(t *testing.T) {
 	active, _ := st.Active()
 	if len(active) != 3 {
 		t.Fatalf("%d jobs queued after the second import, want 3", len(active))
+	}
+}
+
+// TestImport_RefusesAnyProcessHoldingTheDatabase: a process that is not
+// the Python tool at all, started from another directory, holding the
+// database or its -wal open is evidence too, and the refusal names its
+// pid and command line.
+func TestImport_RefusesAnyProcessHoldingTheDatabase(t *testing.T) {
+	t.Parallel()
+	for _, file := range []string{legacyimport.DBName, legacyimport.DBName + "-wal"} {
+		t.Run(file, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			db := filepath.Join(dir, legacyimport.DBName)
+			kmdtest.MakeLegacyDB(t, map[string]any{"path": db, "rows": legacyRows(t, dir, "", func(int) any { return nil })})
+			held := filepath.Join(dir, file)
+			if _, err := os.Stat(held); errors.Is(err, os.ErrNotExist) {
+				if err := os.WriteFile(held, nil, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cmd := exec.Command("python3", "-c", "import sys, time; f = open(sys.argv[1], 'rb'); print('ready', flush=True); time.sleep(600)", held)
+			cmd.Dir = t.TempDir()
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+			if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
+				t.Fatalf("the holder said %q, %v", line, err)
+			}
+			_, err = legacyimport.ImportInto(t.TempDir(), db, opts())
+			want := []string{"process " + itoa(cmd.Process.Pid), "python3 -c import sys", "has " + file + " open"}
+			for _, w := range want {
+				if !errors.Is(err, legacyimport.ErrInUse) || !strings.Contains(err.Error(), w) {
+					t.Fatalf("import while another process holds %s: %v; want ErrInUse naming %q", file, err, w)
+				}
+			}
+		})
 	}
 }

@@ -51,6 +51,18 @@ func Shell() []string {
 	return []string{"/bin/sh", "-c", "--"}
 }
 
+// LoginShell returns the prefix of a login shell, bash -lc, for hosts
+// whose users set their toolchain up in ~/.profile
+// (TT_DEVICE_LOGIN_SHELL). It fails without bash: sh -l reads a
+// different profile, and a job would silently miss what it expects.
+func LoginShell() ([]string, error) {
+	p, err := exec.LookPath("bash")
+	if err != nil {
+		return nil, fmt.Errorf("a login shell (TT_DEVICE_LOGIN_SHELL) needs bash: %w", err)
+	}
+	return []string{p, "-l", "-c", "--"}, nil
+}
+
 // Spec describes one program to run.
 type Spec struct {
 	// Shell is the interpreter prefix, such as {"/usr/bin/bash", "-c"}; the

@@ -334,11 +334,18 @@ func run(cfg config.Config, envErr error, log *slog.Logger) error {
 		log.Info("holds taken for Slurm jobs end when squeue says their job is gone", "squeue", squeue, "every", cfg.SlurmCheckInterval)
 	}
 	shares := cfg.Shares()
+	shell := runner.Shell()
+	if cfg.LoginShell {
+		if shell, err = runner.LoginShell(); err != nil {
+			return err
+		}
+		log.Info("jobs run in a login shell (TT_DEVICE_LOGIN_SHELL)", "shell", shell)
+	}
 	sched, err := scheduler.New(scheduler.Options{
 		Store: st, Devices: cfg.Devices, OutputDir: filepath.Join(cfg.StateDir, "output"),
 		DefaultTimeout: cfg.DefaultTimeout, MaxQueued: cfg.MaxQueued, MaxLogBytes: cfg.MaxLogBytes,
 		KillGrace: killGrace(cfg.KillGrace), TermGrace: killGrace(cfg.TermGrace), DefaultIdleTimeout: cfg.IdleTimeout, RetentionDays: cfg.RetentionDays, MaxCompleted: cfg.MaxCompleted, Logger: log,
-		Controls: controls(cfg, log), DriverPath: cfg.DriverPath, WaitForeign: cfg.WaitForeign,
+		Shell: shell, Controls: controls(cfg, log), DriverPath: cfg.DriverPath, WaitForeign: cfg.WaitForeign,
 		MeterProvider: metrics, MaxOutputBytes: cfg.MaxOutputBytes,
 		Mode: cfg.Mode, ResetAccount: sys.reset, JobTasksMax: cfg.JobTasksMax, JobOOMScoreAdj: cfg.ChildOOMScoreAdj,
 		SysfsPath: cfg.SysfsPath, VisibleBDF: cfg.Visible == "bdf", CrossCard: cfg.CrossCard, DevDir: cfg.DevDir,
