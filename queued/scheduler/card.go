@@ -99,6 +99,16 @@ func (c *card) pop() *job {
 	return j
 }
 
+// take removes j, the card's head (see head), from its queue: the first
+// job unless jobs ahead of it wait for a dependency.
+func (c *card) take(j *job) {
+	if len(c.queue) > 0 && c.queue[0] == j {
+		c.pop()
+		return
+	}
+	c.remove(j)
+}
+
 // remove takes a job out of the queue wherever it is; false if absent.
 func (c *card) remove(j *job) bool {
 	for i, q := range c.queue {

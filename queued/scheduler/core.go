@@ -30,9 +30,10 @@ type core struct {
 
 	mu       sync.Mutex
 	cards    map[int]*card
-	order    []int           // card ids ascending
-	jobs     map[string]*job // queued, running, and finished-but-not-yet-forgotten
-	queued   int             // jobs in state queued over all cards
+	order    []int             // card ids ascending
+	jobs     map[string]*job   // queued, running, and finished-but-not-yet-forgotten
+	afterIdx map[string][]*job // a job not ended yet -> the queued jobs waiting for it (after.go)
+	queued   int               // jobs in state queued over all cards
 	nextSeq  uint64
 	stopping bool
 	warnings []string  // recovery problems shown in status
@@ -58,14 +59,15 @@ type core struct {
 // applied) with no job in it yet.
 func newCore(opt Options, met *metrics) (*core, error) {
 	c := &core{
-		opt:    opt,
-		st:     opt.Store,
-		log:    opt.Logger,
-		cards:  map[int]*card{},
-		jobs:   map[string]*job{},
-		quit:   make(chan struct{}),
-		expiry: make(chan struct{}, 1),
-		met:    met,
+		opt:      opt,
+		st:       opt.Store,
+		log:      opt.Logger,
+		cards:    map[int]*card{},
+		jobs:     map[string]*job{},
+		afterIdx: map[string][]*job{},
+		quit:     make(chan struct{}),
+		expiry:   make(chan struct{}, 1),
+		met:      met,
 	}
 	c.nextSeq = 1
 	c.persist = &persister{core: c, failed: make(chan struct{}, 1)}
@@ -117,6 +119,7 @@ func (c *core) settleLocked(j *job, rec store.Job) {
 	j.held = false
 	delete(c.jobs, rec.ID)
 	c.notify(j)
+	c.afterSettledLocked(&j.rec)
 }
 
 // wakeAllLocked wakes every card's worker.

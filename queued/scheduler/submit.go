@@ -3,6 +3,7 @@ package scheduler
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/ttkit/ttkit/queued/runner"
@@ -43,6 +44,12 @@ type JobSpec struct {
 
 	// EnvFromShell names the Env entries taken from the submitter's shell.
 	EnvFromShell []string
+
+	// After lists the whole ids of the jobs this one waits for (the API
+	// has resolved and checked them); AfterMode which of their endings
+	// let it run (empty: store.AfterOK). See after.go.
+	After     []string
+	AfterMode store.AfterMode
 }
 
 // cards is the spec's cards, ascending.
@@ -87,6 +94,10 @@ func (s submitter) submit(spec JobSpec) (JobInfo, error) {
 		Timeout: int64((timeout + time.Second - 1) / time.Second), Repeat: max(spec.Repeat, 1),
 		ClientID: spec.ClientID, OwnerUID: spec.OwnerUID, Owner: spec.Owner,
 		IdleTimeout: int64((idle + time.Second - 1) / time.Second), Retries: spec.Retries, Attempt: 1,
+		After: spec.After, AfterMode: spec.AfterMode,
+	}
+	if len(rec.After) > 0 && rec.AfterMode == "" {
+		rec.AfterMode = store.AfterOK
 	}
 	return s.enqueue(withCards(rec, cardsOfSpec(spec.Card, spec.Cards), spec.DeviceSpec), keyOf(spec.Cmd))
 }
@@ -94,23 +105,44 @@ func (s submitter) submit(spec JobSpec) (JobInfo, error) {
 // enqueue gives rec (a job or a hold, its cards set) an id and a place at
 // the tail of each of its cards' queues, and returns once it is durable.
 func (s submitter) enqueue(rec store.Job, key cmdKey) (JobInfo, error) {
-	s.mu.Lock()
-	cards, err := s.admitLocked(&rec, nil)
-	if errors.Is(err, errAskExempt) {
-		// Only now may the owner's share matter. Whether they are exempt
-		// may read the user database: asked without the lock.
-		s.mu.Unlock()
-		exempt := s.opt.Exempt(*rec.OwnerUID)
-		s.mu.Lock()
-		cards, err = s.admitLocked(&rec, &exempt)
-	}
+	// The records of the jobs it waits for are read without the lock;
+	// one that ends meanwhile is read again.
+	deps, err := s.afterRecords(rec.After)
 	if err != nil {
-		s.mu.Unlock()
 		return JobInfo{}, err
+	}
+	var cards cardSet
+	var wait *afterWait
+	for {
+		s.mu.Lock()
+		cards, err = s.admitLocked(&rec, nil)
+		if errors.Is(err, errAskExempt) {
+			// Only now may the owner's share matter. Whether they are exempt
+			// may read the user database: asked without the lock.
+			s.mu.Unlock()
+			exempt := s.opt.Exempt(*rec.OwnerUID)
+			s.mu.Lock()
+			cards, err = s.admitLocked(&rec, &exempt)
+		}
+		if err != nil {
+			s.mu.Unlock()
+			return JobInfo{}, err
+		}
+		var stale []string
+		if wait, stale = s.afterWaitLocked(&rec, deps); len(stale) == 0 {
+			break
+		}
+		s.mu.Unlock()
+		again, err := s.afterRecords(stale)
+		if err != nil {
+			return JobInfo{}, err
+		}
+		maps.Copy(deps, again)
 	}
 	rec.ID, rec.Seq, rec.State, rec.SubmittedAt = store.NewID(), s.nextSeq, store.StateQueued, s.opt.Now()
 	// Memory keeps the record brief; the store gets it whole, once.
 	j := newKeyedJob(rec.Briefed(), key, false)
+	s.watchAfterLocked(j, wait)
 	s.nextSeq++
 	cards.push(j)
 	s.jobs[j.rec.ID] = j
@@ -124,6 +156,7 @@ func (s submitter) enqueue(rec store.Job, key cmdKey) (JobInfo, error) {
 	if err != nil {
 		cards.remove(j)
 		delete(s.jobs, j.rec.ID)
+		j.after = nil // never queued: the jobs it waited for forget it
 		s.queued--
 		s.persist.failLocked(err)
 		cards.wakeup()
