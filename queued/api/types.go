@@ -53,6 +53,16 @@ type QueueRequest struct {
 	Retries int `json:"retries,omitempty"`
 	// ClientID is diagnostic only; it never affects order.
 	ClientID string `json:"client_id,omitempty"`
+	// After lists jobs (ids or unique prefixes, at most MaxAfter, each
+	// one the caller may see) this one waits for: it keeps its place in
+	// its card's FIFO order without blocking the jobs behind it, and
+	// starts at its turn once each has ended as AfterMode accepts.
+	After []string `json:"after,omitempty"`
+	// AfterMode is "ok" (the default: each must succeed, as Slurm's
+	// afterok), "notok" (each must end otherwise) or "any". A job whose
+	// dependency can no longer be met ends with outcome "dependency"
+	// without running.
+	AfterMode string `json:"after_mode,omitempty"`
 	// Mode is accepted for the Python tt-device-queue's clients, which
 	// send "run"; it is the only mode.
 	Mode string `json:"mode,omitempty"`
@@ -385,6 +395,12 @@ type Job struct {
 	Attempt  int       `json:"attempt"`
 	Retries  int       `json:"retries"`
 	Attempts []Attempt `json:"attempts,omitempty"`
+	// After and AfterMode: the jobs it was queued after, and which of
+	// their endings let it run (QueueRequest.After); WaitsFor, while it is
+	// queued, those that have not ended yet.
+	After     []string `json:"after,omitempty"`
+	AfterMode string   `json:"after_mode,omitempty"`
+	WaitsFor  []string `json:"waits_for,omitempty"`
 	// PID is the process group of the current iteration while running.
 	PID int `json:"pid,omitempty"`
 

@@ -87,6 +87,8 @@ func runtimeOrOutcome(j api.Job, now time.Time) string {
 	switch {
 	case j.State == "running" && j.StartedAt != nil:
 		return fmtDuration(now.Sub(*j.StartedAt))
+	case j.State == "queued" && len(j.WaitsFor) > 0:
+		return "after " + shortIDs(j.WaitsFor)
 	case j.State != "done":
 		return "-"
 	}

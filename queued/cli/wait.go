@@ -386,3 +386,12 @@ func fmtDuration(d time.Duration) string {
 		return fmt.Sprintf("%dh%02dm", s/3600, s%3600/60)
 	}
 }
+
+// shortIDs is ids shortened and joined with commas, for one line.
+func shortIDs(ids []string) string {
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = shortID(id)
+	}
+	return strings.Join(parts, ",")
+}

@@ -178,7 +178,7 @@ func (s reporter) statusLocked() (Status, []string, []ownJob) {
 		wait := c.currentRemaining(now)
 		for i, j := range c.queue {
 			run := c.runEstimate(j)
-			cs.Queue[i] = JobInfo{Job: j.rec, Position: i + 1, EstimatedWait: wait, EstimatedRun: run, EstimateKnown: c.estimateKnown(j)}
+			cs.Queue[i] = JobInfo{Job: j.rec, Position: i + 1, EstimatedWait: wait, EstimatedRun: run, EstimateKnown: c.estimateKnown(j), WaitsFor: j.waitsFor()}
 			wait += run
 		}
 		cs.EstimatedWait = wait
