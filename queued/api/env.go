@@ -11,7 +11,7 @@ const (
 // ReservedEnv reports whether name is one of the variables queued sets in
 // every job itself (JobIDEnvVar, DeviceEnvVar).
 func ReservedEnv(name string) bool {
-	return name == JobIDEnvVar || name == DeviceEnvVar
+	return name == JobIDEnvVar || name == DeviceEnvVar || name == ArrayIDEnvVar || name == ArrayIndexEnvVar
 }
 
 // ValidEnvName reports whether name may name a variable of a job's

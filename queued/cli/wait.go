@@ -257,6 +257,8 @@ func describeEnd(j api.Job) string {
 		b.WriteString("failed because its card is dead")
 	case "hung":
 		b.WriteString("hung")
+	case "dependency":
+		b.WriteString("never ran: its dependency was not met")
 	default:
 		b.WriteString("ended (" + j.Outcome + ")")
 	}

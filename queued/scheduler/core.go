@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/ttkit/ttkit/queued/api"
 	"github.com/ttkit/ttkit/queued/runner"
 	"github.com/ttkit/ttkit/queued/store"
 )
@@ -77,7 +78,8 @@ func newCore(opt Options, met *metrics) (*core, error) {
 	c.resets = resetRunner{c}
 	var env []string
 	for _, kv := range opt.BaseEnv {
-		if strings.HasPrefix(kv, runner.JobEnvVar+"=") || strings.HasPrefix(kv, DeviceEnvVar+"=") {
+		if strings.HasPrefix(kv, runner.JobEnvVar+"=") || strings.HasPrefix(kv, DeviceEnvVar+"=") ||
+			strings.HasPrefix(kv, api.ArrayIDEnvVar+"=") || strings.HasPrefix(kv, api.ArrayIndexEnvVar+"=") {
 			continue
 		}
 		env = append(env, kv)

@@ -3,11 +3,13 @@ package scheduler
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/ttkit/ttkit/internal/ttsysfs"
 	"github.com/ttkit/ttkit/queued/account"
+	"github.com/ttkit/ttkit/queued/api"
 	"github.com/ttkit/ttkit/queued/runner"
 	"github.com/ttkit/ttkit/queued/store"
 )
@@ -163,5 +165,9 @@ func jobEnv(base []string, rec *store.Job) []string {
 	for k, v := range rec.Env {
 		env = append(env, k+"="+v)
 	}
-	return append(env, runner.JobEnvVar+"="+rec.ID, DeviceEnvVar+"="+rec.DeviceText())
+	env = append(env, runner.JobEnvVar+"="+rec.ID, DeviceEnvVar+"="+rec.DeviceText())
+	if rec.ArrayID != "" {
+		env = append(env, api.ArrayIDEnvVar+"="+rec.ArrayID, api.ArrayIndexEnvVar+"="+strconv.Itoa(rec.ArrayIndex))
+	}
+	return env
 }

@@ -33,7 +33,10 @@ func jobView(info scheduler.JobInfo) api.Job {
 		LogError: info.LogError, LogCutAt: info.LogCutAt, LogCutBytes: info.LogCutBytes, Held: info.Held, OutputDeletedAt: timePtr(info.OutputDeletedAt),
 		CmdTruncated: info.CmdTruncated(), CmdBytes: len(info.Cmd), EnvVars: len(info.Env), EnvBytes: api.EnvBytes(info.Env),
 		KillRung: info.KillRung, IdleTimeout: info.IdleTimeout, Attempt: info.AttemptNo(), Retries: info.Retries,
-		After: info.After, AfterMode: string(info.AfterMode), WaitsFor: info.WaitsFor,
+		After: info.After, AfterMode: string(info.AfterMode), WaitsFor: info.WaitsFor, ArrayID: info.ArrayID,
+	}
+	if info.ArrayID != "" {
+		j.ArrayIndex = &info.ArrayIndex
 	}
 	for _, a := range info.Attempts {
 		j.Attempts = append(j.Attempts, api.Attempt{Attempt: a.Attempt, StartedAt: timePtr(a.StartedAt), FinishedAt: timePtr(a.FinishedAt),

@@ -177,8 +177,17 @@ func (h *submissions) decodeQueue(r *http.Request) (scheduler.JobSpec, error) {
 		return spec, fieldErr("client_id", "contains control characters")
 	}
 	spec.ClientID = clientID
-	spec.After, spec.AfterMode, err = h.decodeAfter(r, fields)
-	return spec, err
+	if spec.After, spec.AfterMode, err = h.decodeAfter(r, fields); err != nil {
+		return spec, err
+	}
+	if array, ok, err := stringField(fields, "array"); err != nil {
+		return spec, err
+	} else if ok {
+		if spec.Array, err = api.ParseArray(array); err != nil {
+			return spec, fieldErr("array", "%v", err)
+		}
+	}
+	return spec, nil
 }
 
 // decodeAfter reads after and after_mode: at most api.MaxAfter ids or

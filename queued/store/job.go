@@ -126,6 +126,12 @@ type Job struct {
 	After     []string  `json:"after,omitempty"`
 	AfterMode AfterMode `json:"after_mode,omitempty"`
 
+	// ArrayID is, on an element of an array (queue --array), the id the
+	// array's elements share, and ArrayIndex its index: the job sees both
+	// (TT_QUEUE_ARRAY_ID, TT_QUEUE_ARRAY_INDEX). Empty on other jobs.
+	ArrayID    string `json:"array_id,omitempty"`
+	ArrayIndex int    `json:"array_index,omitempty"`
+
 	// OwnerUID is, in system mode, the submitter's uid as the kernel gave
 	// it (SO_PEERCRED on the socket; the daemon's own uid for a token
 	// holder over TCP): the job runs as this user. On a reset it is who
