@@ -279,8 +279,9 @@ type Job struct {
 	// -124 when hung (no output for its idle timeout), -1 when
 	// interrupted by a service stop or restart or never started.
 	ExitCode *int `json:"exit_code"`
-	// Outcome is success, failure, timeout, hung, killed, interrupted or
-	// card_dead.
+	// Outcome is success, failure, timeout, hung, killed, interrupted,
+	// card_dead, or dependency (never ran: the jobs of After did not end
+	// as AfterMode needs; Error names the job).
 	Outcome    string `json:"outcome,omitempty"`
 	Error      string `json:"error,omitempty"`
 	Iterations int    `json:"iterations"`

@@ -24,7 +24,7 @@ func checkArrayID(id string) error {
 // arrayJobs lists the elements of array id, in index order, of the given
 // states (all when none); a usage error when the array has no element at
 // all, so a mistyped id does not read as an empty array.
-func (a *App) arrayJobs(c *api.Client, id string, states ...string) ([]api.Job, error) {
+func arrayJobs(a *App, c *api.Client, id string, states ...string) ([]api.Job, error) {
 	if err := checkArrayID(id); err != nil {
 		return nil, err
 	}
@@ -65,7 +65,7 @@ func jobIDs(jobs []api.Job) []string {
 
 // printArrayQueued prints an array's answer: its id on stdout (every
 // element's id with --json), how many elements where on stderr.
-func (a *App) printArrayQueued(sub api.QueueResponse, spec string) error {
+func printArrayQueued(a *App, sub api.QueueResponse, spec string) error {
 	if a.JSON {
 		return a.printJSON(sub)
 	}

@@ -93,7 +93,7 @@ func (k *KillCmd) selection(a *App, c *api.Client) ([]string, error) {
 		if k.Mine || k.All || k.Device != nil {
 			return nil, usageErr("--array stops an array's elements; give it without --device, --mine and --all")
 		}
-		jobs, err := a.arrayJobs(c, k.Array, "running", "queued")
+		jobs, err := arrayJobs(a, c, k.Array, "running", "queued")
 		if err != nil {
 			return nil, err
 		}

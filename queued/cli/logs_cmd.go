@@ -56,7 +56,7 @@ func (l *LogsCmd) Run(a *App) error {
 			jobs = append(jobs, j)
 		}
 		if l.Array != "" {
-			elems, err := a.arrayJobs(c, l.Array)
+			elems, err := arrayJobs(a, c, l.Array)
 			if err != nil {
 				return err
 			}

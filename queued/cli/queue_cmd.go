@@ -29,7 +29,7 @@ func (q *QueueCmd) Run(a *App) error {
 		return err
 	}
 	if q.Array != "" {
-		return a.printArrayQueued(sub, q.Array)
+		return printArrayQueued(a, sub, q.Array)
 	}
 	return a.printQueued(sub)
 }

@@ -83,7 +83,7 @@ func (r *ResultCmd) Run(a *App) error {
 // array prints each element's result in index order, each under a line
 // naming it, and exits with the worst status.
 func (r *ResultCmd) array(a *App, c *api.Client) error {
-	jobs, err := a.arrayJobs(c, r.Array)
+	jobs, err := arrayJobs(a, c, r.Array)
 	if err != nil {
 		return err
 	}

@@ -23,7 +23,7 @@ func (s *Selection) resolve(a *App, c *api.Client) ([]string, error) {
 		if s.Device != nil || s.Mine {
 			return nil, usageErr("--array selects an array's elements; give it without --device and --mine")
 		}
-		jobs, err := a.arrayJobs(c, s.Array)
+		jobs, err := arrayJobs(a, c, s.Array)
 		if err != nil {
 			return nil, err
 		}

@@ -14,6 +14,14 @@ import (
 	"github.com/ttkit/ttkit/queued/store"
 )
 
+// afterBook keeps the waits: which queued jobs wait for which job. Its
+// fields are guarded by core.mu; a type of its own so that the parts of
+// the scheduler, which embed the core, do not carry its methods.
+type afterBook struct {
+	core  *core
+	index map[string][]*job // a job not ended yet -> the queued jobs waiting for it
+}
+
 // afterWait is what a queued job with dependencies still waits for.
 type afterWait struct {
 	pending map[string]bool // the jobs it waits for that have not ended
@@ -41,10 +49,10 @@ func (c *card) head() *job {
 
 // afterRecords reads the records of the jobs ids names, outside the lock,
 // for watchAfterLocked; a job with no record is left out (unknown).
-func (s *core) afterRecords(ids []string) (map[string]store.Job, error) {
+func (b *afterBook) records(ids []string) (map[string]store.Job, error) {
 	recs := map[string]store.Job{}
 	for _, id := range ids {
-		rec, err := s.st.Brief(id)
+		rec, err := b.core.st.Brief(id)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 			continue
@@ -63,13 +71,13 @@ func (s *core) afterRecords(ids []string) (map[string]store.Job, error) {
 // returns nil for a job queued after none, and the ids whose record in
 // recs is stale (read active, ended since): the caller reads them again
 // and asks once more.
-func (s *core) afterWaitLocked(rec *store.Job, recs map[string]store.Job) (w *afterWait, stale []string) {
+func (b *afterBook) waitLocked(rec *store.Job, recs map[string]store.Job) (w *afterWait, stale []string) {
 	if len(rec.After) == 0 {
 		return nil, nil
 	}
 	w = &afterWait{pending: map[string]bool{}}
 	for _, id := range rec.After {
-		if d := s.jobs[id]; d != nil && d.rec.State != store.StateDone {
+		if d := b.core.jobs[id]; d != nil && d.rec.State != store.StateDone {
 			w.pending[id] = true
 			continue
 		} else if d != nil {
@@ -96,13 +104,13 @@ func (s *core) afterWaitLocked(rec *store.Job, recs map[string]store.Job) (w *af
 }
 
 // watchAfterLocked makes j wait as w says (nil: for nothing).
-func (s *core) watchAfterLocked(j *job, w *afterWait) {
+func (b *afterBook) watchLocked(j *job, w *afterWait) {
 	if w == nil {
 		return
 	}
 	j.after = w
 	for id := range w.pending {
-		s.afterIdx[id] = append(s.afterIdx[id], j)
+		b.index[id] = append(b.index[id], j)
 	}
 }
 
@@ -130,28 +138,28 @@ func modeText(m store.AfterMode) string {
 // afterSettledLocked tells the jobs waiting for rec, now durably done,
 // that it has ended, and wakes their cards: one may start, or end.
 // A job retried after an attempt is not done until its last attempt.
-func (s *core) afterSettledLocked(rec *store.Job) {
-	waiters := s.afterIdx[rec.ID]
+func (b *afterBook) settledLocked(rec *store.Job) {
+	waiters := b.index[rec.ID]
 	if len(waiters) == 0 {
 		return
 	}
-	delete(s.afterIdx, rec.ID)
+	delete(b.index, rec.ID)
 	for _, w := range waiters {
 		if w.after == nil || w.rec.State != store.StateQueued {
 			continue
 		}
 		w.after.judge(w.rec.AfterMode, rec)
-		s.cardsOf(w).wakeup()
-		s.notify(w)
+		b.core.cardsOf(w).wakeup()
+		b.core.notify(w)
 	}
-	s.changes.bump()
+	b.core.changes.bump()
 }
 
 // endUnmetLocked takes out of card c's queue every job whose dependency
 // can no longer be met and returns them with their done records (outcome
 // dependency, exit -1) for the worker to commit with its next write.
-func (s *core) endUnmetLocked(c *card) (ended []*job, recs []store.Job) {
-	if s.stopping || s.persist.err != nil {
+func (b *afterBook) endUnmetLocked(c *card) (ended []*job, recs []store.Job) {
+	if b.core.stopping || b.core.persist.err != nil {
 		return nil, nil
 	}
 	var unmet []*job
@@ -160,13 +168,13 @@ func (s *core) endUnmetLocked(c *card) (ended []*job, recs []store.Job) {
 			unmet = append(unmet, j)
 		}
 	}
-	now := s.opt.Now()
+	now := b.core.opt.Now()
 	for _, j := range unmet {
-		s.cardsOf(j).remove(j)
-		s.queued--
+		b.core.cardsOf(j).remove(j)
+		b.core.queued--
 		j.ending = true
 		rec := dependencyRecord(j.rec, j.after.unmet, now)
-		s.met.jobEnded(&rec)
+		b.core.met.jobEnded(&rec)
 		ended, recs = append(ended, j), append(recs, rec)
 	}
 	return ended, recs
@@ -198,27 +206,27 @@ func (j *job) waitsFor() []string {
 // rewatchAfter sets up, at start, the waits of the queued jobs that were
 // queued after others: the jobs they wait for are in memory (queued,
 // running before the restart and ending now) or read from the store.
-func (s *core) rewatchAfter() error {
-	for _, j := range s.jobs {
+func (b *afterBook) rewatch() error {
+	for _, j := range b.core.jobs {
 		if j.rec.State != store.StateQueued || len(j.rec.After) == 0 {
 			continue
 		}
 		var ids []string
 		for _, id := range j.rec.After {
-			if s.jobs[id] == nil {
+			if b.core.jobs[id] == nil {
 				ids = append(ids, id)
 			}
 		}
-		deps, err := s.afterRecords(ids)
+		deps, err := b.records(ids)
 		if err != nil {
 			return fmt.Errorf("recovering queues: %w", err)
 		}
-		w, stale := s.afterWaitLocked(&j.rec, deps)
+		w, stale := b.waitLocked(&j.rec, deps)
 		if len(stale) > 0 {
 			// Stored active but not recovered: it cannot end any more.
 			w = &afterWait{unmet: fmt.Sprintf("dependency not met: job %s was not recovered", stale[0])}
 		}
-		s.watchAfterLocked(j, w)
+		b.watchLocked(j, w)
 	}
 	return nil
 }

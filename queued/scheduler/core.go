@@ -31,10 +31,10 @@ type core struct {
 
 	mu       sync.Mutex
 	cards    map[int]*card
-	order    []int             // card ids ascending
-	jobs     map[string]*job   // queued, running, and finished-but-not-yet-forgotten
-	afterIdx map[string][]*job // a job not ended yet -> the queued jobs waiting for it (after.go)
-	queued   int               // jobs in state queued over all cards
+	order    []int           // card ids ascending
+	jobs     map[string]*job // queued, running, and finished-but-not-yet-forgotten
+	after    *afterBook      // which queued jobs wait for which job (after.go)
+	queued   int             // jobs in state queued over all cards
 	nextSeq  uint64
 	stopping bool
 	warnings []string  // recovery problems shown in status
@@ -60,21 +60,21 @@ type core struct {
 // applied) with no job in it yet.
 func newCore(opt Options, met *metrics) (*core, error) {
 	c := &core{
-		opt:      opt,
-		st:       opt.Store,
-		log:      opt.Logger,
-		cards:    map[int]*card{},
-		jobs:     map[string]*job{},
-		afterIdx: map[string][]*job{},
-		quit:     make(chan struct{}),
-		expiry:   make(chan struct{}, 1),
-		met:      met,
+		opt:    opt,
+		st:     opt.Store,
+		log:    opt.Logger,
+		cards:  map[int]*card{},
+		jobs:   map[string]*job{},
+		quit:   make(chan struct{}),
+		expiry: make(chan struct{}, 1),
+		met:    met,
 	}
 	c.nextSeq = 1
 	c.persist = &persister{core: c, failed: make(chan struct{}, 1)}
 	c.budget = &outputBudget{core: c}
 	c.holders = newHolderWatch(c)
 	c.retain = &retention{core: c}
+	c.after = &afterBook{core: c, index: map[string][]*job{}}
 	c.resets = resetRunner{c}
 	var env []string
 	for _, kv := range opt.BaseEnv {
@@ -121,7 +121,7 @@ func (c *core) settleLocked(j *job, rec store.Job) {
 	j.held = false
 	delete(c.jobs, rec.ID)
 	c.notify(j)
-	c.afterSettledLocked(&j.rec)
+	c.after.settledLocked(&j.rec)
 }
 
 // wakeAllLocked wakes every card's worker.

@@ -146,7 +146,7 @@ func (s restart) recover() error {
 		j := resets[i]
 		s.cards[j.rec.Card()].pushFront(j)
 	}
-	if err := s.rewatchAfter(); err != nil {
+	if err := s.after.rewatch(); err != nil {
 		return err
 	}
 	if len(holds) > 0 {

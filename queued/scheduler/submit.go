@@ -149,7 +149,7 @@ func (s submitter) enqueue(recs []store.Job, key cmdKey) ([]JobInfo, error) {
 	first := &recs[0]
 	// The records of the jobs they wait for are read without the lock;
 	// one that ends meanwhile is read again.
-	deps, err := s.afterRecords(first.After)
+	deps, err := s.after.records(first.After)
 	if err != nil {
 		return nil, err
 	}
@@ -171,11 +171,11 @@ func (s submitter) enqueue(recs []store.Job, key cmdKey) ([]JobInfo, error) {
 			return nil, err
 		}
 		var stale []string
-		if wait, stale = s.afterWaitLocked(first, deps); len(stale) == 0 {
+		if wait, stale = s.after.waitLocked(first, deps); len(stale) == 0 {
 			break
 		}
 		s.mu.Unlock()
-		again, err := s.afterRecords(stale)
+		again, err := s.after.records(stale)
 		if err != nil {
 			return nil, err
 		}
@@ -190,7 +190,7 @@ func (s submitter) enqueue(recs []store.Job, key cmdKey) ([]JobInfo, error) {
 		if wait != nil {
 			w := *wait
 			w.pending = maps.Clone(wait.pending)
-			s.watchAfterLocked(j, &w)
+			s.after.watchLocked(j, &w)
 		}
 		s.nextSeq++
 		cards.push(j)

@@ -64,7 +64,7 @@ func (s dispatcher) work(c *card) {
 				doneRecs[i] = j.rec
 			}
 		}
-		if ended, recs := s.endUnmetLocked(c); len(ended) > 0 {
+		if ended, recs := s.after.endUnmetLocked(c); len(ended) > 0 {
 			done, doneRecs = append(done, ended...), append(doneRecs, recs...)
 		}
 		next := s.takeLocked(c)
