@@ -1,8 +1,11 @@
 package scheduler
 
 import (
+	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ttkit/ttkit/queued/store"
 )
@@ -94,5 +97,47 @@ func TestAfter_SurvivesRestart(t *testing.T) {
 	got := b.waitDone(waiting.ID)
 	if got.Outcome != store.OutcomeDependency || !strings.Contains(got.Error, dep.ID) || got.AfterMode != store.AfterOK {
 		t.Fatalf("after a restart, afterok of a job that ended dependency: %s %q (%s)", got.Outcome, got.Error, got.AfterMode)
+	}
+}
+
+// A job retried after its card ended an attempt (docs/job-endings.md)
+// counts as ended only at its last attempt: afterok of a job that hangs
+// once and then succeeds runs, and never ends dependency on the hung
+// attempt.
+func TestAfter_RetriedJobCountsAtItsLastAttempt(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	counter := filepath.Join(b.work, "count")
+	cmd := fmt.Sprintf(`n=$(cat %[1]q 2>/dev/null || echo 0); n=$((n+1)); echo $n > %[1]q; echo run $n; if [ $n -lt 2 ]; then sleep 1000; fi`, counter)
+	dep, err := b.s.Submit(JobSpec{Card: 1, Cmd: cmd, Cwd: b.work, IdleTimeout: time.Second, Retries: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waiting := b.submitAfter(0, "echo after", store.AfterOK, dep.ID)
+	if got := b.waitDone(waiting.ID); got.Outcome != store.OutcomeSuccess {
+		t.Fatalf("afterok of a job that hung once, then succeeded on its retry: %s %q", got.Outcome, got.Error)
+	}
+	if got := b.waitDone(dep.ID); got.Attempt != 2 || got.Outcome != store.OutcomeSuccess {
+		t.Fatalf("the dependency: attempt %d, %s", got.Attempt, got.Outcome)
+	}
+}
+
+// The fitness gate does not hold a job waiting for a dependency: on an
+// unfit card whose queue holds only such a job, the worker reads waiting
+// for it, not paused by the gate.
+func TestAfter_WaitingJobIsNotHeldByTheGate(t *testing.T) {
+	t.Parallel()
+	cards := newFakeCards(t, 0, 1)
+	b := setup(t, func(o *Options) { cards.options(o) })
+	cards.beat(0, false)
+	waitCard(b, 0, "unfit", func(c CardStatus) bool { return c.State == Unfit })
+	gate, release := b.gate()
+	t.Cleanup(release)
+	dep := b.submit(1, gate)
+	b.waitOutput(dep.ID, "started")
+	b.submitAfter(0, "true", store.AfterOK, dep.ID)
+	c := waitCard(b, 0, "waiting for the dependency", func(c CardStatus) bool { return c.Worker != "idle" })
+	if !strings.Contains(c.Worker, "waits for a job it was queued after") {
+		t.Fatalf("card 0's worker: %q; want it waiting for the dependency, not held by the gate", c.Worker)
 	}
 }
