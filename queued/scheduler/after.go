@@ -112,6 +112,18 @@ func (b *afterBook) watchLocked(j *job, w *afterWait) {
 	for id := range w.pending {
 		b.index[id] = append(b.index[id], j)
 	}
+	b.markLocked(j)
+}
+
+// markLocked tells j's cards to look for it when its dependency can no
+// longer be met.
+func (b *afterBook) markLocked(j *job) {
+	if j.after == nil || j.after.unmet == "" {
+		return
+	}
+	for _, c := range b.core.cardsOf(j) {
+		c.unmet = true
+	}
 }
 
 // judge records that dependency rec has ended, and whether mode accepts
@@ -149,6 +161,7 @@ func (b *afterBook) settledLocked(rec *store.Job) {
 			continue
 		}
 		w.after.judge(w.rec.AfterMode, rec)
+		b.markLocked(w)
 		b.core.cardsOf(w).wakeup()
 		b.core.notify(w)
 	}
@@ -159,12 +172,17 @@ func (b *afterBook) settledLocked(rec *store.Job) {
 // can no longer be met and returns them with their done records (outcome
 // dependency, exit -1) for the worker to commit with its next write.
 func (b *afterBook) endUnmetLocked(c *card) (ended []*job, recs []store.Job) {
-	if b.core.stopping || b.core.persist.err != nil {
+	if !c.unmet || b.core.stopping || b.core.persist.err != nil {
 		return nil, nil
 	}
+	c.unmet = false
 	var unmet []*job
 	for _, j := range c.queue {
-		if j.durable && !j.ending && j.after != nil && j.after.unmet != "" {
+		switch {
+		case j.ending || j.after == nil || j.after.unmet == "":
+		case !j.durable:
+			c.unmet = true // its submission still commits: look again once it is durable
+		default:
 			unmet = append(unmet, j)
 		}
 	}
