@@ -14,7 +14,7 @@ const (
 // ReservedEnv reports whether name is one of the variables queued sets in
 // a job itself (JobIDEnvVar, DeviceEnvVar, AgentEnvVar).
 func ReservedEnv(name string) bool {
-	return name == JobIDEnvVar || name == DeviceEnvVar || name == AgentEnvVar
+	return name == JobIDEnvVar || name == DeviceEnvVar || name == AgentEnvVar || name == ArrayIDEnvVar || name == ArrayIndexEnvVar
 }
 
 // ValidEnvName reports whether name may name a variable of a job's

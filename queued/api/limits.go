@@ -45,6 +45,10 @@ const (
 	// card that fails a job ten times over is not going to run it, and
 	// each retry waits for the card's recovery, which may take minutes.
 	MaxRetries = 10
+	// MaxAfter bounds how many jobs one job may wait for
+	// (QueueRequest.After): each is looked up at submission and at every
+	// restart, and a chain longer than this is written as a chain.
+	MaxAfter = 64
 	// MaxClientIDBytes bounds client_id.
 	MaxClientIDBytes = 256
 	// MaxAgentBytes bounds agent, an MCP client's name: enough for any

@@ -30,6 +30,9 @@ type ListQuery struct {
 	// that Slurm job.
 	Kind       string
 	SlurmJobID string
+	// ArrayID selects the elements of one array (its id or a unique
+	// prefix of at least MinIDPrefix characters).
+	ArrayID string
 }
 
 // JobList answers GET /jobs: the active jobs first (card by card, the
@@ -58,6 +61,9 @@ func (c *Client) List(ctx context.Context, q ListQuery) ([]Job, error) {
 	}
 	if q.Kind != "" {
 		v.Set("kind", q.Kind)
+	}
+	if q.ArrayID != "" {
+		v.Set("array_id", q.ArrayID)
 	}
 	if q.SlurmJobID != "" {
 		v.Set("slurm_job_id", q.SlurmJobID)

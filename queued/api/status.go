@@ -25,6 +25,9 @@ type JobSummary struct {
 	// a job without retries.
 	Attempt int `json:"attempt,omitempty"`
 	Retries int `json:"retries,omitempty"`
+	// WaitsFor lists the jobs a queued job waits for (QueueRequest.After)
+	// that have not ended yet: it is passed over until they have.
+	WaitsFor []string `json:"waits_for,omitempty"`
 	// Position is 1 for the next job; 0 for the running one.
 	Position int `json:"position,omitempty"`
 	// EstimatedWaitSec is the expected wait (queued) or remaining run

@@ -134,6 +134,12 @@ func addEndings(f *fields, j api.Job) {
 	if j.KillRung != "" {
 		f.add("stopped by", "%s (the kill ladder: SIGINT, SIGTERM, SIGKILL)", j.KillRung)
 	}
+	if len(j.After) > 0 {
+		f.add("after", "%s (--after-mode %s)", shortIDs(j.After), j.AfterMode)
+	}
+	if len(j.WaitsFor) > 0 {
+		f.add("waits for", "%s to end; the jobs behind it on its card go first meanwhile", shortIDs(j.WaitsFor))
+	}
 	if j.Retries > 0 || j.Attempt > 1 {
 		f.add("retries", "attempt %d/%d (it runs again when its card ends it)", max(j.Attempt, 1), j.Retries+1)
 	}

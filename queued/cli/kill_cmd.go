@@ -19,6 +19,7 @@ type KillCmd struct {
 	Device *int     `short:"d" placeholder:"N" help:"Only this card: your running job there, or with --mine or --all every queued or running job of yours, or of anyone's, there."`
 	Mine   bool     `help:"Also every queued or running job of yours: on a system-mode queued those you submitted, else those under your client id."`
 	All    bool     `help:"Also every queued or running job of anyone's (with --device: on that card) that you may stop, queued ones included."`
+	Array  string   `placeholder:"ARRAY_ID" help:"Also every queued or running element of this array (queue --array printed its id)."`
 }
 
 // Run asks the daemon to stop each selected job, going on past refusals;
@@ -38,7 +39,7 @@ func (k *KillCmd) Run(a *App) error {
 			return usageErr("an empty job id: name a job, or give no id at all to stop your running job")
 		}
 	}
-	if len(k.IDs) == 0 && !k.Mine && !k.All {
+	if len(k.IDs) == 0 && !k.Mine && !k.All && k.Array == "" {
 		return k.running(a, c)
 	}
 	ids, err := k.selection(a, c)
@@ -88,6 +89,16 @@ func (k *KillCmd) Run(a *App) error {
 // selection returns the ids given, then the active jobs --mine and --all
 // add (see Selection.resolve), resets left out.
 func (k *KillCmd) selection(a *App, c *api.Client) ([]string, error) {
+	if k.Array != "" {
+		if k.Mine || k.All || k.Device != nil {
+			return nil, usageErr("--array stops an array's elements; give it without --device, --mine and --all")
+		}
+		jobs, err := arrayJobs(a, c, k.Array, "running", "queued")
+		if err != nil {
+			return nil, err
+		}
+		return append(append([]string(nil), k.IDs...), jobIDs(jobs)...), nil
+	}
 	if !k.Mine && !k.All {
 		return k.IDs, nil
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ttkit/ttkit/queued/api"
@@ -16,6 +17,7 @@ type ListCmd struct {
 	State  string `enum:",queued,running,done" default:"" placeholder:"STATE" help:"Only jobs in this state: queued, running or done."`
 	Mine   bool   `help:"Only your jobs: on a system-mode queued those you submitted, else those under your client id (--client-id, by default your user name)."`
 	Limit  int    `default:"50" placeholder:"N" help:"At most this many jobs (1 to 1000)."`
+	Array  string `placeholder:"ARRAY_ID" help:"Only the elements of this array (queue --array printed its id)."`
 }
 
 // Run prints the jobs.
@@ -23,7 +25,12 @@ func (l *ListCmd) Run(a *App) error {
 	if l.Limit < 1 || l.Limit > api.MaxListLimit {
 		return usageErr("--limit %d: want 1 to %d", l.Limit, api.MaxListLimit)
 	}
-	q := api.ListQuery{State: l.State, Limit: l.Limit}
+	q := api.ListQuery{State: l.State, Limit: l.Limit, ArrayID: strings.TrimSpace(l.Array)}
+	if l.Array != "" {
+		if err := checkArrayID(l.Array); err != nil {
+			return err
+		}
+	}
 	if l.Device != nil {
 		if *l.Device < 0 {
 			return usageErr("--device %d: want a card number", *l.Device)
@@ -87,6 +94,8 @@ func runtimeOrOutcome(j api.Job, now time.Time) string {
 	switch {
 	case j.State == "running" && j.StartedAt != nil:
 		return fmtDuration(now.Sub(*j.StartedAt))
+	case j.State == "queued" && len(j.WaitsFor) > 0:
+		return "after " + shortIDs(j.WaitsFor)
 	case j.State != "done":
 		return "-"
 	}

@@ -8,11 +8,15 @@ import (
 
 // LogsCmd prints a job's output: a byte range of it, or (with --follow)
 // everything from the offset on as it is produced, until the job ends.
+// Of several jobs (more ids, or --array), each line is prefixed by its
+// job (logs_many.go).
 type LogsCmd struct {
-	ID     string `arg:"" placeholder:"JOB_ID" help:"Job id, or a unique prefix of at least 6 characters."`
-	Offset int64  `placeholder:"BYTES" help:"Byte offset to start at."`
-	Limit  int64  `placeholder:"BYTES" help:"Print at most this many bytes (default: all there is)."`
-	Follow bool   `short:"f" help:"Keep printing output as it is produced until the job ends, then say how it ended and exit with its status."`
+	IDs    []string `arg:"" optional:"" placeholder:"JOB_ID" help:"Job id, or a unique prefix of at least 6 characters; several print each line prefixed by its job."`
+	Array  string   `placeholder:"ARRAY_ID" help:"Every element of this array (queue --array printed its id), each line prefixed by its job and index."`
+	ID     string   `kong:"-"`
+	Offset int64    `placeholder:"BYTES" help:"Byte offset to start at."`
+	Limit  int64    `placeholder:"BYTES" help:"Print at most this many bytes (default: all there is)."`
+	Follow bool     `short:"f" help:"Keep printing output as it is produced until the job ends, then say how it ended and exit with its status."`
 }
 
 // logsJSON is one chunk as logs --json prints it (one line per chunk with
@@ -35,10 +39,32 @@ func (l *LogsCmd) Run(a *App) error {
 	if l.Offset < 0 || l.Limit < 0 {
 		return usageErr("--offset and --limit: want 0 or more bytes")
 	}
+	if len(l.IDs) == 0 && l.Array == "" {
+		return usageErr("name a job id, several, or --array ARRAY_ID")
+	}
 	c, err := a.connect()
 	if err != nil {
 		return err
 	}
+	if len(l.IDs) > 1 || l.Array != "" {
+		var jobs []api.Job
+		for _, id := range l.IDs {
+			j, err := c.Job(a.ctx, id)
+			if err != nil {
+				return a.explain(a.ctx, err)
+			}
+			jobs = append(jobs, j)
+		}
+		if l.Array != "" {
+			elems, err := arrayJobs(a, c, l.Array)
+			if err != nil {
+				return err
+			}
+			jobs = append(jobs, elems...)
+		}
+		return l.many(a, c, jobs)
+	}
+	l.ID = l.IDs[0]
 	offset, left := l.Offset, l.Limit
 	var all logsJSON
 	first := true

@@ -8,6 +8,7 @@ import (
 // (the whole answer with --json), position and estimated wait on stderr.
 type QueueCmd struct {
 	Submission
+	Array   string   `placeholder:"RANGE" help:"Queue one job per index (0-7, 1,3,5 or 0-15:4; at most 1000), all or none, each on --device's card(s) with TT_QUEUE_ARRAY_INDEX and TT_QUEUE_ARRAY_ID set; prints the array id, which wait, kill, result, list and logs take with --array."`
 	Program []string `arg:"" passthrough:"partial" placeholder:"PROGRAM" help:"After --: a shell program as one quoted argument, such as -- 'python3 a.py | tee log', or a command as several words, each one argument, such as -- python3 a.py 'an arg'."`
 }
 
@@ -17,9 +18,18 @@ func (q *QueueCmd) Run(a *App) error {
 	if err != nil {
 		return err
 	}
+	if q.Array != "" {
+		if _, err := api.ParseArray(q.Array); err != nil {
+			return usageErr("--array: %v", err)
+		}
+		req.Array = q.Array
+	}
 	sub, err := a.submit(req)
 	if err != nil {
 		return err
+	}
+	if q.Array != "" {
+		return printArrayQueued(a, sub, q.Array)
 	}
 	return a.printQueued(sub)
 }

@@ -16,7 +16,8 @@ import (
 // ResultCmd waits for a job to end, prints the end of its output and exits
 // with the job's status.
 type ResultCmd struct {
-	ID          string   `arg:"" placeholder:"JOB_ID" help:"Job id, or a unique prefix of at least 6 characters."`
+	ID          string   `arg:"" optional:"" placeholder:"JOB_ID" help:"Job id, or a unique prefix of at least 6 characters."`
+	Array       string   `placeholder:"ARRAY_ID" help:"Instead of one job, every element of this array in index order, each output under a line naming it; exits with the worst status."`
 	NoWait      bool     `help:"Answer at once; exit 124 if the job has not ended."`
 	WaitTimeout Duration `placeholder:"DURATION" help:"Stop waiting after this long (seconds, or such as 10m) and exit 124; the job goes on. 0 (the default) waits without limit."`
 	MaxBytes    int64    `name:"max-bytes" aliases:"output-limit" env:"TT_DEVICE_RESULT_BYTES" default:"${result_bytes}" placeholder:"BYTES" help:"Print at most this many bytes of output, the last ones (--output-limit, the Python tt-device-queue's name, is the same)."`
@@ -61,10 +62,54 @@ func (r *ResultCmd) Run(a *App) error {
 	if r.MaxBytes < 1 {
 		return usageErr("--max-bytes %d (TT_DEVICE_RESULT_BYTES): want 1 or more", r.MaxBytes)
 	}
+	switch {
+	case r.Array != "" && r.ID != "":
+		return usageErr("give a job id or --array, not both")
+	case r.Array == "" && r.ID == "":
+		return usageErr("name a job id, or --array ARRAY_ID")
+	case r.Array != "" && a.JSON:
+		return usageErr("result --array prints outputs; for the records use list --array ID --json")
+	}
 	c, err := a.connect()
 	if err != nil {
 		return err
 	}
+	if r.Array != "" {
+		return r.array(a, c)
+	}
+	return r.one(a, c)
+}
+
+// array prints each element's result in index order, each under a line
+// naming it, and exits with the worst status.
+func (r *ResultCmd) array(a *App, c *api.Client) error {
+	jobs, err := arrayJobs(a, c, r.Array)
+	if err != nil {
+		return err
+	}
+	worst := 0
+	for _, j := range jobs {
+		a.println("==> array %s element %d: job %s <==", shortID(j.ArrayID), arrayIndex(j), j.ID)
+		one := *r
+		one.ID, one.Array = j.ID, ""
+		err := one.one(a, c)
+		var e *Error
+		switch {
+		case errors.As(err, &e) && e.Err == nil:
+			worst = max(worst, e.Code)
+		case err != nil:
+			return err
+		}
+	}
+	if worst != 0 {
+		return &Error{Code: worst}
+	}
+	return nil
+}
+
+// one waits for job r.ID and prints its output.
+func (r *ResultCmd) one(a *App, c *api.Client) error {
+	var err error
 	limit := time.Duration(r.WaitTimeout)
 	ctx, cancel := a.waitContext(limit)
 	defer cancel()

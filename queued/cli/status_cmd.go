@@ -101,6 +101,7 @@ func writeStatus(w io.Writer, st api.Status, at string, now time.Time, colour bo
 		if modeOf(st).System() {
 			notes = append(notes, queueOwners(c)...)
 		}
+		notes = append(notes, afterNotes(c)...)
 	}
 	writeTable(w, header, rows, colour)
 	if len(notes) > 0 {
@@ -342,4 +343,17 @@ func fmtBytes(n int64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// afterNotes says which queued jobs of a card wait for others to end
+// (--after), and so are passed over: "card 0: job 1a2b3c4d waits for
+// 5e6f7a8b".
+func afterNotes(c api.CardStatus) []string {
+	var out []string
+	for _, j := range c.Pending {
+		if len(j.WaitsFor) > 0 {
+			out = append(out, "card "+c.DeviceID+": job "+shortID(j.ID)+" waits for "+shortIDs(j.WaitsFor))
+		}
+	}
+	return out
 }

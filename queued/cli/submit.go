@@ -20,6 +20,9 @@ type Submission struct {
 	IdleTimeout Duration `name:"idle-timeout" placeholder:"DURATION" help:"End the job as hung (exit code -124) when it writes no output for this long (seconds, or such as 10m); 0 selects the daemon's default (TT_DEVICE_IDLE_TIMEOUT, off unless set)."`
 	Retries     int      `placeholder:"N" help:"Run the job again, up to N times (0 to 10), when its card ends it: hung, interrupted by a reset, or failed on a card the gate then finds unfit; never when it fails by its own exit status on a fit card."`
 	Env         []string `short:"e" sep:"none" placeholder:"NAME=VALUE" help:"Add a variable to the job's environment, over the shell's; repeat for more."`
+	// After and AfterMode: see docs/jobs.md, "Dependencies".
+	After     []string `placeholder:"ID,..." help:"Wait for these jobs (ids or unique prefixes, on any card) to end before starting; the job keeps its place in its card's queue without holding up the jobs behind it."`
+	AfterMode string   `name:"after-mode" enum:"ok,notok,any" default:"ok" help:"Which ending of the --after jobs lets this one run: ok (each succeeded, the default), notok (each did not) or any. Otherwise it ends at once with outcome dependency, without running."`
 
 	NoInheritEnv  bool `name:"no-inherit-env" xor:"inherit" help:"Send none of this shell's variables: the job gets the daemon's environment and --env."`
 	InheritEnvAll bool `name:"inherit-env-all" xor:"inherit" help:"Send this shell's whole environment, not only its toolchain variables (never TT_DEVICE_*, TT_QUEUE_* or TT_VISIBLE_DEVICES)."`
@@ -39,6 +42,14 @@ func (s *Submission) request(a *App, cmd string) (api.QueueRequest, error) {
 	}
 	if s.Retries < 0 || s.Retries > api.MaxRetries {
 		return api.QueueRequest{}, usageErr("--retries %d: want 0 to %d", s.Retries, api.MaxRetries)
+	}
+	if len(s.After) > api.MaxAfter {
+		return api.QueueRequest{}, usageErr("--after: %d jobs, the limit is %d", len(s.After), api.MaxAfter)
+	}
+	for _, id := range s.After {
+		if id = strings.TrimSpace(id); id == "" {
+			return api.QueueRequest{}, usageErr("--after %q: an empty job id", strings.Join(s.After, ","))
+		}
 	}
 	if strings.TrimSpace(cmd) == "" {
 		return api.QueueRequest{}, usageErr("the program is empty: give a shell program as one quoted argument, such as -- 'python3 script.py', or a command as words, such as -- python3 script.py")
@@ -67,6 +78,7 @@ func (s *Submission) request(a *App, cmd string) (api.QueueRequest, error) {
 		Cmd: cmd, Cwd: cwd, DeviceID: strings.TrimSpace(s.Device), Env: env, EnvFromShell: shell,
 		Timeout: int64((time.Duration(s.Timeout) + time.Second - 1) / time.Second), Repeat: s.Repeat, ClientID: a.clientID(),
 		IdleTimeout: int64((time.Duration(s.IdleTimeout) + time.Second - 1) / time.Second), Retries: s.Retries,
+		After: s.afterIDs(), AfterMode: s.afterMode(),
 	}
 	// Every job gets "." on PYTHONPATH, as the Python tool gave every job:
 	// a script run from a subdirectory still imports the modules of the
@@ -138,4 +150,22 @@ func (a *App) submit(req api.QueueRequest) (api.QueueResponse, error) {
 		return res, e
 	}
 	return res, nil
+}
+
+// afterIDs is --after's ids, trimmed; nil without it.
+func (s *Submission) afterIDs() []string {
+	var ids []string
+	for _, id := range s.After {
+		ids = append(ids, strings.TrimSpace(id))
+	}
+	return ids
+}
+
+// afterMode is --after-mode for the request: sent only with --after, so
+// a request without dependencies reads as it always has.
+func (s *Submission) afterMode() string {
+	if len(s.After) == 0 {
+		return ""
+	}
+	return s.AfterMode
 }

@@ -257,6 +257,8 @@ func describeEnd(j api.Job) string {
 		b.WriteString("failed because its card is dead")
 	case "hung":
 		b.WriteString("hung")
+	case "dependency":
+		b.WriteString("never ran: its dependency was not met")
 	default:
 		b.WriteString("ended (" + j.Outcome + ")")
 	}
@@ -385,4 +387,13 @@ func fmtDuration(d time.Duration) string {
 	default:
 		return fmt.Sprintf("%dh%02dm", s/3600, s%3600/60)
 	}
+}
+
+// shortIDs is ids shortened and joined with commas, for one line.
+func shortIDs(ids []string) string {
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = shortID(id)
+	}
+	return strings.Join(parts, ",")
 }

@@ -49,6 +49,10 @@ type card struct {
 	rev        uint64           // changes to the card record in memory
 	savedRev   uint64           // the revision last made durable
 	wake       chan struct{}    // capacity 1: something changed, look again
+	// unmet says a queued job of the card may have a dependency that can
+	// no longer be met, for the worker to end (after.go); false spares the
+	// worker a walk of the queue.
+	unmet bool
 }
 
 func newCard(id int) *card {
@@ -97,6 +101,16 @@ func (c *card) pop() *job {
 	c.queue = c.queue[1:]
 	c.est.dequeue(j.key, j.repeats())
 	return j
+}
+
+// take removes j, the card's head (see head), from its queue: the first
+// job unless jobs ahead of it wait for a dependency.
+func (c *card) take(j *job) {
+	if len(c.queue) > 0 && c.queue[0] == j {
+		c.pop()
+		return
+	}
+	c.remove(j)
 }
 
 // remove takes a job out of the queue wherever it is; false if absent.

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/ttkit/ttkit/queued/api"
 	"github.com/ttkit/ttkit/queued/runner"
 	"github.com/ttkit/ttkit/queued/store"
 )
@@ -32,6 +33,7 @@ type core struct {
 	cards    map[int]*card
 	order    []int           // card ids ascending
 	jobs     map[string]*job // queued, running, and finished-but-not-yet-forgotten
+	after    *afterBook      // which queued jobs wait for which job (after.go)
 	queued   int             // jobs in state queued over all cards
 	nextSeq  uint64
 	stopping bool
@@ -72,10 +74,12 @@ func newCore(opt Options, met *metrics) (*core, error) {
 	c.budget = &outputBudget{core: c}
 	c.holders = newHolderWatch(c)
 	c.retain = &retention{core: c}
+	c.after = &afterBook{core: c, index: map[string][]*job{}}
 	c.resets = resetRunner{c}
 	var env []string
 	for _, kv := range opt.BaseEnv {
-		if strings.HasPrefix(kv, runner.JobEnvVar+"=") || strings.HasPrefix(kv, DeviceEnvVar+"=") || strings.HasPrefix(kv, AgentEnvVar+"=") {
+		if strings.HasPrefix(kv, runner.JobEnvVar+"=") || strings.HasPrefix(kv, DeviceEnvVar+"=") || strings.HasPrefix(kv, AgentEnvVar+"=") ||
+			strings.HasPrefix(kv, api.ArrayIDEnvVar+"=") || strings.HasPrefix(kv, api.ArrayIndexEnvVar+"=") {
 			continue
 		}
 		env = append(env, kv)
@@ -117,6 +121,7 @@ func (c *core) settleLocked(j *job, rec store.Job) {
 	j.held = false
 	delete(c.jobs, rec.ID)
 	c.notify(j)
+	c.after.settledLocked(&j.rec)
 }
 
 // wakeAllLocked wakes every card's worker.

@@ -45,17 +45,24 @@ type QueueFullError struct {
 	// Unowned counts the queued jobs without an owner, when the whole
 	// queue is full.
 	Unowned int
+	// Adding is how many jobs the refused submission would have queued
+	// when more than one (an array, all or none).
+	Adding int
 }
 
 // maxTopOwners bounds the owners a full queue's refusal names.
 const maxTopOwners = 5
 
 func (e *QueueFullError) Error() string {
+	adding := ""
+	if e.Adding > 1 {
+		adding = fmt.Sprintf(", and an array of %d adds to them all or none", e.Adding)
+	}
 	if e.PerUser {
-		return fmt.Sprintf("%s (uid %d) has %d jobs queued; one user may have %d", e.Owner, e.UID, e.Count, e.Limit)
+		return fmt.Sprintf("%s (uid %d) has %d jobs queued; one user may have %d%s", e.Owner, e.UID, e.Count, e.Limit, adding)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d jobs queued", e.Count)
+	fmt.Fprintf(&b, "%d jobs queued%s", e.Count, adding)
 	parts := make([]string, 0, len(e.Top)+1)
 	for _, o := range e.Top {
 		parts = append(parts, o.String())

@@ -91,8 +91,8 @@ func (f *fitness) dueLocked(c *card) []int {
 	if len(f.samplers) == 0 || s.stopping || s.persist.err != nil || c.current != nil || c.dead != nil || len(c.queue) == 0 {
 		return nil
 	}
-	head := c.queue[0]
-	if !head.durable || !gatedJob(head) {
+	head := c.head() // a job waiting for a dependency is not held by the gate
+	if head == nil || !head.durable || !gatedJob(head) {
 		return nil
 	}
 	var free []int

@@ -60,11 +60,14 @@ func (s holdDesk) hold(spec HoldSpec) (JobInfo, error) {
 		rec.ExpiresAt = s.opt.Now().Add(spec.Expires)
 		rec.Timeout = int64((spec.Expires + time.Second - 1) / time.Second)
 	}
-	info, err := (submitter{s.core}).enqueue(withCards(rec, spec.Cards, spec.DeviceSpec), keyOf(rec.Cmd))
-	if err == nil && !rec.ExpiresAt.IsZero() {
+	infos, err := (submitter{s.core}).enqueue([]store.Job{withCards(rec, spec.Cards, spec.DeviceSpec)}, keyOf(rec.Cmd))
+	if err != nil {
+		return JobInfo{}, err
+	}
+	if !rec.ExpiresAt.IsZero() {
 		s.kickExpiry()
 	}
-	return info, err
+	return infos[0], nil
 }
 
 // kickExpiry makes the expiry loop look at the queued holds now.

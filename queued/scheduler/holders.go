@@ -129,8 +129,8 @@ func (h *holderWatch) gateLocked(c *card) []int {
 	if !s.opt.WaitForeign || s.stopping || s.persist.err != nil || c.current != nil || c.dead != nil || len(c.queue) == 0 {
 		return nil
 	}
-	head := c.queue[0]
-	if !head.durable || head.rec.Kind == store.KindReset {
+	head := c.head()
+	if head == nil || !head.durable || head.rec.Kind == store.KindReset {
 		return nil
 	}
 	return head.rec.Cards()

@@ -33,6 +33,9 @@ type job struct {
 	durable bool   // the queued record is committed; before that the job is not dispatched or visible
 	held    bool   // finished, record held in memory by a persistence failure
 	ending  bool   // failed with its dead card; its done record is being committed
+	// after is what the job still waits for of the jobs it was queued
+	// after (store.Job.After); nil when it was queued after none.
+	after *afterWait
 
 	// interrupt, on a reset job, asks that the card's running job be
 	// stopped once the reset is durable (the default; a request may let
@@ -129,6 +132,9 @@ type JobInfo struct {
 	// Held is set while the job's final record is kept in memory because
 	// the store is failing.
 	Held bool
+	// WaitsFor lists the jobs of After a queued job still waits for
+	// (those that have not ended), so people see why it does not start.
+	WaitsFor []string
 }
 
 // finishRecord turns a runner result into the job's done record. A job

@@ -3,11 +3,13 @@ package scheduler
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/ttkit/ttkit/internal/ttsysfs"
 	"github.com/ttkit/ttkit/queued/account"
+	"github.com/ttkit/ttkit/queued/api"
 	"github.com/ttkit/ttkit/queued/runner"
 	"github.com/ttkit/ttkit/queued/store"
 )
@@ -166,6 +168,9 @@ func jobEnv(base []string, rec *store.Job) []string {
 	env = append(env, runner.JobEnvVar+"="+rec.ID, DeviceEnvVar+"="+rec.DeviceText())
 	if rec.Agent != "" {
 		env = append(env, AgentEnvVar+"="+rec.Agent)
+	}
+	if rec.ArrayID != "" {
+		env = append(env, api.ArrayIDEnvVar+"="+rec.ArrayID, api.ArrayIndexEnvVar+"="+strconv.Itoa(rec.ArrayIndex))
 	}
 	return env
 }

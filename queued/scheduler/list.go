@@ -3,6 +3,7 @@ package scheduler
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/ttkit/ttkit/queued/store"
 )
@@ -29,6 +30,9 @@ type ListFilter struct {
 	// that Slurm job.
 	Kind       store.Kind
 	SlurmJobID string
+	// ArrayID selects an array's elements: those whose array id starts
+	// with it.
+	ArrayID string
 	// Active selects queued and running jobs only (no finished one is read
 	// from the store).
 	Active bool
@@ -45,6 +49,7 @@ func (f *ListFilter) match(rec *store.Job) bool {
 		(f.ClientID == "" || rec.ClientID == f.ClientID) &&
 		(f.OwnerUID == nil || (rec.OwnerUID != nil && *rec.OwnerUID == *f.OwnerUID)) &&
 		(f.Kind == "" || rec.Kind == f.Kind) && (f.SlurmJobID == "" || rec.SlurmJobID == f.SlurmJobID) &&
+		(f.ArrayID == "" || strings.HasPrefix(rec.ArrayID, f.ArrayID)) &&
 		(!f.Active || rec.State != store.StateDone)
 }
 

@@ -179,7 +179,7 @@ func (s jobIndex) watch(id string) (Watch, error) {
 
 // infoLocked is a job's record plus position and estimate.
 func (s *core) infoLocked(j *job) JobInfo {
-	info := JobInfo{Job: j.rec, Held: j.held}
+	info := JobInfo{Job: j.rec, Held: j.held, WaitsFor: j.waitsFor()}
 	cards := s.cardsOf(j)
 	if len(cards) == 0 {
 		return info

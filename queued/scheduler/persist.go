@@ -160,6 +160,7 @@ func (p *persister) flushHeld() bool {
 		if recs[i].State == store.StateDone {
 			j.held = false
 			delete(p.jobs, j.rec.ID)
+			p.after.settledLocked(&j.rec)
 		}
 	}
 	rest := p.held[:0]

@@ -146,6 +146,9 @@ func (s restart) recover() error {
 		j := resets[i]
 		s.cards[j.rec.Card()].pushFront(j)
 	}
+	if err := s.after.rewatch(); err != nil {
+		return err
+	}
 	if len(holds) > 0 {
 		s.log.Info("holds taken before the restart hold their cards again", "holds", len(holds))
 	}

@@ -453,6 +453,9 @@ func (s *Scheduler) Cards() []int { return append([]int(nil), s.core.order...) }
 // Submit durably queues a job; see submitter.submit.
 func (s *Scheduler) Submit(spec JobSpec) (JobInfo, error) { return s.sub.submit(spec) }
 
+// SubmitArray queues one job per index of spec.Array, all or none; see submitter.submitArray.
+func (s *Scheduler) SubmitArray(spec JobSpec) ([]JobInfo, error) { return s.sub.submitArray(spec) }
+
 // Kill stops a job; see submitter.kill.
 func (s *Scheduler) Kill(id string) (JobInfo, error) { return s.sub.kill(id) }
 

@@ -107,7 +107,7 @@ func (cs cardSet) readyFor(head *job, c *card) (bool, string) {
 			return false, fmt.Sprintf("card %d is unfit (%s)", o.id, o.unfit)
 		case o.current != nil:
 			busy = append(busy, fmt.Sprintf("card %d (running %s)", o.id, short(o.current.rec.ID)))
-		case len(o.queue) == 0 || o.queue[0] != head:
+		case o.head() != head:
 			busy = append(busy, fmt.Sprintf("card %d (its queue is ahead)", o.id))
 		}
 	}

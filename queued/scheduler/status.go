@@ -178,7 +178,7 @@ func (s reporter) statusLocked() (Status, []string, []ownJob) {
 		wait := c.currentRemaining(now)
 		for i, j := range c.queue {
 			run := c.runEstimate(j)
-			cs.Queue[i] = JobInfo{Job: j.rec, Position: i + 1, EstimatedWait: wait, EstimatedRun: run, EstimateKnown: c.estimateKnown(j)}
+			cs.Queue[i] = JobInfo{Job: j.rec, Position: i + 1, EstimatedWait: wait, EstimatedRun: run, EstimateKnown: c.estimateKnown(j), WaitsFor: j.waitsFor()}
 			wait += run
 		}
 		cs.EstimatedWait = wait
@@ -199,12 +199,14 @@ func (s reporter) workerStateLocked(c *card) string {
 		return "dispatching"
 	case c.dead != nil:
 		return "paused: card dead"
-	case c.unfit != "" && len(c.queue) > 0 && gatedJob(c.queue[0]):
+	case c.unfit != "" && c.head() != nil && gatedJob(c.head()):
 		return "paused: card unfit: " + c.unfit
 	case c.paused != "":
 		return "paused: " + c.paused
 	case c.waiting != "":
 		return "waiting: " + c.waiting
+	case len(c.queue) > 0 && c.head() == nil:
+		return "waiting: every queued job waits for a job it was queued after"
 	case len(c.queue) > 0:
 		return "dispatching"
 	}

@@ -3,8 +3,10 @@ package scheduler
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
+	"github.com/ttkit/ttkit/queued/api"
 	"github.com/ttkit/ttkit/queued/runner"
 	"github.com/ttkit/ttkit/queued/store"
 )
@@ -45,6 +47,16 @@ type JobSpec struct {
 
 	// EnvFromShell names the Env entries taken from the submitter's shell.
 	EnvFromShell []string
+
+	// After lists the whole ids of the jobs this one waits for (the API
+	// has resolved and checked them); AfterMode which of their endings
+	// let it run (empty: store.AfterOK). See after.go.
+	After     []string
+	AfterMode store.AfterMode
+
+	// Array, when set, queues one element per index (api.ParseArray),
+	// each an ordinary job with its index; see SubmitArray.
+	Array []int
 }
 
 // cards is the spec's cards, ascending.
@@ -73,8 +85,42 @@ func withCards(rec store.Job, cards []int, spec string) store.Job {
 // *QueueFullError: the owner's share of the queue, or the whole of it, is
 // taken).
 func (s submitter) submit(spec JobSpec) (JobInfo, error) {
-	if err := checkEndings(&spec); err != nil {
+	rec, key, err := s.record(&spec)
+	if err != nil {
 		return JobInfo{}, err
+	}
+	infos, err := s.enqueue([]store.Job{rec}, key)
+	if err != nil {
+		return JobInfo{}, err
+	}
+	return infos[0], nil
+}
+
+// submitArray queues one job per index of spec.Array, all or none, in
+// one commit: each sees its index and the array's id, and the array
+// counts one job per element against the queue's bounds.
+func (s submitter) submitArray(spec JobSpec) ([]JobInfo, error) {
+	if len(spec.Array) == 0 || len(spec.Array) > api.MaxArray {
+		return nil, fmt.Errorf("an array of %d elements: want 1 to %d: %w", len(spec.Array), api.MaxArray, ErrInvalid)
+	}
+	rec, key, err := s.record(&spec)
+	if err != nil {
+		return nil, err
+	}
+	rec.ArrayID = store.NewID()
+	recs := make([]store.Job, len(spec.Array))
+	for i, idx := range spec.Array {
+		recs[i] = rec
+		recs[i].ArrayIndex = idx
+	}
+	return s.enqueue(recs, key)
+}
+
+// record is the queued record spec asks for, its cards set, and the key
+// of its command.
+func (s submitter) record(spec *JobSpec) (store.Job, cmdKey, error) {
+	if err := checkEndings(spec); err != nil {
+		return store.Job{}, cmdKey{}, err
 	}
 	timeout := spec.Timeout
 	if timeout <= 0 {
@@ -89,60 +135,111 @@ func (s submitter) submit(spec JobSpec) (JobInfo, error) {
 		Timeout: int64((timeout + time.Second - 1) / time.Second), Repeat: max(spec.Repeat, 1),
 		ClientID: spec.ClientID, Agent: spec.Agent, OwnerUID: spec.OwnerUID, Owner: spec.Owner,
 		IdleTimeout: int64((idle + time.Second - 1) / time.Second), Retries: spec.Retries, Attempt: 1,
+		After: spec.After, AfterMode: spec.AfterMode,
 	}
-	return s.enqueue(withCards(rec, cardsOfSpec(spec.Card, spec.Cards), spec.DeviceSpec), keyOf(spec.Cmd))
+	if len(rec.After) > 0 && rec.AfterMode == "" {
+		rec.AfterMode = store.AfterOK
+	}
+	return withCards(rec, cardsOfSpec(spec.Card, spec.Cards), spec.DeviceSpec), keyOf(spec.Cmd), nil
 }
 
-// enqueue gives rec (a job or a hold, its cards set) an id and a place at
-// the tail of each of its cards' queues, and returns once it is durable.
-func (s submitter) enqueue(rec store.Job, key cmdKey) (JobInfo, error) {
-	s.mu.Lock()
-	cards, err := s.admitLocked(&rec, nil)
-	if errors.Is(err, errAskExempt) {
-		// Only now may the owner's share matter. Whether they are exempt
-		// may read the user database: asked without the lock.
-		s.mu.Unlock()
-		exempt := s.opt.Exempt(*rec.OwnerUID)
-		s.mu.Lock()
-		cards, err = s.admitLocked(&rec, &exempt)
-	}
+// enqueue gives each of recs (a job or a hold, or an array's elements;
+// their cards set, the same for all) an id and a place at the tail of
+// each of its cards' queues, all or none, and returns once they are
+// durable, in one commit.
+func (s submitter) enqueue(recs []store.Job, key cmdKey) ([]JobInfo, error) {
+	first := &recs[0]
+	// The records of the jobs they wait for are read without the lock;
+	// one that ends meanwhile is read again.
+	deps, err := s.after.records(first.After)
 	if err != nil {
-		s.mu.Unlock()
-		return JobInfo{}, err
+		return nil, err
 	}
-	rec.ID, rec.Seq, rec.State, rec.SubmittedAt = store.NewID(), s.nextSeq, store.StateQueued, s.opt.Now()
-	// Memory keeps the record brief; the store gets it whole, once.
-	j := newKeyedJob(rec.Briefed(), key, false)
-	s.nextSeq++
-	cards.push(j)
-	s.jobs[j.rec.ID] = j
-	s.queued++
+	var cards cardSet
+	var wait *afterWait
+	for {
+		s.mu.Lock()
+		cards, err = s.admitLocked(first, len(recs), nil)
+		if errors.Is(err, errAskExempt) {
+			// Only now may the owner's share matter. Whether they are exempt
+			// may read the user database: asked without the lock.
+			s.mu.Unlock()
+			exempt := s.opt.Exempt(*first.OwnerUID)
+			s.mu.Lock()
+			cards, err = s.admitLocked(first, len(recs), &exempt)
+		}
+		if err != nil {
+			s.mu.Unlock()
+			return nil, err
+		}
+		var stale []string
+		if wait, stale = s.after.waitLocked(first, deps); len(stale) == 0 {
+			break
+		}
+		s.mu.Unlock()
+		again, err := s.after.records(stale)
+		if err != nil {
+			return nil, err
+		}
+		maps.Copy(deps, again)
+	}
+	jobs := make([]*job, len(recs))
+	for i := range recs {
+		rec := &recs[i]
+		rec.ID, rec.Seq, rec.State, rec.SubmittedAt = store.NewID(), s.nextSeq, store.StateQueued, s.opt.Now()
+		// Memory keeps the record brief; the store gets it whole, once.
+		j := newKeyedJob(rec.Briefed(), key, false)
+		if wait != nil {
+			w := *wait
+			w.pending = maps.Clone(wait.pending)
+			s.after.watchLocked(j, &w)
+		}
+		s.nextSeq++
+		cards.push(j)
+		s.jobs[j.rec.ID] = j
+		s.queued++
+		jobs[i] = j
+	}
 	s.mu.Unlock()
 
-	err = s.st.Put(rec)
+	err = s.st.Put(recs...)
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err != nil {
-		cards.remove(j)
-		delete(s.jobs, j.rec.ID)
-		s.queued--
+		for _, j := range jobs {
+			cards.remove(j)
+			delete(s.jobs, j.rec.ID)
+			j.after = nil // never queued: the jobs it waited for forget it
+			s.queued--
+		}
 		s.persist.failLocked(err)
 		cards.wakeup()
-		return JobInfo{}, fmt.Errorf("%w: %w", ErrPersistence, err)
+		return nil, fmt.Errorf("%w: %w", ErrPersistence, err)
 	}
-	j.durable = true
+	infos := make([]JobInfo, len(jobs))
+	for _, j := range jobs {
+		j.durable = true
+	}
 	s.changes.bump()
 	cards.wakeup()
-	if dead := cards.anyDead(); dead != nil && cards.remove(j) {
-		// A card died while this insert committed, after its queue was
-		// failed: fail this job the same way.
-		return JobInfo{}, s.failDeadLocked(dead, j)
+	for i, j := range jobs {
+		if dead := cards.anyDead(); dead != nil && cards.remove(j) {
+			// A card died while this insert committed, after its queue was
+			// failed: fail these jobs the same way.
+			err = s.failDeadLocked(dead, j)
+			continue
+		}
+		if j.spans() {
+			infos[i] = s.infoLocked(j)
+		} else {
+			infos[i] = s.fromTailLocked(cards[0], j)
+		}
 	}
-	if j.spans() {
-		return s.infoLocked(j), nil
+	if err != nil {
+		return nil, err
 	}
-	return s.fromTailLocked(cards[0], j), nil
+	return infos, nil
 }
 
 // errAskExempt is admitLocked asking whether the owner is exempt.
@@ -154,7 +251,7 @@ var errAskExempt = errors.New("is the owner exempt from the per-user limit?")
 // nor past the whole queue (MaxQueued). exempt says whether rec's owner
 // is exempt from the share; nil when not known yet, in which case
 // errAskExempt asks for it once the share may matter.
-func (s submitter) admitLocked(rec *store.Job, exempt *bool) (cardSet, error) {
+func (s submitter) admitLocked(rec *store.Job, n int, exempt *bool) (cardSet, error) {
 	var cards cardSet
 	for _, id := range rec.Cards() {
 		c := s.cards[id]
@@ -171,16 +268,18 @@ func (s submitter) admitLocked(rec *store.Job, exempt *bool) (cardSet, error) {
 	case cards.anyDead() != nil:
 		return nil, cards.anyDead().deadErrLocked()
 	}
-	if rec.OwnerUID != nil && s.queued >= s.opt.MaxQueuedPerUser {
+	if rec.OwnerUID != nil && s.queued+n > s.opt.MaxQueuedPerUser {
 		if exempt == nil {
 			return nil, errAskExempt
 		}
-		if n := s.queuedOfLocked(*rec.OwnerUID); n >= s.opt.MaxQueuedPerUser && !*exempt {
-			return nil, &QueueFullError{PerUser: true, UID: *rec.OwnerUID, Owner: rec.Owner, Count: n, Limit: s.opt.MaxQueuedPerUser}
+		if count := s.queuedOfLocked(*rec.OwnerUID); count+n > s.opt.MaxQueuedPerUser && !*exempt {
+			return nil, &QueueFullError{PerUser: true, UID: *rec.OwnerUID, Owner: rec.Owner, Count: count, Limit: s.opt.MaxQueuedPerUser, Adding: n}
 		}
 	}
-	if s.queued >= s.opt.MaxQueued {
-		return nil, s.fullLocked(rec)
+	if s.queued+n > s.opt.MaxQueued {
+		full := s.fullLocked(rec)
+		full.Adding = n
+		return nil, full
 	}
 	return cards, nil
 }

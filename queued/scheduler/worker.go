@@ -64,6 +64,9 @@ func (s dispatcher) work(c *card) {
 				doneRecs[i] = j.rec
 			}
 		}
+		if ended, recs := s.after.endUnmetLocked(c); len(ended) > 0 {
+			done, doneRecs = append(done, ended...), append(doneRecs, recs...)
+		}
 		next := s.takeLocked(c)
 		if len(done) == 0 && next == nil {
 			if s.stopping {
@@ -142,7 +145,10 @@ func (s dispatcher) takeLocked(c *card) *job {
 	if s.stopping || s.persist.err != nil || c.current != nil || len(c.queue) == 0 {
 		return nil
 	}
-	head := c.queue[0]
+	head := c.head()
+	if head == nil {
+		return nil // every queued job waits for a dependency (after.go)
+	}
 	if !head.durable {
 		return nil // its submission is still committing; FIFO waits for it
 	}
@@ -169,7 +175,7 @@ func (s dispatcher) takeLocked(c *card) *job {
 		}
 	}
 	for _, cd := range cards {
-		cd.pop()
+		cd.take(head)
 		cd.current = head
 		cd.waiting = ""
 	}

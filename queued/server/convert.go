@@ -33,6 +33,10 @@ func jobView(info scheduler.JobInfo) api.Job {
 		LogError: info.LogError, LogCutAt: info.LogCutAt, LogCutBytes: info.LogCutBytes, Held: info.Held, OutputDeletedAt: timePtr(info.OutputDeletedAt),
 		CmdTruncated: info.CmdTruncated(), CmdBytes: len(info.Cmd), EnvVars: len(info.Env), EnvBytes: api.EnvBytes(info.Env),
 		KillRung: info.KillRung, IdleTimeout: info.IdleTimeout, Attempt: info.AttemptNo(), Retries: info.Retries,
+		After: info.After, AfterMode: string(info.AfterMode), WaitsFor: info.WaitsFor, ArrayID: info.ArrayID,
+	}
+	if info.ArrayID != "" {
+		j.ArrayIndex = &info.ArrayIndex
 	}
 	for _, a := range info.Attempts {
 		j.Attempts = append(j.Attempts, api.Attempt{Attempt: a.Attempt, StartedAt: timePtr(a.StartedAt), FinishedAt: timePtr(a.FinishedAt),
@@ -68,7 +72,7 @@ func summaryView(info scheduler.JobInfo) api.JobSummary {
 		OwnerUID: info.OwnerUID, Owner: info.Owner, Position: info.Position, EstimatedWaitSec: info.EstimatedWait.Seconds(), EstimatedRunSec: info.EstimatedRun.Seconds(),
 		EstimateKnown: info.EstimateKnown, OverdueSec: info.Overdue.Seconds(),
 		SubmittedAt: info.SubmittedAt.UTC(), StartedAt: timePtr(info.StartedAt), PID: info.PGID,
-		Attempt: attemptOf(info.Job), Retries: info.Retries,
+		Attempt: attemptOf(info.Job), Retries: info.Retries, WaitsFor: info.WaitsFor,
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"path/filepath"
 	"slices"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/ttkit/ttkit/queued/api"
 	"github.com/ttkit/ttkit/queued/scheduler"
+	"github.com/ttkit/ttkit/queued/store"
 )
 
 // The decoders of the request bodies that queue a job and schedule a
@@ -186,7 +188,52 @@ func (h *submissions) decodeQueue(r *http.Request) (scheduler.JobSpec, error) {
 		return spec, fieldErr("agent", "contains control characters")
 	}
 	spec.Agent = agent
+	if spec.After, spec.AfterMode, err = h.decodeAfter(r, fields); err != nil {
+		return spec, err
+	}
+	if array, ok, err := stringField(fields, "array"); err != nil {
+		return spec, err
+	} else if ok {
+		if spec.Array, err = api.ParseArray(array); err != nil {
+			return spec, fieldErr("array", "%v", err)
+		}
+	}
 	return spec, nil
+}
+
+// decodeAfter reads after and after_mode: at most api.MaxAfter ids or
+// unique prefixes, each resolved to a job the caller may see (in system
+// mode their own, or any as an admin), and the mode, ok by default.
+func (h *submissions) decodeAfter(r *http.Request, fields map[string]json.RawMessage) ([]string, store.AfterMode, error) {
+	var ids []string
+	if raw, ok := fields["after"]; ok && !isNull(raw) {
+		if err := json.Unmarshal(raw, &ids); err != nil {
+			return nil, "", fieldErr("after", "want a list of job ids, got %s", jsonType(raw))
+		}
+	}
+	if len(ids) > api.MaxAfter {
+		return nil, "", fieldErr("after", "%d jobs, the limit is %d", len(ids), api.MaxAfter)
+	}
+	mode, ok, err := stringField(fields, "after_mode")
+	switch m := store.AfterMode(mode); {
+	case err != nil:
+		return nil, "", err
+	case ok && m != store.AfterOK && m != store.AfterNotOK && m != store.AfterAny:
+		return nil, "", fieldErr("after_mode", "%q: want ok, notok or any", cut(mode, 40))
+	case ok && len(ids) == 0:
+		return nil, "", fieldErr("after_mode", "%q without after: name the jobs to wait for", mode)
+	}
+	var whole []string
+	for _, raw := range ids {
+		info, err := h.jobFor(r, "after", raw, true)
+		if err != nil {
+			return nil, "", fmt.Errorf("after %q: %w", cut(raw, 40), err)
+		}
+		if !slices.Contains(whole, info.ID) {
+			whole = append(whole, info.ID)
+		}
+	}
+	return whole, store.AfterMode(mode), nil
 }
 
 // decodeDevice reads device_id: a string of digits or a JSON integer,

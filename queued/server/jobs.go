@@ -202,6 +202,13 @@ func (h *jobHandlers) handleList(w http.ResponseWriter, r *http.Request) {
 		}
 		f.SlurmJobID, f.Kind = v, store.KindHold
 	}
+	if v := q.Get("array_id"); v != "" {
+		if len(v) < api.MinIDPrefix || len(v) > store.IDLen || !store.IsHex(v) {
+			h.fail(w, r, fieldErr("array_id", "%q: want an array id, or a prefix of at least %d of its hex digits", cut(v, 40), api.MinIDPrefix))
+			return
+		}
+		f.ArrayID = v
+	}
 	limit, err := queryInt(r, "limit", api.DefaultListLimit, api.MaxListLimit)
 	if err != nil {
 		h.fail(w, r, err)

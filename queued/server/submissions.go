@@ -40,12 +40,40 @@ func (h *submissions) handleQueue(w http.ResponseWriter, r *http.Request) {
 	// few hundred bytes, written without a slot.
 	slotOf(r).release()
 	spec.OwnerUID, spec.Owner = h.rules.ownerOf(r)
+	if len(spec.Array) > 0 {
+		h.queueArray(w, r, spec)
+		return
+	}
 	info, err := h.sched.Submit(spec)
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
 	h.answerQueued(w, info, "")
+}
+
+// queueArray queues an array's elements, all or none, and answers with
+// the first element's place and estimates, the array's id and every
+// element's id.
+func (h *submissions) queueArray(w http.ResponseWriter, r *http.Request, spec scheduler.JobSpec) {
+	infos, err := h.sched.SubmitArray(spec)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	ids := make([]string, len(infos))
+	for i, info := range infos {
+		ids[i] = info.ID
+	}
+	info := infos[0]
+	w.Header().Set("Location", "/job/"+info.ID)
+	writeJSON(w, http.StatusCreated, api.QueueResponse{
+		JobID: info.ID, DeviceID: info.DeviceText(), State: string(info.State),
+		Position: info.Position, EstimatedWaitSec: info.EstimatedWait.Seconds(), EstimatedRunSec: info.EstimatedRun.Seconds(),
+		EstimateKnown: info.EstimateKnown, Owner: info.Owner,
+		OutputFile: h.sched.OutputPath(info.ID), Repeat: info.Repeat, Timeout: info.Timeout, Mode: modeOf(info.Kind),
+		ArrayID: info.ArrayID, JobIDs: ids,
+	})
 }
 
 // handleResubmit is POST /resubmit: queue a copy of a job (its program,

@@ -51,7 +51,34 @@ const (
 	// OutcomeHung is a job that wrote no output for its idle timeout and
 	// was stopped for it (exit code -124; see docs/job-endings.md).
 	OutcomeHung Outcome = "hung"
+	// OutcomeDependency is a job that never ran because the job it was
+	// queued after (Job.After) ended in a way its AfterMode does not
+	// accept, or is unknown; Error names that job.
+	OutcomeDependency Outcome = "dependency"
 )
+
+// AfterMode says which ending of the jobs a job waits for (Job.After)
+// lets it run, as Slurm's --dependency=afterok|afternotok|afterany.
+type AfterMode string
+
+// After modes; an empty mode on a record reads as AfterOK.
+const (
+	AfterOK    AfterMode = "ok"    // each must end with outcome success
+	AfterNotOK AfterMode = "notok" // each must end any other way
+	AfterAny   AfterMode = "any"   // each must end, however it ends
+)
+
+// Accepts reports whether a job of mode m may run after a job that ended
+// with outcome o.
+func (m AfterMode) Accepts(o Outcome) bool {
+	switch m {
+	case AfterNotOK:
+		return o != OutcomeSuccess
+	case AfterAny:
+		return true
+	}
+	return o == OutcomeSuccess
+}
 
 // Job is one stored job record. Fields are only ever added, so older
 // records decode into newer builds; a record written without Device (an
@@ -95,6 +122,19 @@ type Job struct {
 	// mcp (its MCP client's name), empty for a person's job; the job sees
 	// it in TT_QUEUE_AGENT.
 	Agent string `json:"agent,omitempty"`
+
+	// After lists the jobs (whole ids) this one waits for: it keeps its
+	// FIFO place but starts only once each has ended as AfterMode
+	// accepts, and ends with OutcomeDependency once one cannot. Stored,
+	// so the wait survives a restart.
+	After     []string  `json:"after,omitempty"`
+	AfterMode AfterMode `json:"after_mode,omitempty"`
+
+	// ArrayID is, on an element of an array (queue --array), the id the
+	// array's elements share, and ArrayIndex its index: the job sees both
+	// (TT_QUEUE_ARRAY_ID, TT_QUEUE_ARRAY_INDEX). Empty on other jobs.
+	ArrayID    string `json:"array_id,omitempty"`
+	ArrayIndex int    `json:"array_index,omitempty"`
 
 	// OwnerUID is, in system mode, the submitter's uid as the kernel gave
 	// it (SO_PEERCRED on the socket; the daemon's own uid for a token

@@ -213,7 +213,8 @@ function renderCard(c) {
     for (const j of c.pending) {
       const who = j.kind === "reset" ? "" : owner(j) + (j.agent ? " (agent: " + j.agent + ")" : "");
       const cards = (j.devices && j.devices.length > 1 ? " (cards " + j.devices.join(",") + ")" : "") +
-        (j.attempt > 1 ? " (attempt " + j.attempt + "/" + (j.retries + 1) + ")" : "");
+        (j.attempt > 1 ? " (attempt " + j.attempt + "/" + (j.retries + 1) + ")" : "") +
+        (j.waits_for && j.waits_for.length ? " (after " + j.waits_for.map(short).join(",") + ")" : "");
       const li = el("li", null, null, el("span", "pos", "#" + j.position),
         el("code", "cmd", j.cmd + cards), el("span", "owner", who), el("span", "wait", "~" + dur(j.estimated_wait_sec)));
       li.dataset.job = j.id;
