@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -185,6 +186,36 @@ func TestMCP_RunTakesIdleTimeoutAndRetries(t *testing.T) {
 	}
 }
 
+// tt_submit takes after and after_mode as the CLI's --after does: the
+// second job waits for the first and runs once it has succeeded.
+func TestMCP_SubmitAfter(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t)
+	s, _ := mcpSession(t, d, "claude-code")
+	work := t.TempDir()
+	var first, second struct {
+		JobID string `json:"job_id"`
+	}
+	if r := call(t, s, "tt_submit", map[string]any{"command": "sleep 1; echo a >> " + work + "/order", "device": "0"}, &first); r.IsError {
+		t.Fatalf("tt_submit: %s", text(r))
+	}
+	if r := call(t, s, "tt_submit", map[string]any{"command": "echo b >> " + work + "/order", "device": "1",
+		"after": []string{first.JobID}, "after_mode": "ok"}, &second); r.IsError {
+		t.Fatalf("tt_submit after: %s", text(r))
+	}
+	var out struct {
+		Job struct {
+			Outcome string `json:"outcome"`
+		} `json:"job"`
+	}
+	if r := call(t, s, "tt_wait", map[string]any{"job_id": second.JobID}, &out); r.IsError || out.Job.Outcome != "success" {
+		t.Fatalf("tt_wait: %s %+v", text(r), out)
+	}
+	if b, _ := os.ReadFile(filepath.Join(work, "order")); string(b) != "a\nb\n" {
+		t.Errorf("order %q: the job on card 1 did not wait for the one on card 0", b)
+	}
+}
+
 // tt_submit answers at once; tt_wait bounded by wait_timeout_sec ends the
 // wait and leaves the job running; tt_logs reads its output; tt_kill
 // stops it; tt_list and tt_status show it with its agent.
@@ -324,6 +355,7 @@ func TestMCP_ErrorsAreToolErrors(t *testing.T) {
 		{"tt_submit", map[string]any{"command": "true", "env": map[string]any{"TT_QUEUE_AGENT": "x"}}, "env"},
 		{"tt_submit", map[string]any{"command": "true", "repeat": -2}, "repeat"},
 		{"tt_submit", map[string]any{"command": "true", "retries": 11}, "retries"},
+		{"tt_submit", map[string]any{"command": "true", "after": []string{"x"}, "after_mode": "sometimes"}, "after_mode"},
 		{"tt_submit", map[string]any{"command": "true", "idle_timeout_sec": -1}, "idle_timeout_sec"},
 		{"tt_job", map[string]any{"job_id": "ffffffffff"}, "queued refused the request"},
 		{"tt_reset", map[string]any{}, "device or job_id"},

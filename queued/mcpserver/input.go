@@ -12,7 +12,7 @@ import (
 
 // JobInput is what tt_run and tt_submit take: what the CLI's run and
 // queue take. A job option queued gains is one field here and one line of
-// request (after, once queued has dependencies: see docs/agents.md).
+// request.
 type JobInput struct {
 	Command    string            `json:"command" jsonschema:"The job: one shell program, run by bash -c in cwd (pipes, redirects, && and assignments work)."`
 	Device     string            `json:"device,omitempty" jsonschema:"The card whose queue takes the job: \"0\" (the default), or the cards of a job that opens several at once: \"0,1\" or \"0-3\"."`
@@ -24,6 +24,10 @@ type JobInput struct {
 	// --retries (docs/job-endings.md).
 	IdleTimeoutSec int64 `json:"idle_timeout_sec,omitempty" jsonschema:"End the job as hung when it writes no output for this many seconds; 0 selects queued's default (off unless the host sets one)."`
 	Retries        int   `json:"retries,omitempty" jsonschema:"Run the job again, up to this many times, when it ended because of its card (hung, interrupted by a reset, or its card found unfit after it); never after its own failure on a fit card. 0 to 10."`
+	// After and AfterMode are the CLI's --after and --after-mode
+	// (docs/workflows.md).
+	After     []string `json:"after,omitempty" jsonschema:"Jobs (ids or unique prefixes, on any card, at most 64) this one waits for; it keeps its place in its card's queue without blocking the jobs behind it."`
+	AfterMode string   `json:"after_mode,omitempty" jsonschema:"ok (the default: each must succeed), notok (each must fail) or any (each must end); a dependency that can no longer be met ends the job with outcome dependency."`
 }
 
 // request checks in and builds the request, naming the field at fault.
@@ -49,6 +53,14 @@ func (s *server) request(in JobInput, agent string) (api.QueueRequest, error) {
 	}
 	if in.Retries < 0 || in.Retries > api.MaxRetries {
 		return api.QueueRequest{}, fmt.Errorf("retries %d: want 0 to %d", in.Retries, api.MaxRetries)
+	}
+	switch in.AfterMode {
+	case "", "ok", "notok", "any":
+	default:
+		return api.QueueRequest{}, fmt.Errorf("after_mode %q: want ok, notok or any", in.AfterMode)
+	}
+	if len(in.After) > api.MaxAfter {
+		return api.QueueRequest{}, fmt.Errorf("after: %d jobs, at most %d", len(in.After), api.MaxAfter)
 	}
 	cwd := in.Cwd
 	if cwd == "" {
@@ -81,6 +93,6 @@ func (s *server) request(in JobInput, agent string) (api.QueueRequest, error) {
 		env = nil
 	}
 	return api.QueueRequest{Cmd: in.Command, Cwd: filepath.Clean(cwd), DeviceID: device, Env: env, EnvFromShell: shell,
-		Timeout: in.TimeoutSec, Repeat: in.Repeat, IdleTimeout: in.IdleTimeoutSec, Retries: in.Retries,
+		Timeout: in.TimeoutSec, Repeat: in.Repeat, IdleTimeout: in.IdleTimeoutSec, Retries: in.Retries, After: in.After, AfterMode: in.AfterMode,
 		ClientID: s.opt.ClientID, Agent: agent}, nil
 }

@@ -15,7 +15,7 @@ type JobView struct {
 	Kind    string `json:"kind" jsonschema:"job, reset or hold."`
 	Device  string `json:"device" jsonschema:"The job's card, or cards (\"0,1\")."`
 	State   string `json:"state" jsonschema:"queued, running or done."`
-	Outcome string `json:"outcome,omitempty" jsonschema:"When done: success, failure, timeout, hung, killed, interrupted or card_dead."`
+	Outcome string `json:"outcome,omitempty" jsonschema:"When done: success, failure, timeout, hung, killed, interrupted, dependency or card_dead."`
 	// Attempt and Retries say which run of a job with retries this is.
 	Attempt int `json:"attempt,omitempty" jsonschema:"Which attempt this is (or was, when done), from 1; a job runs again, up to retries times, when its card ended it."`
 	Retries int `json:"retries,omitempty" jsonschema:"How many times the job may run again after its card ended it."`
