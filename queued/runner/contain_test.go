@@ -251,9 +251,14 @@ func TestRun_WorkingDirectoryThatHangs(t *testing.T) {
 		var abort func()
 		spec.Dir, abort = fusetest.HangingDir(t)
 		spec.Timeout = 500 * time.Millisecond
+		spec.Notes = true
 		res := within(t, runAsync(spec, b, nil), 10*time.Second, abort, "a job whose working directory hangs, with a timeout")
 		if res.ExitCode != -9 || !res.TimedOut || res.Iterations != 0 {
 			t.Errorf("%+v, want a timeout before the program started", res)
+		}
+		// Only queued's helper ran: SIGKILL at once, and the note says so.
+		if out := b.output(t); !strings.Contains(out, "Command timed out after 0.5s; the queue sent SIGKILL.\n") {
+			t.Errorf("the timeout note of a start that never finished: %q", out)
 		}
 	})
 	t.Run("stop", func(t *testing.T) {

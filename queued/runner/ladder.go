@@ -23,6 +23,9 @@ type ladder struct {
 	// runs.
 	C    <-chan time.Time
 	kill func() // SIGKILL to everything of the iteration
+	// direct is set when SIGKILL came before any other rung (a start
+	// that never reached the program has nothing to let close a device).
+	direct bool
 }
 
 // begin starts the climb, unless it has begun: SIGINT, to the program if
@@ -56,6 +59,7 @@ func (l *ladder) next(running bool) {
 // killed records that SIGKILL was sent (by the ladder, or at once by a
 // start that did not finish) and sends it.
 func (l *ladder) killed() {
+	l.direct = l.rung == 0
 	l.rung, l.C = syscall.SIGKILL, nil
 	l.kill()
 }
@@ -127,6 +131,15 @@ func (w *idleWatch) stop() {
 	}
 }
 
+// text says which signals the ladder sent, for the notes a job's output
+// gets.
+func (l *ladder) text() string {
+	if l.direct {
+		return "SIGKILL"
+	}
+	return ladderText(l.rung)
+}
+
 // ladderText says which signals the ladder sent, up to rung, for the
 // notes a job's output gets.
 func ladderText(rung syscall.Signal) string {
@@ -139,4 +152,14 @@ func ladderText(rung syscall.Signal) string {
 		return "SIGINT, SIGTERM, then SIGKILL"
 	}
 	return "no signal"
+}
+
+// killNote is what the notes say was sent: the run's own words, or those
+// of its last rung when it kept none (its time ran out between
+// iterations: no signal).
+func (r Result) killNote() string {
+	if r.killText != "" {
+		return r.killText
+	}
+	return ladderText(r.KillSignal)
 }

@@ -171,6 +171,8 @@ type Result struct {
 	// iteration was sent (SIGINT, SIGTERM or SIGKILL), 0 when it was not
 	// stopped: a job that needed SIGKILL may have left its card wedged.
 	KillSignal syscall.Signal
+	// killText says which signals were sent, for the output's notes.
+	killText string
 	// Abandoned, when set, is the iteration's leader that SIGKILL did not
 	// end within Spec.AbandonAfter: the run ended without it (ExitCode
 	// -9), and it is watched until it dies (see AbandonedProcs).
@@ -211,18 +213,18 @@ func Run(spec Spec, out *Log, stop <-chan struct{}) Result {
 			res.Iterations++
 		}
 		res.ExitCode, res.TimedOut, res.Stopped, res.Err = it.ExitCode, it.TimedOut, it.Stopped, it.Err
-		res.Abandoned, res.Hung, res.KillSignal = it.Abandoned, it.Hung, it.KillSignal
+		res.Abandoned, res.Hung, res.KillSignal, res.killText = it.Abandoned, it.Hung, it.KillSignal, it.killText
 		if it.ExitCode != 0 || it.Stopped || it.Err != nil || it.TimedOut || it.Abandoned != nil || it.Hung {
 			break
 		}
 	}
 	if res.TimedOut && spec.Notes {
 		fmt.Fprintf(out, "\n[tt-device-queue] Command timed out after %ss; the queue sent %s.\n",
-			strconv.FormatFloat(spec.Timeout.Seconds(), 'f', -1, 64), ladderText(res.KillSignal))
+			strconv.FormatFloat(spec.Timeout.Seconds(), 'f', -1, 64), res.killNote())
 	}
 	if res.Hung && spec.Notes {
 		fmt.Fprintf(out, "\n[tt-device-queue] Command wrote no output for %ss (its idle timeout); the queue sent %s.\n",
-			strconv.FormatFloat(spec.IdleTimeout.Seconds(), 'f', -1, 64), ladderText(res.KillSignal))
+			strconv.FormatFloat(spec.IdleTimeout.Seconds(), 'f', -1, 64), res.killNote())
 	}
 	return res
 }
@@ -399,7 +401,7 @@ func runOnce(spec *Spec, out *Log, stop <-chan struct{}, deadline time.Time) (re
 			res.Abandoned, done = &Abandoned{}, true
 		}
 	}
-	res.KillSignal = lad.rung
+	res.KillSignal, res.killText = lad.rung, lad.text()
 	if res.Abandoned != nil {
 		return r.giveUp(spec, res, running, startErr, abandonAfter, exited)
 	}
