@@ -121,6 +121,12 @@ func start(spec *Spec, out *Log) (*running, error) {
 		}
 	}
 	cg.Place(cmd.SysProcAttr)
+	var clock pidClock
+	if cg == nil {
+		// Only a sweep needs it (see pidwindow.go): read before the start,
+		// so every PID of the job comes after.
+		clock = readPIDClock("/proc")
+	}
 	err = cmd.Start()
 	pw.Close()
 	sw.Close()
@@ -139,7 +145,7 @@ func start(spec *Spec, out *Log) (*running, error) {
 		uid = req.Cred.UID
 	}
 	r := &running{cmd: cmd, pr: pr, proc: Proc{PID: pid, Start: st}, copied: make(chan struct{}), cg: cg,
-		marker: marker, uid: uid, start: watchStart(sr)}
+		marker: marker, uid: uid, start: watchStart(sr), clock: clock}
 	go func() {
 		defer close(r.copied)
 		buf := make([]byte, 32<<10)
