@@ -213,9 +213,13 @@ const maxWindowedScans = 3
 // those in its session, and those started at or after its leader that are
 // in its audit session or carry its marker.
 func scanJob(procRoot string, tr trace, self int) []int {
-	names, err := pidNames(procRoot)
-	if err != nil {
-		return nil
+	// A small window's PIDs are tried one by one; else /proc is listed.
+	names, ok := tr.win.names()
+	if !ok {
+		var err error
+		if names, err = pidNames(procRoot); err != nil {
+			return nil
+		}
 	}
 	buf := make([]byte, statMax)
 	var pids []int

@@ -52,6 +52,44 @@ func readPIDClock(procRoot string) pidClock {
 // lo, up to hi, wrapping at pid_max.
 type pidWindow struct {
 	lo, hi int
+	pidMax int // where the PIDs wrap
+}
+
+// probeMax bounds the windows whose PIDs a scan tries one by one: beyond
+// it, listing /proc costs less than the failed opens of the PIDs no
+// longer there.
+const probeMax = 128
+
+// size is how many PIDs w holds.
+func (w *pidWindow) size() int {
+	switch {
+	case w.lo < w.hi:
+		return w.hi - w.lo
+	case w.lo > w.hi:
+		return w.pidMax - 1 - w.lo + w.hi
+	}
+	return 0
+}
+
+// names lists the PIDs of w as /proc's entry names, for a window small
+// enough to try one by one (see probeMax), else nil and false. Past the
+// wrap it lists from 1: the kernel starts again at RESERVED_PIDS, or
+// lower in a young PID namespace.
+func (w *pidWindow) names() ([]string, bool) {
+	if w == nil || w.size() > probeMax {
+		return nil, false
+	}
+	names := make([]string, 0, w.size())
+	for pid := w.lo + 1; pid != w.hi+1; pid++ {
+		if pid >= w.pidMax {
+			pid = 1
+		}
+		names = append(names, strconv.Itoa(pid))
+		if pid == w.hi {
+			break
+		}
+	}
+	return names, true
 }
 
 // holds reports whether pid lies in w; a nil window holds every pid.
@@ -92,7 +130,7 @@ func windowSince(procRoot string, leader int, c pidClock) *pidWindow {
 	case 2*(forks-c.forks)+c.tasks >= uint64(pidMax-reservedPIDs):
 		return nil
 	}
-	return &pidWindow{lo: leader, hi: hi}
+	return &pidWindow{lo: leader, hi: hi, pidMax: pidMax}
 }
 
 // forksSinceBoot is the "processes" line of procRoot/stat: every fork

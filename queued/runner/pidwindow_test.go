@@ -99,3 +99,34 @@ func TestScanJob_WithoutABoundLooksAtEveryProcess(t *testing.T) {
 		})
 	}
 }
+
+// A window small enough to try its PIDs one by one (see probeMax) takes
+// the same processes as the listing of /proc, across the wrap too.
+func TestScanJob_SmallWindowTriesItsPIDs(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		leader, hi  int
+		procs, want []int
+	}{
+		{"plain", 1000, 1100, []int{999, 1050, 1100, 1101}, []int{1050, 1100}},
+		{"wrapped", 32760, 50, []int{32759, 32765, 10, 51}, []int{10, 32765}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newFakeProc(t, tc.leader-1, 32768, 1000, 200)
+			clock := readPIDClock(p.root)
+			p.setCounters(tc.hi, 1100)
+			for _, pid := range tc.procs {
+				p.proc(pid, tc.leader, 10)
+			}
+			tr := trace{sid: tc.leader, started: 10, win: windowSince(p.root, tc.leader, clock)}
+			if _, ok := tr.win.names(); !ok {
+				t.Fatalf("window %+v is not tried PID by PID", tr.win)
+			}
+			got := scanJob(p.root, tr, 1)
+			slices.Sort(got)
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("scanJob took %v; want %v", got, tc.want)
+			}
+		})
+	}
+}
