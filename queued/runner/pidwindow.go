@@ -2,6 +2,7 @@ package runner
 
 import (
 	"bytes"
+	"errors"
 	"strconv"
 
 	"golang.org/x/sys/unix"
@@ -134,19 +135,53 @@ func windowSince(procRoot string, leader int, c pidClock) *pidWindow {
 }
 
 // forksSinceBoot is the "processes" line of procRoot/stat: every fork
-// and thread since boot.
+// and thread since boot. The file is read whole, through buf while it
+// fits: on a host with many CPUs and interrupts it runs to tens of
+// kilobytes before that line.
 func forksSinceBoot(procRoot string, buf []byte) (uint64, bool) {
-	b, ok := readSmall(procRoot+"/stat", buf)
+	b, ok := readWhole(procRoot+"/stat", buf)
 	if !ok {
 		return 0, false
 	}
-	for line := range bytes.SplitSeq(b, []byte{'\n'}) {
-		if v, found := bytes.CutPrefix(line, []byte("processes ")); found {
-			n, err := strconv.ParseUint(string(bytes.TrimSpace(v)), 10, 64)
-			return n, err == nil
-		}
+	_, rest, found := bytes.Cut(b, []byte("\nprocesses "))
+	if !found {
+		return 0, false
 	}
-	return 0, false
+	line, _, _ := bytes.Cut(rest, []byte{'\n'})
+	n, err := strconv.ParseUint(string(bytes.TrimSpace(line)), 10, 64)
+	return n, err == nil
+}
+
+// procStatMax bounds what readWhole reads of /proc/stat.
+const procStatMax = 16 << 20
+
+// readWhole reads the file at path whole, into buf while it fits, else
+// into a larger buffer, up to procStatMax.
+func readWhole(path string, buf []byte) ([]byte, bool) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, false
+	}
+	defer unix.Close(fd)
+	b := buf[:0]
+	for {
+		if len(b) == cap(b) {
+			if cap(b) >= procStatMax {
+				return nil, false
+			}
+			b = append(b, make([]byte, cap(b)+4096)...)[:len(b)]
+		}
+		n, err := unix.Read(fd, b[len(b):cap(b)])
+		switch {
+		case errors.Is(err, unix.EINTR):
+			continue
+		case err != nil:
+			return nil, false
+		case n == 0:
+			return b, len(b) > 0
+		}
+		b = b[:len(b)+n]
+	}
 }
 
 // tasksAlive is the number of tasks (processes and threads) alive, from

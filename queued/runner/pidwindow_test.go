@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -128,5 +129,28 @@ func TestScanJob_SmallWindowTriesItsPIDs(t *testing.T) {
 				t.Fatalf("scanJob took %v; want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// On a host with many CPUs and interrupts /proc/stat runs to tens of
+// kilobytes before its "processes" line; the window still holds there.
+func TestScanJob_WindowOnAHostWithALongProcStat(t *testing.T) {
+	const leader = 1000
+	p := newFakeProc(t, leader-1, 32768, 1000, 200)
+	long := func(forks int) string {
+		return "cpu  1 2 3\nintr 1" + strings.Repeat(" 0", 60000) + fmt.Sprintf("\nctxt 9\nprocesses %d\nprocs_running 1\n", forks)
+	}
+	p.write("stat", long(1000))
+	clock := readPIDClock(p.root)
+	p.write("sys/kernel/ns_last_pid", "1010\n")
+	p.write("stat", long(1020))
+	p.proc(999, leader, 10)
+	p.proc(1005, leader, 10)
+	tr := trace{sid: leader, started: 10, win: windowSince(p.root, leader, clock)}
+	if tr.win == nil {
+		t.Fatal("no window with a /proc/stat of 120 kB")
+	}
+	if got := scanJob(p.root, tr, 1); !slices.Equal(got, []int{1005}) {
+		t.Fatalf("scanJob took %v; want [1005]", got)
 	}
 }
