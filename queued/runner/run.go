@@ -344,6 +344,10 @@ func runOnce(spec *Spec, out *Log, stop <-chan struct{}, deadline time.Time) (re
 			return
 		}
 		running = true
+		if r.cg == nil && jobcgroup.Default() == nil {
+			// The next job's helper starts while this one runs.
+			refillSpares(spec)
+		}
 		lad.resend()
 		if lad.rung == 0 {
 			idle.arm(time.Now())
