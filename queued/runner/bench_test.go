@@ -109,3 +109,31 @@ func BenchmarkRunOutputIdleWatch(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSweepAfterJob is the whole sweep that follows a job's end
+// where no cgroup holds the job, on this host as it is: the window of
+// PIDs handed out since the job's leader (here, since the benchmark's
+// own start of a process) bounds what it reads. Compare with
+// BenchmarkScanJob, one pass over every process.
+func BenchmarkSweepAfterJob(b *testing.B) {
+	b.StopTimer()
+	for range b.N {
+		clock := readPIDClock("/proc")
+		cmd := exec.Command("/bin/true")
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		if err := waitExited(cmd.Process.Pid); err != nil {
+			b.Fatal(err)
+		}
+		st, err := readStat("/proc", cmd.Process.Pid)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		killStragglers("/proc", trace{sid: cmd.Process.Pid, started: st.start, audit: 1<<32 - 2,
+			marks: marksOf("bench-none", uint32(os.Geteuid()))}, clock)
+		b.StopTimer()
+		cmd.Wait()
+	}
+}

@@ -158,24 +158,45 @@ type trace struct {
 	started uint64
 	audit   uint32
 	marks   []mark
+	// win, when set, holds every PID handed out since the leader (see
+	// pidwindow.go): no process of the job lies outside it.
+	win *pidWindow
 }
 
 // sweep SIGKILLs what is left of r's iteration outside its process group
 // (see trace). Call it only before the leader is reaped.
 func (r *running) sweep() {
 	killStragglers("/proc", trace{sid: r.proc.PID, started: r.proc.Start,
-		audit: jobAuditSession("/proc", r.proc.PID), marks: marksOf(r.marker, r.uid)})
+		audit: jobAuditSession("/proc", r.proc.PID), marks: marksOf(r.marker, r.uid)}, r.clock)
 }
 
 // killStragglers SIGKILLs the processes of tr, repeating until a scan
-// finds none, for at most stragglerTimeout.
-func killStragglers(procRoot string, tr trace) {
+// finds none, for at most stragglerTimeout. Each scan looks only at the
+// PIDs handed out since the leader when clock (read before the leader's
+// start) bounds them (see windowSince): a scan that finds nothing counts
+// only if no PID was handed out while it ran, else the new ones are
+// looked at too; after a few such rounds (a host that forks without
+// pause) it looks at every process once more, as it does without a
+// window.
+func killStragglers(procRoot string, tr trace, clock pidClock) {
 	self := os.Getpid()
 	deadline := time.Now().Add(stragglerTimeout)
+	windowed := 0 // scans in a row that found nothing but saw new PIDs
 	for {
+		tr.win = nil
+		if windowed < maxWindowedScans {
+			tr.win = windowSince(procRoot, tr.sid, clock)
+		}
 		pids := scanJob(procRoot, tr, self)
 		for _, pid := range pids {
 			syscall.Kill(pid, syscall.SIGKILL)
+		}
+		if len(pids) == 0 && tr.win != nil {
+			if after := windowSince(procRoot, tr.sid, clock); after != nil && after.hi == tr.win.hi {
+				return // no PID handed out since the scan began
+			}
+			windowed++
+			continue
 		}
 		if len(pids) == 0 || time.Now().After(deadline) {
 			return
@@ -184,19 +205,27 @@ func killStragglers(procRoot string, tr trace) {
 	}
 }
 
+// maxWindowedScans bounds the scans in a row that find nothing while PIDs
+// are handed out meanwhile before one scan of every process ends it.
+const maxWindowedScans = 3
+
 // scanJob lists the live processes of tr other than its leader and self:
 // those in its session, and those started at or after its leader that are
 // in its audit session or carry its marker.
 func scanJob(procRoot string, tr trace, self int) []int {
-	names, err := pidNames(procRoot)
-	if err != nil {
-		return nil
+	// A small window's PIDs are tried one by one; else /proc is listed.
+	names, ok := tr.win.names()
+	if !ok {
+		var err error
+		if names, err = pidNames(procRoot); err != nil {
+			return nil
+		}
 	}
 	buf := make([]byte, statMax)
 	var pids []int
 	for _, name := range names {
 		pid, err := strconv.Atoi(name)
-		if err != nil || pid == self || pid == tr.sid {
+		if err != nil || pid == self || pid == tr.sid || !tr.win.holds(pid) {
 			continue
 		}
 		st, err := readStatFile(procRoot+"/"+name+"/stat", buf)

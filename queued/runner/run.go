@@ -241,6 +241,9 @@ type running struct {
 	marker string         // the job's TT_QUEUE_JOB_ID, "" for none
 	uid    uint32         // the user it runs as: its marker takes only this user's processes
 	start  *startWatch
+	// clock is the kernel's PID counters read before the start, which
+	// bound the PIDs the sweep looks at (see pidwindow.go).
+	clock pidClock
 	// lastOut is when the iteration last wrote output (Unix nanoseconds,
 	// 0 for never), for the idle timeout.
 	lastOut atomic.Int64
@@ -355,6 +358,10 @@ func runOnce(spec *Spec, out *Log, stop <-chan struct{}, deadline time.Time) (re
 			return
 		}
 		running = true
+		if r.cg == nil && jobcgroup.Default() == nil {
+			// The next job's helper starts while this one runs.
+			refillSpares(spec)
+		}
 		lad.resend()
 		if lad.rung == 0 {
 			idle.arm(time.Now())

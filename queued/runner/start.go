@@ -70,8 +70,17 @@ func start(spec *Spec, out *Log) (*running, error) {
 		}
 		req.Dir = wd
 	}
+	uid := uint32(os.Geteuid())
 	if a := spec.Account; a != nil {
 		req.Cred = &execjob.Cred{UID: a.UID, GID: a.GID, Groups: a.Groups}
+		uid = a.UID
+	}
+	if jobcgroup.Default() == nil {
+		// A helper already started and waiting (see spare.go), where no
+		// cgroup of its own awaits the job.
+		if sp := takeSpare(spec.Helper); sp != nil {
+			return sp.use(&req, out, markerOf(spec.Env), uid)
+		}
 	}
 	reqFile, err := requestFile(&req)
 	if err != nil {
@@ -89,11 +98,7 @@ func start(spec *Spec, out *Log) (*running, error) {
 		return nil, fmt.Errorf("creating output pipe: %w", err)
 	}
 	marker := markerOf(spec.Env)
-	helper := defaultHelper()
-	if spec.Helper != "" {
-		helper = helperExec{argv: []string{spec.Helper}}
-	}
-	cmd := helper.command(reqFile, sw)
+	cmd := helperOf(spec).command(reqFile, sw)
 	cmd.Args[0] = execjob.Name
 	cmd.Env = []string{} // nothing of queued's: the request carries the program's
 	if marker != "" {
@@ -121,6 +126,12 @@ func start(spec *Spec, out *Log) (*running, error) {
 		}
 	}
 	cg.Place(cmd.SysProcAttr)
+	var clock pidClock
+	if cg == nil {
+		// Only a sweep needs it (see pidwindow.go): read before the start,
+		// so every PID of the job comes after.
+		clock = readPIDClock("/proc")
+	}
 	err = cmd.Start()
 	pw.Close()
 	sw.Close()
@@ -134,27 +145,35 @@ func start(spec *Spec, out *Log) (*running, error) {
 	// Read the start time before anything can reap the child: until then
 	// the PID is still its own. The program keeps it across the execve.
 	st, _ := StartTime("/proc", pid)
-	uid := uint32(os.Geteuid())
-	if req.Cred != nil {
-		uid = req.Cred.UID
-	}
 	r := &running{cmd: cmd, pr: pr, proc: Proc{PID: pid, Start: st}, copied: make(chan struct{}), cg: cg,
-		marker: marker, uid: uid, start: watchStart(sr)}
-	go func() {
-		defer close(r.copied)
-		buf := make([]byte, 32<<10)
-		for {
-			n, err := pr.Read(buf)
-			if n > 0 {
-				r.lastOut.Store(time.Now().UnixNano())
-				out.Write(buf[:n])
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
+		marker: marker, uid: uid, start: watchStart(sr), clock: clock}
+	go r.drain(out)
 	return r, nil
+}
+
+// helperOf is the exec helper spec names, or queued's default one.
+func helperOf(spec *Spec) helperExec {
+	if spec.Helper != "" {
+		return helperExec{argv: []string{spec.Helper}}
+	}
+	return defaultHelper()
+}
+
+// drain copies the iteration's output into out until the pipe closes,
+// noting when it last wrote, and then closes r.copied.
+func (r *running) drain(out *Log) {
+	defer close(r.copied)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := r.pr.Read(buf)
+		if n > 0 {
+			r.lastOut.Store(time.Now().UnixNano())
+			out.Write(buf[:n])
+		}
+		if err != nil {
+			return
+		}
+	}
 }
 
 // requestFile is the helper's request in an anonymous memory file, read

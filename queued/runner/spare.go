@@ -1,0 +1,164 @@
+package runner
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ttkit/ttkit/queued/execjob"
+)
+
+// Spare helpers take the exec helper's start off a job's dispatch (issue
+// 41): while a job runs, the helper of the next one is started, in a
+// session of its own, and waits with its runtime up, blocked reading its
+// request from a pipe. A dispatch then writes the request and the helper
+// goes on with its steps (credentials, keyring, working directory) and
+// executes the shell, as a helper started for the job would; its start
+// bound, stop and kill ladder are the same. Only where no cgroup holds a
+// job: a job's cgroup is its own, chosen when its helper is cloned into
+// it. A spare carries no job marker (its job is not known when it
+// starts): the process record of its job (Spec.OnStart) is what finds it
+// after a crash. When queued exits, a spare reads the end of its request
+// and exits.
+
+// maxSpares bounds the spares kept for one helper: one for each card
+// that may dispatch at once on a host of two, beyond which a start is
+// the slow one.
+const maxSpares = 2
+
+// spare is a helper started ahead of its job.
+type spare struct {
+	cmd   *exec.Cmd
+	req   *os.File // the request pipe's write end
+	sr    *os.File // the status pipe's read end
+	pr    *os.File // the output pipe's read end
+	proc  Proc
+	clock pidClock
+}
+
+// spares holds the waiting spares by helper (Spec.Helper).
+var spares struct {
+	sync.Mutex
+	byHelper map[string][]*spare
+}
+
+// takeSpare returns a waiting spare of helper that is still alive, or nil.
+func takeSpare(helper string) *spare {
+	for {
+		spares.Lock()
+		list := spares.byHelper[helper]
+		if len(list) == 0 {
+			spares.Unlock()
+			return nil
+		}
+		sp := list[len(list)-1]
+		spares.byHelper[helper] = list[:len(list)-1]
+		spares.Unlock()
+		if sp.alive() {
+			return sp
+		}
+		sp.discard()
+	}
+}
+
+// refillSpares starts a spare of spec's helper unless maxSpares wait.
+// A spare that cannot start is no error: the next job starts its helper
+// itself.
+func refillSpares(spec *Spec) {
+	spares.Lock()
+	n := len(spares.byHelper[spec.Helper])
+	spares.Unlock()
+	if n >= maxSpares {
+		return
+	}
+	sp, err := startSpare(helperOf(spec))
+	if err != nil {
+		return
+	}
+	spares.Lock()
+	defer spares.Unlock()
+	if spares.byHelper == nil {
+		spares.byHelper = map[string][]*spare{}
+	}
+	if len(spares.byHelper[spec.Helper]) >= maxSpares {
+		go sp.discard()
+		return
+	}
+	spares.byHelper[spec.Helper] = append(spares.byHelper[spec.Helper], sp)
+}
+
+// startSpare starts helper waiting for its request on a pipe.
+func startSpare(helper helperExec) (*spare, error) {
+	var files [6]*os.File // request r/w, status r/w, output r/w
+	for i := 0; i < len(files); i += 2 {
+		r, w, err := os.Pipe()
+		if err != nil {
+			for _, f := range files[:i] {
+				f.Close()
+			}
+			return nil, fmt.Errorf("creating a spare helper's pipes: %w", err)
+		}
+		files[i], files[i+1] = r, w
+	}
+	rr, rw, sr, sw, pr, pw := files[0], files[1], files[2], files[3], files[4], files[5]
+	cmd := helper.command(rr, sw)
+	cmd.Args[0] = execjob.Name
+	cmd.Env = []string{}
+	cmd.Dir = "/"
+	cmd.Stdout, cmd.Stderr = pw, pw
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	clock := readPIDClock("/proc") // before the start: every PID of its job comes after
+	err := cmd.Start()
+	rr.Close()
+	sw.Close()
+	pw.Close()
+	if err != nil {
+		rw.Close()
+		sr.Close()
+		pr.Close()
+		return nil, fmt.Errorf("starting a spare exec helper: %w", err)
+	}
+	st, _ := StartTime("/proc", cmd.Process.Pid)
+	return &spare{cmd: cmd, req: rw, sr: sr, pr: pr, proc: Proc{PID: cmd.Process.Pid, Start: st}, clock: clock}, nil
+}
+
+// alive reports whether the spare has not exited (it is our child, not
+// yet reaped: a look that does not reap it).
+func (sp *spare) alive() bool {
+	var info unix.Siginfo
+	err := unix.Waitid(unix.P_PID, sp.proc.PID, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
+	return err == nil && info.Signo == 0
+}
+
+// discard ends a spare that will not be used.
+func (sp *spare) discard() {
+	sp.req.Close() // it reads the end of its request and exits
+	sp.sr.Close()
+	sp.pr.Close()
+	sp.cmd.Process.Kill()
+	sp.cmd.Wait()
+}
+
+// use hands req to the spare: it becomes the iteration r.
+func (sp *spare) use(req *execjob.Request, out *Log, marker string, uid uint32) (*running, error) {
+	b, err := json.Marshal(req)
+	if err != nil {
+		sp.discard()
+		return nil, fmt.Errorf("encoding the exec request: %w", err)
+	}
+	go func() {
+		// A request larger than the pipe holds is written while the
+		// helper reads it; one that dies meanwhile ends the write.
+		sp.req.Write(b)
+		sp.req.Close()
+	}()
+	r := &running{cmd: sp.cmd, pr: sp.pr, proc: sp.proc, copied: make(chan struct{}),
+		marker: marker, uid: uid, start: watchStart(sp.sr), clock: sp.clock}
+	go r.drain(out)
+	return r, nil
+}
