@@ -216,6 +216,10 @@ type Options struct {
 	// automatic recovery ladders of one card in any hour; default 3. A
 	// user's reset is not bounded.
 	RecoveryMaxPerHour int
+	// Fence (TT_DEVICE_ENFORCE=acl), when set, gives each job's and each
+	// hold's owner its cards' nodes while it runs, and nobody else; see
+	// fence.go.
+	Fence Fence
 	// GateOff turns the fitness gate off: every card counts as fit, as
 	// before the gate (for embedding without cards, and for the benchmark
 	// that measures what the gate costs a dispatch).
@@ -374,6 +378,10 @@ func New(opt Options) (*Scheduler, error) {
 	}
 	s := &Scheduler{core: c, sub: submitter{c}, idx: jobIndex{c}, desk: resetDesk{c}, rep: reporter{c}, disp: dispatcher{c}, hold: holdDesk{c}}
 	if err := (restart{c}).run(); err != nil {
+		c.holders.close()
+		return nil, err
+	}
+	if err := c.reconcileFence(); err != nil {
 		c.holders.close()
 		return nil, err
 	}
