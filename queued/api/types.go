@@ -173,6 +173,10 @@ type HoldRequest struct {
 	// SlurmJobID is the Slurm job the hold is for.
 	SlurmJobID string `json:"slurm_job_id,omitempty"`
 	ClientID   string `json:"client_id,omitempty"`
+	// ForUID, admins only, on a shared daemon: the hold is taken for this
+	// user (the Slurm job's, from the Prolog), who owns it, and who alone
+	// may open its cards under TT_DEVICE_ENFORCE=acl.
+	ForUID *uint32 `json:"for_uid,omitempty"`
 }
 
 // HoldResponse answers POST /hold (201): the hold's id, its cards and its
