@@ -41,7 +41,10 @@ func (e *Enforcer) Node(card int) string { return filepath.Join(e.Dir, strconv.I
 
 // NodeState is what a card's node admits.
 type NodeState struct {
-	Path     string
+	Path string
+	// Mode is what the owner, the owning group and others get (stat
+	// shows the ACL's mask in the group bits instead, while grants are
+	// given).
 	Mode     fs.FileMode
 	UID, GID uint32
 	// Users and Groups are the named entries: the grants.
@@ -52,7 +55,8 @@ type NodeState struct {
 func (e *Enforcer) State(card int) (NodeState, error) {
 	st := NodeState{Path: e.Node(card)}
 	err := e.on(card, func(fd int, proc string, s *unix.Stat_t, a ACL) error {
-		st.Mode, st.UID, st.GID = fs.FileMode(s.Mode&0o7777), s.Uid, s.Gid
+		base := a.perm(TagUserObj)<<6 | a.perm(TagGroupObj)<<3 | a.perm(TagOther)
+		st.Mode, st.UID, st.GID = fs.FileMode(base), s.Uid, s.Gid
 		st.Users, st.Groups = a.named(TagUser), a.named(TagGroup)
 		return nil
 	})
