@@ -9,8 +9,10 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/ttkit/ttkit/internal/devacl"
+	"github.com/ttkit/ttkit/internal/kmdtest"
 	"github.com/ttkit/ttkit/internal/usertest"
 )
 
@@ -94,5 +96,56 @@ func TestSystem_EnforceFencesARunningJobsCard(t *testing.T) {
 	}
 	if opens(t, alice, node) {
 		t.Fatal("the crashed job's user still opens the card after the restart")
+	}
+}
+
+// What enforcement cannot do (issue 44, 2): a process that opened the
+// card before its grant was taken back keeps its descriptor; queued sees
+// it as a foreign holder (the driver's pids file) and does not start the
+// next job on the card until it is gone, showing who it is, unless
+// TT_DEVICE_WAIT_FOREIGN=0 says otherwise.
+func TestSystem_EnforceWaitsForALeftoverDescriptor(t *testing.T) {
+	alice := usertest.New(t, "ttel")
+	for _, tc := range []struct {
+		name  string
+		extra []string
+		waits bool
+	}{{"waits", nil, true}, {"TT_DEVICE_WAIT_FOREIGN=0", []string{"TT_DEVICE_WAIT_FOREIGN=0"}, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := cardNodes(t, 0o600)
+			kmd := kmdtest.NewTree(t, filepath.Join(t.TempDir(), "kmd"))
+			leftover := exec.Command("sleep", "300")
+			if err := leftover.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { leftover.Process.Kill(); leftover.Wait() })
+			kmd.SetPids(0, leftover.Process.Pid)
+			s := startSystem(t, t.TempDir(), append([]string{"TT_DEVICE_ENFORCE=acl", "TT_DEVICE_DEV_DIR=" + dir,
+				"TT_DEVICE_DRIVER_PATH=" + kmd.Dir}, tc.extra...)...)
+			id := s.queueAs(alice, alice.Home, "echo ran")
+			if !tc.waits {
+				s.waitOutput(id, "ran")
+				return
+			}
+			deadline := time.Now().Add(30 * time.Second)
+			for {
+				st, err := s.client.Status(ctx(t))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if why := st.Cards[0].PausedReason; strings.Contains(why, fmt.Sprintf("pid %d", leftover.Process.Pid)) {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("card 0 not paused by the leftover holder: %+v", st.Cards[0])
+				}
+				time.Sleep(20 * time.Millisecond) // polling the status
+			}
+			if j := s.job(id); j.State != "queued" {
+				t.Fatalf("the next job is %s while a leftover descriptor holds its card", j.State)
+			}
+			kmd.SetPids(0)
+			s.waitOutput(id, "ran")
+		})
 	}
 }
