@@ -173,10 +173,9 @@ type HoldRequest struct {
 	// SlurmJobID is the Slurm job the hold is for.
 	SlurmJobID string `json:"slurm_job_id,omitempty"`
 	ClientID   string `json:"client_id,omitempty"`
-	// ForUID, admins only, on a shared daemon: the hold is taken for this
-	// user (the Slurm job's, from the Prolog), who owns it, and who alone
-	// may open its cards under TT_DEVICE_ENFORCE=acl.
-	ForUID *uint32 `json:"for_uid,omitempty"`
+	// ForUID, above 0, admins only, shared daemon: the hold is this user's
+	// (the Slurm job's), who alone opens its cards under enforcement.
+	ForUID int64 `json:"for_uid,omitempty"`
 }
 
 // HoldResponse answers POST /hold (201): the hold's id, its cards and its

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"log/slog"
 
 	"github.com/ttkit/ttkit/queued/store"
 )
@@ -26,14 +27,21 @@ type Fence interface {
 	Reconcile(cards []int) ([]string, error)
 }
 
-// reconcileFence removes the grants a crash left, before any worker
+// fencer is the scheduler's side of the Fence: whom to grant what, and
+// when a failure stops a job.
+type fencer struct {
+	f   Fence // nil: enforcement off
+	log *slog.Logger
+}
+
+// reconcile removes the grants a crash left on cards, before any worker
 // starts; it fails the start when it cannot (a card would stay open to a
 // user with no job on it).
-func (c *core) reconcileFence() error {
-	if c.opt.Fence == nil {
+func (c fencer) reconcile(cards []int) error {
+	if c.f == nil {
 		return nil
 	}
-	stray, err := c.opt.Fence.Reconcile(c.order)
+	stray, err := c.f.Reconcile(cards)
 	for _, s := range stray {
 		c.log.Warn("enforcement: removed a grant that belongs to no running job or hold (left by a crash)", "grant", s)
 	}
@@ -46,8 +54,8 @@ func (c *core) reconcileFence() error {
 // grantee is the user rec's cards are granted to, and whether there is
 // one: a job's or a hold's owner; never for a reset, nor for root (who
 // needs none) or an owner-less record.
-func (c *core) grantee(rec *store.Job) (uint32, bool) {
-	if c.opt.Fence == nil || rec.Kind == store.KindReset || rec.OwnerUID == nil || *rec.OwnerUID == 0 {
+func (c fencer) grantee(rec *store.Job) (uint32, bool) {
+	if c.f == nil || rec.Kind == store.KindReset || rec.OwnerUID == nil || *rec.OwnerUID == 0 {
 		return 0, false
 	}
 	return *rec.OwnerUID, true
@@ -55,12 +63,12 @@ func (c *core) grantee(rec *store.Job) (uint32, bool) {
 
 // grant gives j's owner j's cards; an error means the job must not
 // start.
-func (c *core) grant(j *job) error {
+func (c fencer) grant(j *job) error {
 	uid, ok := c.grantee(&j.rec)
 	if !ok {
 		return nil
 	}
-	if err := c.opt.Fence.Grant(j.rec.Cards(), uid); err != nil {
+	if err := c.f.Grant(j.rec.Cards(), uid); err != nil {
 		return fmt.Errorf("TT_DEVICE_ENFORCE=acl: cannot give the job's user its cards: %w", err)
 	}
 	return nil
@@ -68,12 +76,12 @@ func (c *core) grant(j *job) error {
 
 // revoke takes j's owner's grant back; a failure is logged, and the next
 // grant on the card replaces the leftover in any case.
-func (c *core) revoke(j *job) {
+func (c fencer) revoke(j *job) {
 	uid, ok := c.grantee(&j.rec)
 	if !ok {
 		return
 	}
-	if err := c.opt.Fence.Revoke(j.rec.Cards(), uid); err != nil {
+	if err := c.f.Revoke(j.rec.Cards(), uid); err != nil {
 		c.log.Error("enforcement: cannot take back a finished job's grant; the next job's grant replaces it", "job", j.rec.ID, "err", err)
 	}
 }

@@ -381,7 +381,7 @@ func New(opt Options) (*Scheduler, error) {
 		c.holders.close()
 		return nil, err
 	}
-	if err := c.reconcileFence(); err != nil {
+	if err := c.fence.reconcile(c.order); err != nil {
 		c.holders.close()
 		return nil, err
 	}

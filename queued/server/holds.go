@@ -135,8 +135,8 @@ func (h *holds) holdFor(r *http.Request, fields map[string]json.RawMessage, spec
 		return fieldErr("for_uid", "%d: a user daemon's holds are its user's; only a shared (system-mode) daemon takes a hold for someone", v)
 	case !h.rules.of(r).admin():
 		return fieldErr("for_uid", "%d: only admins (%s: the Slurm Prolog) may take a hold for another user", v, h.rules.adminsText())
-	case v < 0 || v > math.MaxUint32-1:
-		return fieldErr("for_uid", "%d is not a uid", v)
+	case v <= 0 || v >= math.MaxUint32:
+		return fieldErr("for_uid", "%d: want the uid of a user other than root", v)
 	}
 	uid := uint32(v)
 	spec.OwnerUID, spec.Owner = &uid, userName(uid)
