@@ -63,7 +63,7 @@ install: ## Test, then install queued, tt-device-queue and the health check with
 	GO=$(GO) bash scripts/install.sh
 
 .PHONY: install-system
-install-system: ## As root: install queued in system mode for every user of the host (SOCKET_GROUP=name limits who may submit).
+install-system: ## As root: install queued in system mode for every user of the host (SOCKET_GROUP=name limits who may submit; ENFORCE=1 fences each card to its running job's user).
 	GO=$(GO) bash scripts/install-system.sh
 
 SMOKE_CARD ?= 0

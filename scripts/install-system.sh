@@ -12,6 +12,10 @@
 #   SOCKET_GROUP=name    only this group's members may connect: creates the
 #                        group when missing and sets TT_DEVICE_SOCKET_GROUP
 #                        in a new /etc/default/tt-device-queue
+#   ENFORCE=1            installs the udev rule that makes every card node
+#                        0600 root:root (deploy/udev) and sets
+#                        TT_DEVICE_ENFORCE=acl in a new settings file:
+#                        while a job runs, only its user opens its cards
 #   SKIP_TESTS=1         skip `make test` (it runs first by default)
 #   NO_BUILD=1           install bin/queued and bin/tt-device-queue as they
 #                        are (built as yourself with `make build`)
@@ -26,6 +30,7 @@ PREFIX=${PREFIX:-/usr/local}
 DESTDIR=${DESTDIR:-}
 GO=${GO:-go}
 SOCKET_GROUP=${SOCKET_GROUP:-}
+ENFORCE=${ENFORCE:-}
 
 say() { printf '==> %s\n' "$*"; }
 die() { printf 'install-system: %s\n' "$*" >&2; exit 1; }
@@ -39,9 +44,12 @@ if [[ -n $SOCKET_GROUP && ! $SOCKET_GROUP =~ ^[a-z_][a-z0-9_-]{0,31}$ ]]; then
 	die "SOCKET_GROUP=\"$SOCKET_GROUP\": want a group name (lower case letters, digits, _ and -, starting with a letter or _, at most 32)"
 fi
 
+[[ -z $ENFORCE || $ENFORCE == 0 || $ENFORCE == 1 ]] || die "ENFORCE=\"$ENFORCE\": want 1 (fence the cards) or 0"
+
 BIN_DIR=$PREFIX/bin
 SHARE_DIR=$PREFIX/share/tt-device-queue
 UNIT=/etc/systemd/system/queued-system.service
+UDEV_RULE=/etc/udev/rules.d/60-tenstorrent-queued.rules
 DEFAULTS=/etc/default/tt-device-queue
 
 # Root runs what is installed (the unit's queued, the default health
@@ -68,6 +76,7 @@ check_root_only "$DESTDIR$BIN_DIR" "choose another PREFIX"
 check_root_only "$DESTDIR$SHARE_DIR" "choose another PREFIX"
 check_root_only "$DESTDIR/etc/systemd/system" "make it root's alone"
 check_root_only "$DESTDIR/etc/default" "make it root's alone"
+[[ $ENFORCE == 1 ]] && check_root_only "$DESTDIR/etc/udev/rules.d" "make it root's alone"
 why=$(root_only "$DESTDIR$DEFAULTS") ||
 	die "$DESTDIR$DEFAULTS is writable by others than root ($why), and root runs the reset commands it sets: chown root:root and chmod 0644 it"
 
@@ -107,15 +116,34 @@ chown root:root "$DESTDIR$UNIT.new"
 chmod 0644 "$DESTDIR$UNIT.new"
 mv -f "$DESTDIR$UNIT.new" "$DESTDIR$UNIT"
 
+if [[ $ENFORCE == 1 ]]; then
+	install -d -m 0755 "$DESTDIR/etc/udev/rules.d"
+	install -m 0644 -o root -g root deploy/udev/60-tenstorrent-queued.rules "$DESTDIR$UDEV_RULE.new"
+	mv -f "$DESTDIR$UDEV_RULE.new" "$DESTDIR$UDEV_RULE"
+	say "Installed the udev rule $DESTDIR$UDEV_RULE: card nodes 0600 root:root"
+	if [[ -z $DESTDIR ]] && command -v udevadm >/dev/null 2>&1; then
+		if ! { udevadm control --reload && udevadm trigger --subsystem-match=tenstorrent --action=change; }; then
+			say "NOTE: udevadm could not apply the rule now; it applies at the next boot or driver load"
+		fi
+	else
+		say "Apply it on the target host: udevadm control --reload && udevadm trigger --subsystem-match=tenstorrent --action=change"
+	fi
+fi
+
 # The operator's settings: a template when absent, never overwritten.
 if [[ -e $DESTDIR$DEFAULTS || -L $DESTDIR$DEFAULTS ]]; then
 	say "Keeping $DESTDIR$DEFAULTS (the settings are yours)"
 	if [[ -n $SOCKET_GROUP ]] && ! grep -Eq "^[[:space:]]*TT_DEVICE_SOCKET_GROUP[[:space:]]*=[[:space:]]*[\"']?$SOCKET_GROUP[\"']?[[:space:]]*\$" "$DESTDIR$DEFAULTS"; then
 		say "NOTE: $DESTDIR$DEFAULTS does not set TT_DEVICE_SOCKET_GROUP=$SOCKET_GROUP: add that line and restart queued-system (while idle) to restrict the socket to the group"
 	fi
+	if [[ $ENFORCE == 1 ]] && ! grep -Eq '^[[:space:]]*TT_DEVICE_ENFORCE[[:space:]]*=[[:space:]]*acl' "$DESTDIR$DEFAULTS"; then
+		say "NOTE: $DESTDIR$DEFAULTS does not set TT_DEVICE_ENFORCE=acl: add that line and restart queued-system (while idle) to fence the cards"
+	fi
 else
 	install -d -m 0755 "$DESTDIR/etc/default"
 	group_line="#TT_DEVICE_SOCKET_GROUP=ttqueue"
+	enforce_line="#TT_DEVICE_ENFORCE=acl"
+	[[ $ENFORCE == 1 ]] && enforce_line="TT_DEVICE_ENFORCE=acl"
 	[[ -n $SOCKET_GROUP ]] && group_line="TT_DEVICE_SOCKET_GROUP=$SOCKET_GROUP"
 	cat >"$DESTDIR$DEFAULTS.new" <<EOF
 # Settings of queued in system mode (queued-system.service), as NAME=value
@@ -144,6 +172,10 @@ $group_line
 #TT_DEVICE_RESET_CMD=~/tenstorrent/.venv/bin/tt-smi -r /dev/tenstorrent/{device} --no_reinit
 #TT_DEVICE_HEALTH_CHECK_CMD=~/tenstorrent/.venv/bin/python3 $SHARE_DIR/health_check.py {device}
 #TT_DEVICE_DEEP_RESET_CMD=
+
+# Fence the cards (make install-system ENFORCE=1 installs the udev rule it
+# needs): while a job or hold runs, only its user may open its cards.
+$enforce_line
 
 # Jobs queued at once, all users together: one user can fill it.
 #TT_DEVICE_MAX_QUEUED_JOBS=1000

@@ -42,7 +42,7 @@ func TestProlog_FailsForAnUnfitCard(t *testing.T) {
 			h.answer(t, "tt-device-queue", "gate", tc.code, tc.stderr, "")
 			h.answer(t, "tt-device-queue", "hold", 0, "", holdAnswer("1,3", "queued"))
 			r := h.run(t, "prolog.sh", prologEnv("42", "n1")...)
-			hold := "hold --device 1,3 --slurm-job 42 --json --reason slurm job 42 (alice)"
+			hold := "hold --device 1,3 --slurm-job 42 --json --reason slurm job 42 (alice) --for-uid 1000"
 			var want []string
 			if tc.wantGate != "" {
 				want = append(want, tc.wantGate)

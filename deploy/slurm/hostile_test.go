@@ -54,7 +54,7 @@ func TestProlog_HostileJobTextCannotWidenTheCards(t *testing.T) {
 	h.answer(t, "tt-device-queue", "hold", 0, "", holdAnswer("0", "active"))
 	r := h.run(t, "prolog.sh", prologEnv("42", "ttnode")...)
 	// The gate before the hold (fitness_test.go) and the hold: card 0 alone.
-	want := "gate --device 0 --wait 600|hold --device 0 --slurm-job 42 --json --reason slurm job 42 (alice)"
+	want := "gate --device 0 --wait 600|hold --device 0 --slurm-job 42 --json --reason slurm job 42 (alice) --for-uid 1000"
 	if got := strings.Join(h.cliCalls(), "|"); r.code != 0 || got != want {
 		t.Fatalf("tt-device-queue calls %q, want %q\n%v", got, want, r)
 	}

@@ -116,6 +116,9 @@ main() {
 	gate_cards "$cards"
 	args=(hold --device "$cards" --slurm-job "$SLURM_JOB_ID" --json
 		--reason "slurm job $SLURM_JOB_ID (${SLURM_JOB_USER:-uid ${SLURM_JOB_UID:-?}})")
+	# The hold is the Slurm job's user's: under TT_DEVICE_ENFORCE=acl that
+	# user alone may open the held cards for the job's life.
+	[[ ${SLURM_JOB_UID:-} =~ ^[0-9]+$ ]] && args+=(--for-uid "$SLURM_JOB_UID")
 	[[ -n $TT_SLURM_HOLD_EXPIRES ]] && args+=(--expires "$TT_SLURM_HOLD_EXPIRES")
 	tt_cli "${args[@]}" ||
 		fail "queued did not take a hold on card(s) $cards for this job: ${tt_err:-exit $?}"

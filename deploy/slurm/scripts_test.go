@@ -236,7 +236,7 @@ func TestProlog_TakesAHoldOnTheJobsCards(t *testing.T) {
 			if r.code != 0 {
 				t.Fatalf("prolog: %v", r)
 			}
-			want := "gate --device " + tc.cards + " --wait 600|hold --device " + tc.cards + " --slurm-job 42 --json --reason slurm job 42 (alice)"
+			want := "gate --device " + tc.cards + " --wait 600|hold --device " + tc.cards + " --slurm-job 42 --json --reason slurm job 42 (alice) --for-uid 1000"
 			if got := strings.Join(h.cliCalls(), "|"); got != want {
 				t.Errorf("tt-device-queue calls %q, want %q", got, want)
 			}

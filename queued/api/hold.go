@@ -14,6 +14,9 @@ type HoldRequest struct {
 	// SlurmJobID is the Slurm job the hold is for.
 	SlurmJobID string `json:"slurm_job_id,omitempty"`
 	ClientID   string `json:"client_id,omitempty"`
+	// ForUID, above 0, admins only, shared daemon: the hold is this user's
+	// (the Slurm job's), who alone opens its cards under enforcement.
+	ForUID int64 `json:"for_uid,omitempty"`
 }
 
 // HoldResponse answers POST /hold (201): the hold's id, its cards and its

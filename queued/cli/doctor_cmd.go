@@ -34,6 +34,7 @@ func (d *DoctorCmd) Run(a *App) error {
 		h.SysfsPath = cfg.SysfsPath // else the one under --root
 	}
 	h.Fitness = doctor.FitnessOf(cfg)
+	h.Enforce = cfg.Enforcing()
 	if cfg.Devices != nil {
 		h.Cards, h.CardsFrom = cfg.Devices, "TT_DEVICE_IDS"
 	}

@@ -74,7 +74,7 @@ func TestDoctorOnHealthyHostWithDaemon(t *testing.T) {
 	// The gate's settings come from queued's settings, as queued reads them.
 	res = runDoctor(t, append(env, "TT_DEVICE_GATE_CMD=tt-smi -s {device}", "TT_DEVICE_GATE_TIMEOUT=45"), "--json", "doctor", "--root", r.Dir)
 	checks := decodeChecks(t, res)
-	if res.code != 0 || len(checks) != 17 {
+	if res.code != 0 || len(checks) != 18 {
 		t.Fatalf("doctor --json: %d checks\n%s", len(checks), res)
 	}
 	for name, c := range checks {

@@ -21,6 +21,7 @@ type HoldCmd struct {
 	Reason      string   `placeholder:"TEXT" help:"Why, for status: \"slurm job 4242\", \"firmware flash\"."`
 	Expires     Duration `placeholder:"DURATION" help:"End the hold by itself this long from now, time spent queued included (seconds, or such as 2h); 0 (the default): never (on a shared queued, a non-admin's hold ends after TT_DEVICE_MAX_TIMEOUT)."`
 	SlurmJob    string   `name:"slurm-job" placeholder:"ID" help:"The Slurm job the hold is for: queued ends it when that job is gone."`
+	ForUID      uint32   `name:"for-uid" placeholder:"UID" help:"Admins on a shared queued: take the hold for this user (the Slurm Prolog: the job's SLURM_JOB_UID), who owns it and, under TT_DEVICE_ENFORCE=acl, alone may open its cards."`
 	Wait        WaitFlag `placeholder:"[=DURATION]" help:"Wait until the hold is active: its cards held; --wait=5m at most that long (exit 124 then; the hold stays queued)."`
 	WaitTimeout Duration `placeholder:"DURATION" help:"With --wait, stop waiting after this long and exit 124, as --wait=DURATION does."`
 }
@@ -35,7 +36,7 @@ func (h *HoldCmd) Run(a *App) error {
 		return err
 	}
 	res, err := c.Hold(a.ctx, api.HoldRequest{DeviceID: strings.TrimSpace(h.Device), Reason: h.Reason,
-		ExpiresSec: int64((time.Duration(h.Expires) + time.Second - 1) / time.Second), SlurmJobID: h.SlurmJob, ClientID: a.clientID()})
+		ExpiresSec: int64((time.Duration(h.Expires) + time.Second - 1) / time.Second), SlurmJobID: h.SlurmJob, ClientID: a.clientID(), ForUID: int64(h.ForUID)})
 	if err != nil {
 		return a.explain(a.ctx, err)
 	}

@@ -43,6 +43,9 @@ type Config struct {
 	// PortSet says TT_DEVICE_PORT was given: system mode listens on TCP
 	// only then (or with --listen).
 	PortSet bool `kong:"-"`
+	// WaitForeignSet says TT_DEVICE_WAIT_FOREIGN was given: under
+	// enforcement a card waits for a foreign holder unless it says 0.
+	WaitForeignSet bool `kong:"-"`
 
 	// The seed's settings, in its table's order.
 
@@ -101,7 +104,7 @@ type Config struct {
 
 	DriverPath  string `name:"driver-path" env:"TT_DEVICE_DRIVER_PATH" check:"abspath" default:"${DriverPath}" placeholder:"DIR" help:"KMD directory whose <card>/pids files list the processes holding each card."`
 	WaitForeign bool   `name:"wait-foreign" env:"TT_DEVICE_WAIT_FOREIGN" default:"${WaitForeign}" help:"1 (the flag alone): a card starts no job while a process outside the queue holds it."`
-	DevDir      string `name:"dev-dir" default:"${DevDir}" placeholder:"DIR" help:"Where to look for numeric card nodes when no card numbers are given."`
+	DevDir      string `name:"dev-dir" env:"TT_DEVICE_DEV_DIR" check:"abspath" default:"${DevDir}" placeholder:"DIR" help:"The cards' device nodes: where numeric card nodes are looked for when no card numbers are given, and the nodes TT_DEVICE_ENFORCE fences."`
 	SysfsPath   string `kong:"-" env:"TT_DEVICE_SYSFS_PATH" check:"abspath" default:"${SysfsPath}" help:"Where sysfs is mounted: each card's PCI address, type and serial are read from class/tenstorrent/tenstorrent!N there."`
 	Visible     string `kong:"-" env:"TT_DEVICE_VISIBLE" check:"oneof=off|bdf" default:"${Visible}" help:"bdf: give each job TT_VISIBLE_DEVICES, the PCI addresses of its cards read at dispatch, so tt-umd opens only them; off leaves the variable alone, as the specification has it. A job's own --env TT_VISIBLE_DEVICES wins."`
 	LoginShell  bool   `name:"login-shell" env:"TT_DEVICE_LOGIN_SHELL" default:"${LoginShell}" help:"1 (the flag alone): run each job in a login shell, bash -lc, so /etc/profile and ~/.profile set up its toolchain as the Python tool's jobs had; off (bash -c) keeps the PATH and virtualenv forwarded from the submitting shell, which Debian's /etc/profile resets. Needs bash."`
@@ -117,6 +120,7 @@ type Config struct {
 	Socket      string `kong:"-" env:"TT_DEVICE_SOCKET" check:"socket" doc:"none (user mode)" help:"System mode: as root, serve every user of the host on this Unix socket (the shipped unit: ${system_socket}, where the CLI looks), each job run as its submitter, each caller known by the kernel; TCP is off unless TT_DEVICE_PORT or --listen is given, and the state directory defaults to ${system_state_dir}."`
 	SocketGroup string `kong:"-" env:"TT_DEVICE_SOCKET_GROUP" check:"account" mode:"system" doc:"none: every user may connect (0666)" help:"System mode: only this group's members may connect to the socket (mode 0660)."`
 	AdminGroup  string `kong:"-" env:"TT_DEVICE_ADMIN_GROUP" check:"account" mode:"system" doc:"none: root only" help:"System mode: members of this group, like root, may see and kill every user's jobs, and their resets interrupt any job."`
+	Enforce     string `kong:"-" env:"TT_DEVICE_ENFORCE" check:"oneof=off|acl" default:"${Enforce}" mode:"system" help:"System mode: acl fences the cards: their nodes must admit no one but root (make install-system ENFORCE=1 installs the udev rule; queued refuses to start otherwise, naming the node), and while a job or hold runs its user alone gets read-write on its cards (a POSIX ACL entry), taken back when it ends; a card then waits for a foreign holder unless TT_DEVICE_WAIT_FOREIGN=0. off is cooperative serialization."`
 	ResetUser   string `kong:"-" env:"TT_DEVICE_RESET_USER" check:"account" mode:"system" doc:"root" help:"System mode: the user resets and health checks run as, in its home directory."`
 
 	// Slurm: holds taken for Slurm jobs end when their job is gone.
@@ -305,6 +309,7 @@ func FromEnv(lookup Lookup) (Config, error) {
 		return c, err
 	}
 	c.PortSet = given["Port"]
+	c.WaitForeignSet = given["WaitForeign"]
 	switch {
 	case given["StateDir"]:
 	case c.Mode.System():

@@ -47,3 +47,16 @@ func validAccountName(s string) bool {
 	}
 	return true
 }
+
+// Enforcing says TT_DEVICE_ENFORCE=acl: queued fences each card for the
+// user whose job or hold runs on it (internal/devacl).
+func (c Config) Enforcing() bool { return c.Enforce == "acl" }
+
+// WaitsForForeign says whether a card starts no job while a process
+// outside the queue holds it: TT_DEVICE_WAIT_FOREIGN as given, and under
+// enforcement on unless it is given as 0, since a process that opened the
+// card before its grant was taken back keeps its descriptor (the kernel
+// does not revoke it) and would share the card with the next job.
+func (c Config) WaitsForForeign() bool {
+	return c.WaitForeign || c.Enforcing() && !c.WaitForeignSet
+}

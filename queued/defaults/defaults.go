@@ -61,6 +61,7 @@ const (
 	SysfsPath                 = "/sys"             // TT_DEVICE_SYSFS_PATH
 	Visible                   = "off"              // TT_DEVICE_VISIBLE
 	CrossCard                 = "warn"             // TT_DEVICE_CROSS_CARD
+	Enforce                   = "off"              // TT_DEVICE_ENFORCE: cooperative, as the seed has it
 	ChildOOMScoreAdj          = 500                // TT_DEVICE_CHILD_OOM_SCORE_ADJ
 	SlurmCheckIntervalSeconds = 60                 // TT_DEVICE_SLURM_CHECK_INTERVAL
 	// TT_DEVICE_GATE_INTERVAL: a read of a card's node, entry and
@@ -133,6 +134,7 @@ var Vars = map[string]any{
 	"SysfsPath":                 SysfsPath,
 	"Visible":                   Visible,
 	"CrossCard":                 CrossCard,
+	"Enforce":                   Enforce,
 	"ChildOOMScoreAdj":          ChildOOMScoreAdj,
 	"SlurmCheckIntervalSeconds": SlurmCheckIntervalSeconds,
 	"GateIntervalSeconds":       GateIntervalSeconds,

@@ -92,6 +92,12 @@ type Host struct {
 	// the caller fills them).
 	SysfsPath string
 	Fitness   Fitness
+
+	// Enforce says TT_DEVICE_ENFORCE=acl is set, and UdevRule is where
+	// make install-system ENFORCE=1 puts the rule that makes the nodes
+	// root's alone (DefaultUdevRule).
+	Enforce  bool
+	UdevRule string
 }
 
 // Default is the real host's paths under root ("/" or where the host's
@@ -107,6 +113,7 @@ func Default(root string) Host {
 		SelfPIDNS:      p("/proc/self/ns/pid"),
 		SelfStatus:     p("/proc/self/status"),
 		SysfsPath:      p("/sys"),
+		UdevRule:       p(DefaultUdevRule),
 		Fitness:        DefaultFitness(),
 		CommandTimeout: 20 * time.Second,
 		MinFree:        100 << 20,
@@ -188,6 +195,7 @@ var checks = []check{
 	{name: "queued", run: func(_ context.Context, r *run) Check { return checkQueued(r.h, r.status, r.statusErr) }},
 	{name: "job-tracking", run: func(_ context.Context, r *run) Check { return checkJobTracking(r.status) }},
 	{name: "cards", run: func(_ context.Context, r *run) Check { return checkCards(r.status, r.umd, r.h.DevDir) }},
+	{name: "enforcement", run: func(_ context.Context, r *run) Check { return checkEnforcement(r.h, r.status) }},
 	{name: "gate", run: func(_ context.Context, r *run) Check { return checkGate(r.h) }},
 	{name: "card-fitness", run: func(_ context.Context, r *run) Check { return checkCardFitness(r.h, r.status) }},
 	{name: "token", run: func(_ context.Context, r *run) Check { return checkToken(r.h) },

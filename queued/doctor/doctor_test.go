@@ -57,7 +57,7 @@ func byName(t *testing.T, checks []doctor.Check, name string) doctor.Check {
 func TestHealthyHostPassesEveryCheck(t *testing.T) {
 	_, h := healthy(t)
 	checks := doctor.Run(context.Background(), h)
-	want := []string{"kmd", "kmd-version", "device-nodes", "reset-command", "health-check", "proc-hidepid", "pid-namespace", "queued", "job-tracking", "cards", "gate", "card-fitness", "token", "store", "disk", "user-unit"}
+	want := []string{"kmd", "kmd-version", "device-nodes", "reset-command", "health-check", "proc-hidepid", "pid-namespace", "queued", "job-tracking", "cards", "enforcement", "gate", "card-fitness", "token", "store", "disk", "user-unit"}
 	if len(checks) != len(want) {
 		t.Fatalf("got %d checks, want %d: %+v", len(checks), len(want), checks)
 	}

@@ -49,6 +49,7 @@ type core struct {
 	launch  *launcher     // read-only after New
 	resets  resetRunner
 	fit     *fitness // read-only after New; see fitness.go
+	fence   fencer   // read-only after New; see fence.go
 
 	quit    chan struct{} // closed by Stop after the workers are done
 	expiry  chan struct{} // a hold with an expiry was queued; see holdDesk.expiryLoop
@@ -98,6 +99,7 @@ func newCore(opt Options, met *metrics) (*core, error) {
 	}
 	sort.Ints(c.order)
 	c.fit = newFitness(c)
+	c.fence = fencer{f: opt.Fence, log: opt.Logger}
 	if c.bootID == "" {
 		c.warnings = append(c.warnings, fmt.Sprintf("cannot read the boot id from %s: a dead card stays dead across reboots", opt.BootIDPath))
 	}

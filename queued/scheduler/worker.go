@@ -262,6 +262,7 @@ func (s dispatcher) run(c *card, j *job) (done []*job, recs []store.Job) {
 			res = runner.Result{ExitCode: -1, Err: fmt.Errorf("internal error: %v", p)}
 			out = recovery{code: -1, detail: fmt.Sprintf("internal error: %v", p)}
 		}
+		s.fence.revoke(j) // before its cards are free for the next job's grant
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		now := s.opt.Now()
@@ -320,6 +321,9 @@ func (s dispatcher) run(c *card, j *job) (done []*job, recs []store.Job) {
 		done, recs = []*job{j}, []store.Job{rec}
 	}()
 	if hold {
+		if err := s.fence.grant(j); err != nil {
+			s.log.Error("a hold's user cannot open its cards", "hold", j.rec.ID, "err", err)
+		}
 		held = s.hold(j)
 		return
 	}
@@ -348,6 +352,9 @@ func (s dispatcher) run(c *card, j *job) (done []*job, recs []store.Job) {
 	spec, err := s.launch.spec(&rec)
 	if wholeErr != nil {
 		err = wholeErr
+	}
+	if err == nil && !reset {
+		err = s.fence.grant(j)
 	}
 	spec.OnStart = func(p runner.Proc) { s.started(j, p) }
 	go s.writeProcess(j)

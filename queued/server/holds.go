@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"strings"
 	"time"
@@ -43,6 +44,10 @@ func (h *holds) handleHold(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	spec.OwnerUID, spec.Owner = h.rules.ownerOf(r)
+	if err := h.holdFor(r, fields, &spec); err != nil {
+		h.fail(w, r, err)
+		return
+	}
 	info, err := h.sched.Hold(spec)
 	if err != nil {
 		h.fail(w, r, err)
@@ -113,6 +118,28 @@ func (h *holds) boundHold(r *http.Request, spec *scheduler.HoldSpec) error {
 		return fieldErr("expires_sec", "%d is above %d, the longest a job may run (TT_DEVICE_MAX_TIMEOUT); only admins (%s) may hold a card longer",
 			int64(spec.Expires/time.Second), int64(h.maxTimeout/time.Second), h.rules.adminsText())
 	}
+	return nil
+}
+
+// holdFor makes the hold for_uid's when the body names one: only an
+// admin may (root's Slurm Prolog, for the Slurm job's user), and only on
+// a shared daemon, where holds have owners; the user then owns the hold
+// and, under TT_DEVICE_ENFORCE=acl, alone opens its cards.
+func (h *holds) holdFor(r *http.Request, fields map[string]json.RawMessage, spec *scheduler.HoldSpec) error {
+	v, given, err := intField(fields, "for_uid")
+	if err != nil || !given {
+		return err
+	}
+	switch {
+	case !h.rules.shared():
+		return fieldErr("for_uid", "%d: a user daemon's holds are its user's; only a shared (system-mode) daemon takes a hold for someone", v)
+	case !h.rules.of(r).admin():
+		return fieldErr("for_uid", "%d: only admins (%s: the Slurm Prolog) may take a hold for another user", v, h.rules.adminsText())
+	case v <= 0 || v >= math.MaxUint32:
+		return fieldErr("for_uid", "%d: want the uid of a user other than root", v)
+	}
+	uid := uint32(v)
+	spec.OwnerUID, spec.Owner = &uid, userName(uid)
 	return nil
 }
 

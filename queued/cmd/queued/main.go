@@ -345,7 +345,7 @@ func run(cfg config.Config, envErr error, log *slog.Logger) error {
 		Store: st, Devices: cfg.Devices, OutputDir: filepath.Join(cfg.StateDir, "output"),
 		DefaultTimeout: cfg.DefaultTimeout, MaxQueued: cfg.MaxQueued, MaxLogBytes: cfg.MaxLogBytes,
 		KillGrace: killGrace(cfg.KillGrace), TermGrace: killGrace(cfg.TermGrace), DefaultIdleTimeout: cfg.IdleTimeout, RetentionDays: cfg.RetentionDays, MaxCompleted: cfg.MaxCompleted, Logger: log,
-		Shell: shell, Controls: controls(cfg, log), DriverPath: cfg.DriverPath, WaitForeign: cfg.WaitForeign,
+		Shell: shell, Controls: controls(cfg, log), DriverPath: cfg.DriverPath, WaitForeign: cfg.WaitsForForeign(), Fence: sys.fence,
 		MeterProvider: metrics, MaxOutputBytes: cfg.MaxOutputBytes,
 		Mode: cfg.Mode, ResetAccount: sys.reset, JobTasksMax: cfg.JobTasksMax, JobOOMScoreAdj: cfg.ChildOOMScoreAdj,
 		SysfsPath: cfg.SysfsPath, VisibleBDF: cfg.Visible == "bdf", CrossCard: cfg.CrossCard, DevDir: cfg.DevDir,
@@ -378,10 +378,10 @@ func run(cfg config.Config, envErr error, log *slog.Logger) error {
 	}
 	go func() { served <- hs.Serve(uln) }()
 	log.Info("queued listening", "version", version.String(), "mode", cfg.Mode, "url", url, "socket", sock, "cards", cfg.Devices, "state_dir", cfg.StateDir, "pid", os.Getpid(),
-		"wait_foreign", cfg.WaitForeign)
+		"wait_foreign", cfg.WaitsForForeign())
 	if cfg.Mode.System() {
 		log.Info("system mode: each job runs as the user who submitted it", "socket_mode", fmt.Sprintf("%04o", sys.socketMode),
-			"socket_group", cfg.SocketGroup, "admin_group", cfg.AdminGroup, "reset_user", cfg.ResetUser, "tcp", url != "")
+			"socket_group", cfg.SocketGroup, "admin_group", cfg.AdminGroup, "reset_user", cfg.ResetUser, "tcp", url != "", "enforce", cfg.Enforce)
 	}
 
 	select {

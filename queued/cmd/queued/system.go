@@ -8,8 +8,10 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/ttkit/ttkit/internal/devacl"
 	"github.com/ttkit/ttkit/queued/account"
 	"github.com/ttkit/ttkit/queued/config"
+	"github.com/ttkit/ttkit/queued/scheduler"
 	"github.com/ttkit/ttkit/queued/server"
 )
 
@@ -17,6 +19,7 @@ import (
 // anything is created: a setting naming a user or group that does not
 // exist stops queued here, with the setting named.
 type system struct {
+	fence      scheduler.Fence // TT_DEVICE_ENFORCE=acl; nil when off
 	socketMode os.FileMode
 	socketGID  int // -1: leave the group
 	adminGID   *uint32
@@ -54,6 +57,15 @@ func resolveSystem(cfg config.Config) (system, error) {
 			return sys, fmt.Errorf("TT_DEVICE_RESET_USER=%s: %w", cfg.ResetUser, err)
 		}
 		sys.reset = &a
+	}
+	if cfg.Enforcing() {
+		// Checked before anything is created: enforcement that starts
+		// while a node admits everyone fences nothing.
+		e := &devacl.Enforcer{Dir: cfg.DevDir, AdminGID: sys.adminGID}
+		if err := e.Check(cfg.Devices); err != nil {
+			return sys, fmt.Errorf("TT_DEVICE_ENFORCE=acl: %w", err)
+		}
+		sys.fence = e
 	}
 	return sys, nil
 }
