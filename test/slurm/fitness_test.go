@@ -14,8 +14,9 @@ import (
 )
 
 // unfitCardDrainsTheNode: both cards' firmware heartbeats stop, so queued
-// finds them unfit and recovers them, but the fake reset (it exits 0)
-// leaves them stalled, as tt-smi -r can. The Prolog's gate waits
+// finds them unfit and climbs their recovery ladder, but the fake reset
+// (it exits 0) leaves them stalled, as tt-smi -r can, so the ladder ends
+// with the cards dead (docs/fitness.md). The Prolog's gate waits
 // TT_SLURM_FIT_WAIT (20 s here) and fails: Slurm drains the node and
 // requeues the job held, with the card and the reason in the scripts' log
 // and the job's program never run. The heartbeats moving again and the
@@ -25,6 +26,18 @@ func unfitCardDrainsTheNode(t *testing.T, c *cluster, u usertest.User) {
 	t.Cleanup(func() {
 		c.stall(0, false)
 		c.stall(1, false)
+		// A dead card comes back by a reset whose ladder the gate verifies.
+		for _, card := range []string{"0", "1"} {
+			c.q.ttq(t, nil, "reset", "--device", card)
+		}
+		eventually(t, 2*time.Minute, "both cards healthy again", func() (bool, string) {
+			r := c.q.ttq(t, nil, "--json", "status")
+			var st api.Status
+			if json.Unmarshal([]byte(r.stdout), &st) != nil || len(st.Cards) != 2 {
+				return false, r.String()
+			}
+			return st.Cards[0].State == "healthy" && st.Cards[1].State == "healthy", r.String()
+		})
 		c.cancelAll()
 		c.slurm(t, "scontrol", "update", "NodeName="+nodeName, "State=RESUME")
 		eventually(t, time.Minute, "the node is idle again", func() (bool, string) {
@@ -34,16 +47,16 @@ func unfitCardDrainsTheNode(t *testing.T, c *cluster, u usertest.User) {
 	})
 	c.stall(0, true)
 	c.stall(1, true)
-	// Both unfit at once: after its first recovery a card stays unfit
-	// for TT_DEVICE_RECOVERY_COOLDOWN (5 min).
-	eventually(t, time.Minute, "queued finds both cards unfit", func() (bool, string) {
+	// Both unfit, then dead once their ladders are exhausted: either way
+	// not fit for a job, for the stalled heartbeat.
+	eventually(t, time.Minute, "queued finds both cards not fit", func() (bool, string) {
 		r := c.q.ttq(t, nil, "--json", "status")
 		var st api.Status
 		if json.Unmarshal([]byte(r.stdout), &st) != nil || len(st.Cards) != 2 {
 			return false, r.String()
 		}
 		for _, card := range st.Cards {
-			if card.State != "unfit" || !strings.HasPrefix(card.Reason, "heartbeat stalled since") {
+			if (card.State != "unfit" && card.State != "dead") || !strings.Contains(card.Reason, "heartbeat stalled since") {
 				return false, r.String()
 			}
 		}
