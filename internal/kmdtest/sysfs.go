@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -205,11 +206,20 @@ func (s *Sysfs) link(target, at string) {
 	}
 }
 
-// Beat keeps every card's tt_heartbeat moving (one more every 100 ms)
-// until the test ends, as a live firmware does: queued's fitness gate
-// holds the jobs of a card whose heartbeat stands still.
-func (s *Sysfs) Beat() *Sysfs {
-	paths, _ := filepath.Glob(filepath.Join(s.Root, "class", "tenstorrent", "tenstorrent!*", "tt_heartbeat"))
+// Heartbeats moves the tt_heartbeat of some cards of a Sysfs, as a live
+// firmware does, until the test ends: queued's fitness gate holds the jobs
+// of a card whose heartbeat stands still, so a test stalls one (Stall) to
+// stand for a hung firmware.
+type Heartbeats struct {
+	mu      sync.Mutex
+	stalled map[int]bool
+}
+
+// Beat moves the tt_heartbeat of cards every interval until the test
+// ends. Each value is renamed into place, so a read never sees the file
+// empty, as sysfs never shows it; a card the test removed stops beating.
+func (s *Sysfs) Beat(every time.Duration, cards ...int) *Heartbeats {
+	h := &Heartbeats{stalled: map[int]bool{}}
 	done, stopped := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(stopped)
@@ -217,13 +227,28 @@ func (s *Sysfs) Beat() *Sysfs {
 			select {
 			case <-done:
 				return
-			case <-time.After(100 * time.Millisecond):
+			case <-time.After(every):
 			}
-			for _, p := range paths {
-				_ = os.WriteFile(p, []byte(strconv.Itoa(v)+"\n"), 0o644) // a card removed by the test stops beating
+			h.mu.Lock()
+			for _, n := range cards {
+				if !h.stalled[n] {
+					path := filepath.Join(s.CardDir(n), "tt_heartbeat")
+					if os.WriteFile(path+".new", []byte(strconv.Itoa(v)+"\n"), 0o644) == nil {
+						_ = os.Rename(path+".new", path)
+					}
+				}
 			}
+			h.mu.Unlock()
 		}
 	}()
 	s.tb.Cleanup(func() { close(done); <-stopped })
-	return s
+	return h
+}
+
+// Stall stops (true) or restarts card n's heartbeat; stopped, it stands
+// at its last value.
+func (h *Heartbeats) Stall(n int, stop bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.stalled[n] = stop
 }

@@ -1,7 +1,6 @@
 package cli_test
 
 import (
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,29 +15,8 @@ import (
 func TestStatus_UnfitCardHoldsItsJob(t *testing.T) {
 	t.Parallel()
 	sysfs := kmdtest.BusySysfs(t, t.TempDir(), 2)
-	beat := map[int]bool{0: true}
-	var mu = make(chan struct{}, 1)
-	mu <- struct{}{}
-	done := make(chan struct{})
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		for v := 1; ; v++ {
-			select {
-			case <-done:
-				return
-			case <-time.After(50 * time.Millisecond):
-			}
-			<-mu
-			for n, on := range beat {
-				if on {
-					sysfs.Set(n, "tt_heartbeat", strconv.Itoa(v))
-				}
-			}
-			mu <- struct{}{}
-		}
-	}()
-	t.Cleanup(func() { close(done); <-stopped })
+	beat := sysfs.Beat(50*time.Millisecond, 0, 1)
+	beat.Stall(1, true)
 	// No automatic recovery: its ladder would find the heartbeat still
 	// stalled and make the card dead (see TestReset_LadderRecordsEveryRung);
 	// this test is about the hold.
@@ -69,8 +47,6 @@ func TestStatus_UnfitCardHoldsItsJob(t *testing.T) {
 		t.Fatalf("the unfit card's job is %s; want queued", j.State)
 	}
 	d.run("status").want(t, 0, []string{"card 1: unfit since", "heartbeat stalled since", "its jobs stay queued until the gate passes again"}, nil)
-	<-mu
-	beat[1] = true
-	mu <- struct{}{}
+	beat.Stall(1, false)
 	d.waitState(held, "done")
 }

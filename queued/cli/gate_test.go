@@ -3,7 +3,6 @@ package cli_test
 import (
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -11,26 +10,6 @@ import (
 	"github.com/ttkit/ttkit/internal/kmdtest"
 	"github.com/ttkit/ttkit/queued/api"
 )
-
-// beatCard keeps card n's tt_heartbeat moving until the test ends; the
-// other cards of sysfs stand still.
-func beatCard(t *testing.T, sysfs *kmdtest.Sysfs, n int) {
-	t.Helper()
-	path := filepath.Join(sysfs.CardDir(n), "tt_heartbeat")
-	done, stopped := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(stopped)
-		for v := 1; ; v++ {
-			select {
-			case <-done:
-				return
-			case <-time.After(50 * time.Millisecond):
-			}
-			_ = os.WriteFile(path, []byte(strconv.Itoa(v)+"\n"), 0o644)
-		}
-	}()
-	t.Cleanup(func() { close(done); <-stopped })
-}
 
 // `gate` runs the gate now, the site probe included, and says whether each
 // card is fit (exit 0) or not (exit 3, the card and the reason named);
@@ -40,7 +19,8 @@ func beatCard(t *testing.T, sysfs *kmdtest.Sysfs, n int) {
 func TestGate_SaysWhetherEachCardIsFit(t *testing.T) {
 	t.Parallel()
 	sysfs := kmdtest.BusySysfs(t, t.TempDir(), 2)
-	beatCard(t, sysfs, 0)
+	beat := sysfs.Beat(50*time.Millisecond, 0, 1)
+	beat.Stall(1, true)
 	dir := t.TempDir()
 	probe := filepath.Join(dir, "probe.sh")
 	health := filepath.Join(dir, "health.sh")
@@ -91,7 +71,7 @@ func TestGate_SaysWhetherEachCardIsFit(t *testing.T) {
 
 	// The site probe runs in the gate: failing, the card is unfit with
 	// its last line, and queued recovers the card by itself.
-	beatCard(t, sysfs, 1)
+	beat.Stall(1, false)
 	d = startDaemon(t, "TT_DEVICE_SYSFS_PATH="+sysfs.Root, "TT_DEVICE_GATE_INTERVAL=1", "TT_DEVICE_RESET_CMD="+reset+" {device} #",
 		"TT_DEVICE_GATE_CMD="+probe+" {device}", "TT_DEVICE_HEALTH_CHECK_CMD="+health+" {device}")
 	if err := os.WriteFile(filepath.Join(dir, "probe-fail-0"), nil, 0o600); err != nil {

@@ -3,7 +3,6 @@ package cli_test
 import (
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -11,26 +10,6 @@ import (
 	"github.com/ttkit/ttkit/internal/kmdtest"
 	"github.com/ttkit/ttkit/queued/api"
 )
-
-// beatCard0 moves card 0's tt_heartbeat every 50 ms until the test ends;
-// card 1's stands still.
-func beatCard0(t *testing.T, sysfs *kmdtest.Sysfs) {
-	t.Helper()
-	done := make(chan struct{})
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		for v := 1; ; v++ {
-			select {
-			case <-done:
-				return
-			case <-time.After(50 * time.Millisecond):
-			}
-			sysfs.Set(0, "tt_heartbeat", strconv.Itoa(v))
-		}
-	}()
-	t.Cleanup(func() { close(done); <-stopped })
-}
 
 // waitCardStatus polls `--json status` until card n satisfies cond.
 func waitCardStatus(t *testing.T, d *daemon, n int, what string, cond func(api.CardStatus) bool) api.CardStatus {
@@ -57,7 +36,7 @@ func waitCardStatus(t *testing.T, d *daemon, n int, what string, cond func(api.C
 func TestReset_LadderRecordsEveryRung(t *testing.T) {
 	t.Parallel()
 	sysfs := kmdtest.BusySysfs(t, t.TempDir(), 2)
-	beatCard0(t, sysfs)
+	sysfs.Beat(50*time.Millisecond, 0) // card 1 stands still
 	open := filepath.Join(t.TempDir(), "open")
 	d := startDaemon(t, "TT_DEVICE_SYSFS_PATH="+sysfs.Root, "TT_DEVICE_GATE_INTERVAL=1", "TT_DEVICE_RECOVERY_COOLDOWN=0",
 		"TT_DEVICE_RESET_CMD=echo reset", "TT_DEVICE_DEEP_RESET_CMD=while [ ! -e "+open+" ]; do sleep 0.05; done; echo deep {device}",

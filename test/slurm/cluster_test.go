@@ -12,7 +12,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -59,10 +58,9 @@ type cluster struct {
 	slurmd     *proc
 	slurmdArgs []string
 	q          *queue
-	// stalled are the cards whose fake firmware heartbeat stands still
-	// (stall); the others' moves every 100 ms.
-	beatMu  sync.Mutex
-	stalled map[int]bool
+	// heartbeats moves the fake firmware heartbeats every 100 ms, but
+	// those of the cards stall stopped.
+	heartbeats *kmdtest.Heartbeats
 }
 
 // queue is the system-mode queued the scripts talk to.
@@ -161,7 +159,7 @@ func startCluster(t *testing.T, dir string) *cluster {
 	}
 	sysfs := kmdtest.BusySysfs(t, openDir(t, filepath.Join(dir, "sysfs")), 2)
 	c.sysfs = sysfs.Root
-	c.beat(t, sysfs, 2)
+	c.heartbeats = sysfs.Beat(100*time.Millisecond, 0, 1)
 
 	// gres.conf and the node's Gres= come from the command under test.
 	r := run(t, nil, []string{"PATH=/usr/bin:/bin", "HOME=/root"}, filepath.Join(bins, "tt-device-queue"), "--json", "slurm", "gres",
@@ -276,40 +274,8 @@ PartitionName=tt Nodes=ALL Default=YES MaxTime=10 State=UP
 	return c
 }
 
-// beat moves the tt_heartbeat of cards 0..n-1 every 100 ms, as a live
-// firmware does, until the test ends; stall stops a card's.
-func (c *cluster) beat(t *testing.T, sysfs *kmdtest.Sysfs, n int) {
-	c.stalled = map[int]bool{}
-	done, ended := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(ended)
-		for v := 1; ; v++ {
-			select {
-			case <-done:
-				return
-			case <-time.After(100 * time.Millisecond):
-			}
-			c.beatMu.Lock()
-			for card := range n {
-				if !c.stalled[card] {
-					path := filepath.Join(sysfs.CardDir(card), "tt_heartbeat")
-					if os.WriteFile(path+".new", []byte(strconv.Itoa(v)+"\n"), 0o644) == nil {
-						_ = os.Rename(path+".new", path) // never read empty
-					}
-				}
-			}
-			c.beatMu.Unlock()
-		}
-	}()
-	t.Cleanup(func() { close(done); <-ended })
-}
-
 // stall stops (true) or restarts card's heartbeat.
-func (c *cluster) stall(card int, stop bool) {
-	c.beatMu.Lock()
-	defer c.beatMu.Unlock()
-	c.stalled[card] = stop
-}
+func (c *cluster) stall(card int, stop bool) { c.heartbeats.Stall(card, stop) }
 
 // startSlurmd starts (or starts again) the node's slurmd.
 func (c *cluster) startSlurmd(t *testing.T) {

@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -32,8 +31,7 @@ type Root struct {
 	Sysfs *kmdtest.Sysfs
 	tb    testing.TB
 
-	mu      sync.Mutex
-	stopped map[int]bool // cards whose heartbeat StopBeat stopped
+	heartbeats *kmdtest.Heartbeats
 }
 
 // New lays out a healthy host with cards 0..cards-1 under dir.
@@ -46,7 +44,11 @@ func New(tb testing.TB, dir string, cards int) *Root {
 		r.Write("/dev/tenstorrent/"+strconv.Itoa(n), "", 0o666)
 	}
 	r.Sysfs = kmdtest.BusySysfs(tb, dir, cards)
-	r.beat(cards)
+	all := make([]int, cards)
+	for n := range all {
+		all[n] = n
+	}
+	r.heartbeats = r.Sysfs.Beat(50*time.Millisecond, all...)
 	r.SetKMDVersion("2.8.0")
 	r.SetMounts("rw,nosuid,nodev,noexec,relatime")
 	r.SetPIDNamespaces("pid:[4026531836]", "pid:[4026531836]")
@@ -70,43 +72,8 @@ func New(tb testing.TB, dir string, cards int) *Root {
 	return r
 }
 
-// beat moves the tt_heartbeat of cards 0..cards-1 every 50 ms, as a live
-// firmware does, until the test ends; StopBeat stops one card's.
-func (r *Root) beat(cards int) {
-	r.stopped = map[int]bool{}
-	done, ended := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(ended)
-		for v := 2000; ; v++ {
-			select {
-			case <-done:
-				return
-			case <-time.After(50 * time.Millisecond):
-			}
-			r.mu.Lock()
-			for n := range cards {
-				if !r.stopped[n] {
-					// Renamed into place, so a read never sees it
-					// empty, as sysfs never shows it; a card the
-					// test removed stops beating.
-					path := filepath.Join(r.Sysfs.CardDir(n), "tt_heartbeat")
-					if os.WriteFile(path+".new", []byte(strconv.Itoa(v)+"\n"), 0o644) == nil {
-						_ = os.Rename(path+".new", path)
-					}
-				}
-			}
-			r.mu.Unlock()
-		}
-	}()
-	r.tb.Cleanup(func() { close(done); <-ended })
-}
-
 // StopBeat stops card n's heartbeat where it stands: a hung firmware.
-func (r *Root) StopBeat(n int) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.stopped[n] = true
-}
+func (r *Root) StopBeat(n int) { r.heartbeats.Stall(n, true) }
 
 // Path is p (absolute on the fake host) on the real file system.
 func (r *Root) Path(p string) string { return filepath.Join(r.Dir, p) }
