@@ -58,8 +58,8 @@ type ResetRequest struct {
 	// JobID is a job id or a unique prefix of at least 6 characters.
 	JobID string `json:"job_id,omitempty"`
 	// NoInterrupt lets the card's running job finish before the reset
-	// runs; by default the reset stops it (SIGINT, then SIGKILL after the
-	// grace period) and the job ends as interrupted.
+	// runs; by default the reset stops it (the kill ladder: SIGINT, SIGTERM,
+	// SIGKILL, see docs/job-endings.md) and the job ends as interrupted.
 	NoInterrupt bool `json:"no_interrupt,omitempty"`
 	// ClientID is accepted, and not used, for the Python tt-device-queue's
 	// clients, which may send it.

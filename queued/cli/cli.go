@@ -56,7 +56,7 @@ type CLI struct {
 	Status      StatusCmd      `cmd:"" help:"Show which queued answered, then every card: state, current job and its owner, queue, estimated wait, resets and foreign holders."`
 	List        ListCmd        `cmd:"" help:"List jobs: running and queued ones card by card, then finished ones, newest first."`
 	Wait        WaitCmd        `cmd:"" help:"Wait until jobs have ended and exit with the worst status among them."`
-	Kill        KillCmd        `cmd:"" help:"Stop jobs: a queued one at once, a running one with SIGINT and then SIGKILL."`
+	Kill        KillCmd        `cmd:"" help:"Stop jobs: a queued one at once, a running one with SIGINT, then SIGTERM, then SIGKILL."`
 	Resubmit    ResubmitCmd    `cmd:"" help:"Queue a new job with another job's program, directory, environment, timeout and repeat."`
 	Reset       ResetCmd       `cmd:"" help:"Schedule a card reset: one card, the card of a job, or every card."`
 	Hold        HoldCmd        `cmd:"" help:"Take cards in their turn and keep them, running nothing, until released (Slurm, maintenance)."`

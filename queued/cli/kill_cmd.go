@@ -10,8 +10,8 @@ import (
 )
 
 // KillCmd stops jobs: a queued one leaves its queue at once; a running
-// one's process group gets SIGINT, then SIGKILL after the daemon's grace
-// period (TT_DEVICE_KILL_GRACE). Without an id, --mine or --all it stops
+// one's process group gets SIGINT, SIGTERM after TT_DEVICE_KILL_GRACE and
+// SIGKILL after TT_DEVICE_TERM_GRACE more. Without an id, --mine or --all it stops
 // the caller's running job, as the Python tt-device-queue's kill without
 // an id stops the running job.
 type KillCmd struct {

@@ -82,7 +82,7 @@ func (s *server) addJobTools(srv *mcp.Server) {
 	mcp.AddTool(srv, &mcp.Tool{Name: "tt_logs", Title: "Read a job's output",
 		Description: "Read a job's output from offset, at most limit bytes; next_offset continues."}, s.logs)
 	mcp.AddTool(srv, &mcp.Tool{Name: "tt_kill", Title: "Stop a job",
-		Description: "Stop a job: a queued one at once, a running one with SIGINT and then SIGKILL. Only your own jobs (as the CLI)."}, s.kill)
+		Description: "Stop a job: a queued one at once, a running one with SIGINT, then SIGTERM, then SIGKILL. Only your own jobs (as the CLI)."}, s.kill)
 	mcp.AddTool(srv, &mcp.Tool{Name: "tt_list", Title: "Your recent jobs",
 		Description: "Your jobs: running and queued ones first, then finished ones, newest first."}, s.list)
 }

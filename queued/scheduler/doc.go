@@ -80,7 +80,7 @@
 //
 // A reset is a job of kind reset (see Reset). It goes to the head of its
 // card's queue and, unless asked not to, stops the card's running job
-// (SIGINT, SIGKILL after the grace period; the job ends with exit -1,
+// (SIGINT, then SIGTERM and SIGKILL after their graces; the job ends with exit -1,
 // outcome interrupted, "interrupted by a reset of card N"). A card has at
 // most one pending reset: later requests join it. The reset job runs the
 // Controls (reset, health check, and if either fails and a deep reset is

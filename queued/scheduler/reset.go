@@ -29,8 +29,8 @@ type ResetRequest struct {
 	Cards []int
 	JobID string
 	// NoInterrupt lets the card's running job finish before the reset
-	// runs; by default it is stopped (SIGINT, SIGKILL after the grace
-	// period) and recorded as interrupted by the reset.
+	// runs; by default it is stopped (the kill ladder: SIGINT, SIGTERM,
+	// SIGKILL) and recorded as interrupted by the reset.
 	NoInterrupt bool
 	// MayInterrupt, when set, decides whether this request may interrupt
 	// the card's running job (a shared daemon lets a non-admin interrupt

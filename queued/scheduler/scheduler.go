@@ -415,8 +415,8 @@ const DeviceEnvVar = "TT_QUEUE_DEVICE"
 // attribution can tell an agent's work from a person's.
 const AgentEnvVar = "TT_QUEUE_AGENT"
 
-// Stop refuses new submissions, ends running jobs (SIGINT, then SIGKILL
-// after the grace period) as interrupted by the service stop, leaves
+// Stop refuses new submissions, ends running jobs (the kill ladder: SIGINT,
+// SIGTERM, SIGKILL) as interrupted by the service stop, leaves
 // queued jobs queued, puts a running reset back in the queue (it is
 // retried at the next start on this boot), makes a last attempt to write
 // held records (spilling them, see persister.settleAtStop, when it fails)

@@ -307,7 +307,7 @@ func (s submitter) fromTailLocked(c *card, j *job) JobInfo {
 
 // kill stops a job: a queued one (a queued reset too) is removed from its
 // queue and recorded as killed (exit -1) before the answer; a running one
-// gets SIGINT, then SIGKILL after the grace period, and is recorded when it
+// climbs the kill ladder (SIGINT, SIGTERM, SIGKILL), and is recorded when it
 // ends. Exactly one of several concurrent kills of a queued job takes
 // effect; the others wait for its record and get ErrFinished, as for any
 // finished job. While writes fail, a queued job cannot be killed

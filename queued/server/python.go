@@ -254,7 +254,7 @@ func (v *pythonViews) writeLogsJSON(w http.ResponseWriter, info scheduler.JobInf
 }
 
 // killed is the Python tool's account of a kill: SIGINT for a running job
-// (then SIGKILL after the grace period), no signal for a queued one.
+// (then SIGTERM and SIGKILL after their graces), no signal for a queued one.
 func killed(info scheduler.JobInfo) *api.Killed {
 	k := &api.Killed{ID: info.ID, Cmd: pyCut(info.Cmd, pyCmdLen)}
 	if info.State == store.StateRunning {

@@ -386,8 +386,8 @@ func run(cfg config.Config, envErr error, log *slog.Logger) error {
 
 	select {
 	case sig := <-sigs:
-		log.Info("stopping: dispatch stopped, running jobs get SIGINT now (SIGKILL after the kill grace) and end as interrupted, queued jobs stay queued; new submissions are refused",
-			"signal", sig.String(), "kill_grace", cfg.KillGrace)
+		log.Info("stopping: dispatch stopped, running jobs get SIGINT now (SIGTERM after the kill grace, SIGKILL after the term grace) and end as interrupted, queued jobs stay queued; new submissions are refused",
+			"signal", sig.String(), "kill_grace", cfg.KillGrace, "term_grace", cfg.TermGrace)
 	case err := <-served:
 		return fmt.Errorf("serving: %w", err)
 	}
