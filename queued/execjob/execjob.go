@@ -14,10 +14,8 @@
 package execjob
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"runtime"
 	"strconv"
@@ -43,14 +41,14 @@ import (
 // user's LD_PRELOAD or GODEBUG never shapes a process that still has
 // queued's privileges.
 //
-// Protocol: descriptor 3 holds the request (JSON, Request); on
-// descriptor 4, a pipe, the helper writes one JSON line per step it is
-// about to take ({"stage":"chdir"}), and, when a step fails, one with the
-// error ({"stage":"chdir","errno":13}) before it exits with
-// helperFailCode. A successful execve closes descriptor 4 (close-on-exec)
-// with no failure written. Where queued holds queued-exec open, the
-// helper was executed through descriptor 5, queued-exec itself; like
-// every descriptor above 4 it is closed at the program's execve.
+// Protocol (wire.go): descriptor 3 holds the request and then its Go
+// byte; on descriptor 4, a pipe, the helper writes one status line per
+// step it is about to take ("chdir"), and, when a step fails, one with
+// the error ("chdir\terrno\t13") before it exits with FailCode. A
+// successful execve closes descriptor 4 (close-on-exec) with no failure
+// written. Where queued holds queued-exec open, the helper was executed
+// through descriptor 5, queued-exec itself; like every descriptor above 4
+// it is closed at the program's execve.
 
 // Arg is the argument that makes queued (or a test binary) the exec
 // helper when it has no queued-exec beside it.
@@ -72,24 +70,26 @@ const maxRequest = 16 << 20
 const (
 	StageSetup = "setup" // credentials, keyring, umask, OOM score
 	StageChdir = "chdir" // entering the working directory, as the user
+	StageReady = "ready" // every step taken; waiting for the Go byte
 	StageExec  = "exec"  // execve of the shell
 )
 
 // Request is what the helper does, in order: OOM score, umask,
-// groups, gid, uid, keyring, working directory, then execve.
+// groups, gid, uid, keyring, working directory, then, once its Go byte
+// comes, execve.
 type Request struct {
-	Path string   `json:"path"`
-	Argv []string `json:"argv"`
-	Env  []string `json:"env"`
-	Dir  string   `json:"dir"`
+	Path string
+	Argv []string
+	Env  []string
+	Dir  string
 	// Cred, when set, is the user to become: supplementary groups, then
 	// gid, then uid (real, effective and saved), checked afterwards.
-	Cred *Cred `json:"cred,omitempty"`
+	Cred *Cred
 	// Keyring gives the program a new, empty session keyring of its own
 	// (joined after the switch to Cred, so it is the user's).
-	Keyring bool `json:"keyring,omitempty"`
+	Keyring bool
 	// Umask is set as given.
-	Umask int `json:"umask"`
+	Umask int
 	// AuditSession gives the program an audit session of its own: the
 	// helper writes the program's uid to its loginuid before the switch
 	// to Cred, and the kernel assigns a new session id
@@ -100,27 +100,27 @@ type Request struct {
 	// effort: where the kernel refuses (no audit support, a loginuid
 	// already set without the capability, or made immutable), the program
 	// keeps queued's session, and queued sees that.
-	AuditSession bool `json:"audit_session,omitempty"`
+	AuditSession bool
 	// OOMScoreAdj, when set, is written to /proc/self/oom_score_adj
 	// before the switch, so the kernel's OOM killer takes the program
 	// before queued and the user cannot lower it again.
-	OOMScoreAdj *int `json:"oom_score_adj,omitempty"`
+	OOMScoreAdj *int
 }
 
 // Cred is a user's identity as the helper sets it.
 type Cred struct {
-	UID    uint32   `json:"uid"`
-	GID    uint32   `json:"gid"`
-	Groups []uint32 `json:"groups"`
+	UID    uint32
+	GID    uint32
+	Groups []uint32
 }
 
 // Status is one line on the status pipe.
 type Status struct {
-	Stage string `json:"stage"`
+	Stage string
 	// Errno is set when the stage failed with a system error.
-	Errno syscall.Errno `json:"errno,omitempty"`
+	Errno syscall.Errno
 	// Msg is set when it failed otherwise.
-	Msg string `json:"msg,omitempty"`
+	Msg string
 }
 
 // Main runs the helper and returns the exit status for a failure: on
@@ -143,10 +143,7 @@ func execJob() int {
 	// this is.
 	os.WriteFile("/proc/self/comm", []byte(Name), 0)
 	status := os.NewFile(4, "status")
-	report := func(st Status) {
-		b, _ := json.Marshal(st)
-		status.Write(append(b, '\n'))
-	}
+	report := func(st Status) { status.Write(st.Line()) }
 	fail := func(stage string, err error) int {
 		st := Status{Stage: stage}
 		if !errors.As(err, &st.Errno) {
@@ -156,7 +153,12 @@ func execJob() int {
 		return FailCode
 	}
 	report(Status{Stage: StageSetup})
-	req, err := readRequest(os.NewFile(3, "request"))
+	reqFile := os.NewFile(3, "request")
+	if reqFile == nil {
+		return fail(StageSetup, errors.New("no request descriptor"))
+	}
+	defer reqFile.Close()
+	req, err := ReadRequest(reqFile)
 	if err != nil {
 		return fail(StageSetup, err)
 	}
@@ -188,32 +190,15 @@ func execJob() int {
 	if err := syscall.Chdir(req.Dir); err != nil {
 		return fail(StageChdir, err)
 	}
+	report(Status{Stage: StageReady})
+	var goByte [1]byte
+	if n, _ := reqFile.Read(goByte[:]); n != 1 || goByte[0] != Go {
+		return fail(StageReady, ErrCancelled)
+	}
+	reqFile.Close()
 	report(Status{Stage: StageExec})
 	err = syscall.Exec(req.Path, req.Argv, req.Env)
 	return fail(StageExec, err)
-}
-
-// readRequest reads and closes the request descriptor.
-func readRequest(f *os.File) (Request, error) {
-	var req Request
-	if f == nil {
-		return req, errors.New("no request descriptor")
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxRequest+1))
-	if err != nil {
-		return req, fmt.Errorf("reading the request: %w", err)
-	}
-	if len(b) > maxRequest {
-		return req, fmt.Errorf("request over %d bytes", maxRequest)
-	}
-	if err := json.Unmarshal(b, &req); err != nil {
-		return req, fmt.Errorf("decoding the request: %w", err)
-	}
-	if req.Path == "" || len(req.Argv) == 0 || req.Dir == "" {
-		return req, errors.New("request without a program or a working directory")
-	}
-	return req, nil
 }
 
 // become switches every thread of the helper to the user: groups, then

@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -146,11 +145,7 @@ func (sp *spare) discard() {
 
 // use hands req to the spare: it becomes the iteration r.
 func (sp *spare) use(req *execjob.Request, out *Log, marker string, uid uint32) (*running, error) {
-	b, err := json.Marshal(req)
-	if err != nil {
-		sp.discard()
-		return nil, fmt.Errorf("encoding the exec request: %w", err)
-	}
+	b := append(req.Encode(), execjob.Go)
 	go func() {
 		// A request larger than the pipe holds is written while the
 		// helper reads it; one that dies meanwhile ends the write.

@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -176,13 +175,10 @@ func (r *running) drain(out *Log) {
 	}
 }
 
-// requestFile is the helper's request in an anonymous memory file, read
-// from its start.
+// requestFile is the helper's request and its Go byte in an anonymous
+// memory file, read from its start.
 func requestFile(req *execjob.Request) (*os.File, error) {
-	b, err := json.Marshal(req)
-	if err != nil {
-		return nil, fmt.Errorf("encoding the exec request: %w", err)
-	}
+	b := append(req.Encode(), execjob.Go)
 	fd, err := unix.MemfdCreate("queued-exec-request", unix.MFD_CLOEXEC)
 	if err != nil {
 		return nil, fmt.Errorf("creating the exec request: %w", err)

@@ -2,7 +2,6 @@ package runner
 
 import (
 	"bufio"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -52,8 +51,8 @@ func watchStart(sr *os.File) *startWatch {
 		defer sr.Close()
 		sc := bufio.NewScanner(sr)
 		for sc.Scan() {
-			var st execjob.Status
-			if json.Unmarshal(sc.Bytes(), &st) != nil {
+			st, err := execjob.ParseStatus(sc.Text())
+			if err != nil {
 				continue
 			}
 			w.stage.Store(st.Stage)
