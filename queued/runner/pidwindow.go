@@ -35,6 +35,11 @@ type pidClock struct {
 	tasks  uint64
 	pidMax int
 	ok     bool
+	// after, when above 0, is the last PID handed out before the job's
+	// program could start a process: a spare helper's (spare.go), read
+	// as its request is written, so the window leaves out the PIDs of
+	// the helper's own threads and of whatever started while it waited.
+	after int
 }
 
 // readPIDClock reads the PID counters of procRoot's kernel.
@@ -126,12 +131,16 @@ func windowSince(procRoot string, leader int, c pidClock) *pidWindow {
 	switch {
 	case !ok1 || !ok2 || pidMax != c.pidMax || forks < c.forks:
 		return nil
-	case leader <= 0 || leader >= pidMax || hi <= 0 || hi >= pidMax:
+	case leader <= 0 || leader >= pidMax || hi <= 0 || hi >= pidMax || c.after >= pidMax:
 		return nil
 	case 2*(forks-c.forks)+c.tasks >= uint64(pidMax-reservedPIDs):
 		return nil
 	}
-	return &pidWindow{lo: leader, hi: hi, pidMax: pidMax}
+	lo := leader
+	if c.after > 0 {
+		lo = c.after
+	}
+	return &pidWindow{lo: lo, hi: hi, pidMax: pidMax}
 }
 
 // forksSinceBoot is the "processes" line of procRoot/stat: every fork

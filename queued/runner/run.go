@@ -359,8 +359,9 @@ func runOnce(spec *Spec, out *Log, stop <-chan struct{}, deadline time.Time) (re
 		}
 		running = true
 		if r.cg == nil && jobcgroup.Default() == nil {
-			// The next job's helper starts while this one runs.
-			refillSpares(spec)
+			// The next job's helper starts while this one runs, off
+			// this loop: a job that ends at once is not kept waiting.
+			goRefillSpares(spec)
 		}
 		lad.resend()
 		if lad.rung == 0 {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -63,6 +64,23 @@ func takeSpare(helper string) *spare {
 		}
 		sp.discard()
 	}
+}
+
+// refilling is set while a goRefillSpares runs: one at a time is enough
+// to keep up, and a burst of short jobs starts no pile of helpers.
+var refilling atomic.Bool
+
+// goRefillSpares refills the spares of spec's helper in a goroutine of
+// its own, unless one already does.
+func goRefillSpares(spec *Spec) {
+	if !refilling.CompareAndSwap(false, true) {
+		return
+	}
+	helper := spec.Helper
+	go func() {
+		defer refilling.Store(false)
+		refillSpares(&Spec{Helper: helper})
+	}()
 }
 
 // refillSpares starts a spare of spec's helper unless maxSpares wait.
@@ -146,6 +164,12 @@ func (sp *spare) discard() {
 // use hands req to the spare: it becomes the iteration r.
 func (sp *spare) use(req *execjob.Request, out *Log, marker string, uid uint32) (*running, error) {
 	b := append(req.Encode(), execjob.Go)
+	clock := sp.clock
+	if last, ok := readInt("/proc/sys/kernel/ns_last_pid", make([]byte, 32)); ok && last > 0 {
+		// Read before the request is written: every process of the job
+		// comes after (see pidClock.after).
+		clock.after = last
+	}
 	go func() {
 		// A request larger than the pipe holds is written while the
 		// helper reads it; one that dies meanwhile ends the write.
@@ -153,7 +177,7 @@ func (sp *spare) use(req *execjob.Request, out *Log, marker string, uid uint32) 
 		sp.req.Close()
 	}()
 	r := &running{cmd: sp.cmd, pr: sp.pr, proc: sp.proc, copied: make(chan struct{}),
-		marker: marker, uid: uid, start: watchStart(sp.sr), clock: sp.clock}
+		marker: marker, uid: uid, start: watchStart(sp.sr), clock: clock}
 	go r.drain(out)
 	return r, nil
 }

@@ -47,8 +47,21 @@ func warmSpare(t *testing.T, b *bundle) map[int]bool {
 	if jobcgroup.Default() != nil {
 		t.Skip("jobs run in cgroups of their own here: their helpers are started for them")
 	}
-	if res := Run(b.spec("true"), b.log, nil); res.ExitCode != 0 {
+	spec := b.spec("true")
+	if res := Run(spec, b.log, nil); res.ExitCode != 0 {
 		t.Fatalf("warming up: %+v", res)
+	}
+	// The spare is started off the job's loop: wait for it.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		spares.Lock()
+		n := len(spares.byHelper[spec.Helper])
+		spares.Unlock()
+		if n > 0 && !refilling.Load() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no spare helper waits 30 s after a job ran")
+		}
 	}
 	return ourChildren(t)
 }
