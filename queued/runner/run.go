@@ -128,6 +128,10 @@ type Spec struct {
 	// Helper is the exec helper's binary (see package execjob); empty
 	// means queued-exec beside queued's executable, or else queued itself.
 	Helper string
+	// Prepared, if set, is the first iteration's helper, handed its
+	// request ahead of Run (see Prepare); Run sends it its Go byte, or
+	// cancels it when nothing is to start.
+	Prepared *Prepared
 	// OnStart, if set, is called as each iteration's process starts:
 	// queued's helper, which becomes the program (Result.Iterations counts
 	// only those that did). The scheduler records the process for
@@ -187,6 +191,7 @@ type Result struct {
 // ends the run with exit code -1: the previous iteration's status is not
 // the run's.
 func Run(spec Spec, out *Log, stop <-chan struct{}) Result {
+	defer spec.Prepared.Cancel() // a run that starts nothing
 	n := max(spec.Repeat, 1)
 	var deadline time.Time
 	if spec.Timeout > 0 {
@@ -244,6 +249,8 @@ type running struct {
 	// clock is the kernel's PID counters read before the start, which
 	// bound the PIDs the sweep looks at (see pidwindow.go).
 	clock pidClock
+	// handOff delivers the helper's request and its Go byte.
+	handOff *handOff
 	// lastOut is when the iteration last wrote output (Unix nanoseconds,
 	// 0 for never), for the idle timeout.
 	lastOut atomic.Int64
@@ -298,7 +305,10 @@ func waitExited(pid int) error {
 // signal to the process group is sent while the leader is not yet reaped
 // (see waitExited), so none can reach a group that reused its id.
 func runOnce(spec *Spec, out *Log, stop <-chan struct{}, deadline time.Time) (res Result, started bool) {
-	r, err := start(spec, out)
+	r, err, prepared := spec.Prepared.take()
+	if !prepared {
+		r, err = start(spec, out, false)
+	}
 	if err != nil {
 		return Result{ExitCode: -1, Err: err}, false
 	}

@@ -112,15 +112,8 @@ func refillSpares(spec *Spec) {
 // startSpare starts helper waiting for its request on a pipe.
 func startSpare(helper helperExec) (*spare, error) {
 	var files [6]*os.File // request r/w, status r/w, output r/w
-	for i := 0; i < len(files); i += 2 {
-		r, w, err := os.Pipe()
-		if err != nil {
-			for _, f := range files[:i] {
-				f.Close()
-			}
-			return nil, fmt.Errorf("creating a spare helper's pipes: %w", err)
-		}
-		files[i], files[i+1] = r, w
+	if err := pipes(files[:]); err != nil {
+		return nil, err
 	}
 	rr, rw, sr, sw, pr, pw := files[0], files[1], files[2], files[3], files[4], files[5]
 	cmd := helper.command(rr, sw)
@@ -161,23 +154,17 @@ func (sp *spare) discard() {
 	sp.cmd.Wait()
 }
 
-// use hands req to the spare: it becomes the iteration r.
-func (sp *spare) use(req *execjob.Request, out *Log, marker string, uid uint32) (*running, error) {
-	b := append(req.Encode(), execjob.Go)
+// use hands req to the spare (held: without its Go byte, see start):
+// it becomes the iteration r.
+func (sp *spare) use(req *execjob.Request, out *Log, marker string, uid uint32, held bool) *running {
 	clock := sp.clock
 	if last, ok := readInt("/proc/sys/kernel/ns_last_pid", make([]byte, 32)); ok && last > 0 {
 		// Read before the request is written: every process of the job
 		// comes after (see pidClock.after).
 		clock.after = last
 	}
-	go func() {
-		// A request larger than the pipe holds is written while the
-		// helper reads it; one that dies meanwhile ends the write.
-		sp.req.Write(b)
-		sp.req.Close()
-	}()
 	r := &running{cmd: sp.cmd, pr: sp.pr, proc: sp.proc, copied: make(chan struct{}),
-		marker: marker, uid: uid, start: watchStart(sp.sr), clock: clock}
+		marker: marker, uid: uid, start: watchStart(sp.sr), clock: clock, handOff: sendRequest(sp.req, req, held)}
 	go r.drain(out)
-	return r, nil
+	return r
 }

@@ -3,7 +3,6 @@ package runner
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -52,8 +51,10 @@ var startUmask = func() int {
 
 // start starts one iteration's helper in a session of its own, draining
 // its output into out. It returns once the helper runs; the program's
-// start is watched through r.start.
-func start(spec *Spec, out *Log) (*running, error) {
+// start is watched through r.start. With held, the request goes without
+// its Go byte: the helper takes its steps and waits for r.handOff's
+// release (see Prepare).
+func start(spec *Spec, out *Log, held bool) (*running, error) {
 	if len(spec.Shell) == 0 {
 		return nil, errors.New("no shell configured")
 	}
@@ -78,26 +79,21 @@ func start(spec *Spec, out *Log) (*running, error) {
 		// A helper already started and waiting (see spare.go), where no
 		// cgroup of its own awaits the job.
 		if sp := takeSpare(spec.Helper); sp != nil {
-			return sp.use(&req, out, markerOf(spec.Env), uid)
+			return sp.use(&req, out, markerOf(spec.Env), uid, held), nil
 		}
 	}
-	reqFile, err := requestFile(&req)
-	if err != nil {
+	var files [6]*os.File // request r/w, status r/w, output r/w
+	if err := pipes(files[:]); err != nil {
 		return nil, err
 	}
-	defer reqFile.Close()
-	sr, sw, err := os.Pipe()
-	if err != nil {
-		return nil, fmt.Errorf("creating status pipe: %w", err)
-	}
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		sr.Close()
-		sw.Close()
-		return nil, fmt.Errorf("creating output pipe: %w", err)
+	rr, rw, sr, sw, pr, pw := files[0], files[1], files[2], files[3], files[4], files[5]
+	closeAll := func() {
+		for _, f := range []*os.File{rr, rw, sr, pr} {
+			f.Close()
+		}
 	}
 	marker := markerOf(spec.Env)
-	cmd := helperOf(spec).command(reqFile, sw)
+	cmd := helperOf(spec).command(rr, sw)
 	cmd.Args[0] = execjob.Name
 	cmd.Env = []string{} // nothing of queued's: the request carries the program's
 	if marker != "" {
@@ -117,9 +113,8 @@ func start(spec *Spec, out *Log) (*running, error) {
 	if spec.TasksMax > 0 {
 		if err := cg.LimitTasks(spec.TasksMax); err != nil && !errors.Is(err, jobcgroup.ErrNoController) {
 			cg.Close()
-			pr.Close()
+			closeAll()
 			pw.Close()
-			sr.Close()
 			sw.Close()
 			return nil, fmt.Errorf("limiting the job to %d tasks: %w", spec.TasksMax, err)
 		}
@@ -131,23 +126,39 @@ func start(spec *Spec, out *Log) (*running, error) {
 		// so every PID of the job comes after.
 		clock = readPIDClock("/proc")
 	}
-	err = cmd.Start()
+	err := cmd.Start()
 	pw.Close()
 	sw.Close()
 	if err != nil {
 		cg.Close()
-		pr.Close()
-		sr.Close()
+		closeAll()
 		return nil, fmt.Errorf("starting queued's exec helper: %w", err)
 	}
+	rr.Close()
 	pid := cmd.Process.Pid
 	// Read the start time before anything can reap the child: until then
 	// the PID is still its own. The program keeps it across the execve.
 	st, _ := StartTime("/proc", pid)
 	r := &running{cmd: cmd, pr: pr, proc: Proc{PID: pid, Start: st}, copied: make(chan struct{}), cg: cg,
-		marker: marker, uid: uid, start: watchStart(sr), clock: clock}
+		marker: marker, uid: uid, start: watchStart(sr), clock: clock, handOff: sendRequest(rw, &req, held)}
 	go r.drain(out)
 	return r, nil
+}
+
+// pipes fills files with pipes, each read end before its write end, all
+// or none.
+func pipes(files []*os.File) error {
+	for i := 0; i+1 < len(files); i += 2 {
+		r, w, err := os.Pipe()
+		if err != nil {
+			for _, f := range files[:i] {
+				f.Close()
+			}
+			return fmt.Errorf("creating the exec helper's pipes: %w", err)
+		}
+		files[i], files[i+1] = r, w
+	}
+	return nil
 }
 
 // helperOf is the exec helper spec names, or queued's default one.
@@ -173,26 +184,6 @@ func (r *running) drain(out *Log) {
 			return
 		}
 	}
-}
-
-// requestFile is the helper's request and its Go byte in an anonymous
-// memory file, read from its start.
-func requestFile(req *execjob.Request) (*os.File, error) {
-	b := append(req.Encode(), execjob.Go)
-	fd, err := unix.MemfdCreate("queued-exec-request", unix.MFD_CLOEXEC)
-	if err != nil {
-		return nil, fmt.Errorf("creating the exec request: %w", err)
-	}
-	f := os.NewFile(uintptr(fd), "exec-request")
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("writing the exec request: %w", err)
-	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("rewinding the exec request: %w", err)
-	}
-	return f, nil
 }
 
 // markerOf is the value of the job marker in env (the last one, as the

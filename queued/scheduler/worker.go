@@ -79,8 +79,10 @@ func (s dispatcher) work(c *card) {
 			continue
 		}
 		recs := append([]store.Job(nil), doneRecs...)
+		var nextRec store.Job
 		if next != nil {
-			recs = append(recs, next.rec)
+			nextRec = next.rec
+			recs = append(recs, nextRec)
 		}
 		var cards []store.Card
 		var revs []uint64
@@ -89,7 +91,7 @@ func (s dispatcher) work(c *card) {
 		}
 		s.mu.Unlock()
 
-		err := s.st.Commit(cards, recs...)
+		err, pre := s.commitAndPrepare(next, &nextRec, cards, recs)
 
 		s.mu.Lock()
 		if err != nil {
@@ -111,9 +113,10 @@ func (s dispatcher) work(c *card) {
 		done, doneRecs = nil, nil
 		s.mu.Unlock()
 		if err != nil || next == nil {
+			pre.cancel()
 			continue
 		}
-		done, doneRecs = s.run(c, next)
+		done, doneRecs = s.run(c, next, pre)
 	}
 }
 
@@ -246,11 +249,12 @@ func (s dispatcher) startNotRecordedLocked(c *card, j *job) {
 	s.persist.holdLocked(j, rec)
 }
 
-// run runs a job whose running record is durable and returns its done
+// run runs a job whose running record is durable, its start prepared
+// meanwhile (pre; nil for a reset or a hold), and returns its done
 // record, preceded, when a failed reset killed the card, by the records of
 // the card's queued jobs that failed with it. A panic becomes a failed
 // job rather than a dead worker.
-func (s dispatcher) run(c *card, j *job) (done []*job, recs []store.Job) {
+func (s dispatcher) run(c *card, j *job, pre *launchPrep) (done []*job, recs []store.Job) {
 	reset, hold := j.rec.Kind == store.KindReset, j.rec.Kind == store.KindHold
 	var res runner.Result
 	var held holdEnd
@@ -327,13 +331,19 @@ func (s dispatcher) run(c *card, j *job) (done []*job, recs []store.Job) {
 		held = s.hold(j)
 		return
 	}
-	log := runner.NewLog(s.outputPath(j.rec.ID), s.opt.MaxLogBytes)
-	if reset || j.rec.AttemptNo() > 1 {
-		// A reset retried after a restart, or a job run again after its
-		// card ended an attempt, keeps the output of the earlier attempt
-		// above the new one.
-		log = runner.ResumeLog(s.outputPath(j.rec.ID), s.opt.MaxLogBytes)
+	if pre == nil {
+		s.mu.Lock()
+		rec := j.rec
+		s.mu.Unlock()
+		if reset {
+			pre = &launchPrep{log: s.jobLog(&rec)}
+			pre.spec, pre.err = s.launch.spec(&rec)
+		} else {
+			pre = s.prepare(rec)
+		}
 	}
+	defer pre.helper.Cancel() // a start that did not reach runner.Run
+	log := pre.log
 	if !reset && j.rec.Retries > 0 {
 		log.Write([]byte(attemptHeader(&j.rec)))
 	}
@@ -343,16 +353,8 @@ func (s dispatcher) run(c *card, j *job) (done []*job, recs []store.Job) {
 	s.mu.Lock()
 	j.log = log
 	s.notify(j)
-	rec := j.rec
 	s.mu.Unlock()
-	// fair-share: memory holds the record brief; the job runs its whole
-	// command and environment, read from the store here (core.wholeRecord).
-	rec, wholeErr := s.wholeRecord(rec)
-	// The user database is read outside the lock: it may be slow (NSS).
-	spec, err := s.launch.spec(&rec)
-	if wholeErr != nil {
-		err = wholeErr
-	}
+	spec, err := pre.spec, pre.err
 	if err == nil && !reset {
 		err = s.fence.grant(j)
 	}
@@ -364,6 +366,7 @@ func (s dispatcher) run(c *card, j *job) (done []*job, recs []store.Job) {
 	case err != nil:
 		res = runner.Result{ExitCode: -1, Err: err}
 	default:
+		spec.Prepared = pre.helper
 		res = runner.Run(spec, log, j.stop)
 	}
 	if a := res.Abandoned; a != nil {

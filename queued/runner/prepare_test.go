@@ -1,0 +1,180 @@
+package runner
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ttkit/ttkit/internal/fusetest"
+	"github.com/ttkit/ttkit/queued/execjob"
+	"github.com/ttkit/ttkit/queued/jobcgroup"
+)
+
+// helperPaths runs f once with a spare helper waiting (where jobs have
+// no cgroup of their own) and once with a helper started for the job.
+func helperPaths(t *testing.T, f func(t *testing.T, b *bundle)) {
+	t.Run("helper started for it", func(t *testing.T) {
+		b := setup(t, 1<<20)
+		discardSpares()
+		f(t, b)
+	})
+	t.Run("spare helper", func(t *testing.T) {
+		if jobcgroup.Default() != nil {
+			t.Skip("jobs run in cgroups of their own here: their helpers are started for them")
+		}
+		b := setup(t, 1<<20)
+		warmSpare(t, b)
+		f(t, b)
+	})
+}
+
+// discardSpares ends every waiting spare, so the next start is a
+// helper's own.
+func discardSpares() {
+	for deadline := time.Now().Add(30 * time.Second); refilling.Load() && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	spares.Lock()
+	all := spares.byHelper
+	spares.byHelper = nil
+	spares.Unlock()
+	for _, list := range all {
+		for _, sp := range list {
+			sp.discard()
+		}
+	}
+}
+
+// waitReady waits until p's helper has taken every step and waits for
+// its Go byte.
+func waitReady(t *testing.T, p *Prepared) {
+	t.Helper()
+	if p.err != nil {
+		t.Fatalf("prepare: %v", p.err)
+	}
+	waitFor(t, "the prepared helper to be ready", func() bool { return p.r.start.stage.Load() == execjob.StageReady })
+}
+
+// A prepared helper takes its steps and waits: the program runs only
+// once Run takes it, and its process is the prepared helper.
+func TestPrepare_ProgramRunsOnlyWhenRunTakesIt(t *testing.T) {
+	helperPaths(t, func(t *testing.T, b *bundle) {
+		mark := filepath.Join(b.dir, "ran")
+		spec, pids := startedBy(b.spec("echo prepared; touch " + mark))
+		p := Prepare(spec, b.log)
+		waitReady(t, p)
+		time.Sleep(50 * time.Millisecond) // room for a program that would run early
+		if _, err := os.Stat(mark); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("the program ran before Run: %v", err)
+		}
+		spec.Prepared = p
+		if res := Run(spec, b.log, nil); res.ExitCode != 0 || res.Iterations != 1 {
+			t.Fatalf("%+v", res)
+		}
+		if pid := <-pids; pid != p.r.proc.PID {
+			t.Errorf("the job ran as pid %d, not the prepared helper %d", pid, p.r.proc.PID)
+		}
+		if out := b.output(t); !strings.Contains(out, "prepared\n") {
+			t.Errorf("output %q", out)
+		}
+		p.Cancel() // after Run: nothing
+	})
+}
+
+// Cancel, a run that is stopped before it starts, and a request closed
+// without its Go byte (a queued that died) all end the helper with the
+// program never run.
+func TestPrepare_CalledOffRunsNothing(t *testing.T) {
+	for name, callOff := range map[string]func(t *testing.T, b *bundle, spec Spec, p *Prepared){
+		"cancel": func(t *testing.T, b *bundle, spec Spec, p *Prepared) { p.Cancel() },
+		"stopped before the run": func(t *testing.T, b *bundle, spec Spec, p *Prepared) {
+			stop := make(chan struct{})
+			close(stop)
+			spec.Prepared = p
+			if res := Run(spec, b.log, stop); !res.Stopped || res.Iterations != 0 {
+				t.Fatalf("%+v", res)
+			}
+		},
+		"request closed without Go": func(t *testing.T, b *bundle, spec Spec, p *Prepared) {
+			p.r.handOff.cancel()
+			var info syscall.WaitStatus
+			waitFor(t, "the helper to exit by itself", func() bool {
+				pid, err := syscall.Wait4(p.r.proc.PID, &info, syscall.WNOHANG, nil)
+				return pid == p.r.proc.PID || errors.Is(err, syscall.ECHILD)
+			})
+			if !info.Exited() || info.ExitStatus() != execjob.FailCode {
+				t.Errorf("the helper ended %v, want exit %d", info, execjob.FailCode)
+			}
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			helperPaths(t, func(t *testing.T, b *bundle) {
+				mark := filepath.Join(b.dir, "ran")
+				spec := b.spec("touch " + mark)
+				p := Prepare(spec, b.log)
+				waitReady(t, p)
+				callOff(t, b, spec, p)
+				waitFor(t, "the helper to be gone", func() bool {
+					return syscall.Kill(p.r.proc.PID, 0) != nil && !isOurZombie(p.r.proc.PID)
+				})
+				if _, err := os.Stat(mark); !errors.Is(err, os.ErrNotExist) {
+					t.Fatalf("the program ran: %v", err)
+				}
+			})
+		})
+	}
+}
+
+// isOurZombie reports whether pid is a child of ours that exited and is
+// not reaped yet.
+func isOurZombie(pid int) bool {
+	st, err := readStatFile("/proc/"+strconv.Itoa(pid)+"/stat", make([]byte, 1024))
+	return err == nil && st.state == 'Z'
+}
+
+// A prepared helper stuck in a working directory that never answers is
+// held like any start: Cancel returns at once and kills it, and a run
+// that takes it bounds its start.
+func TestPrepare_HangingDirectoryIsHeld(t *testing.T) {
+	helperPaths(t, func(t *testing.T, b *bundle) {
+		dir, abort := fusetest.HangingDir(t)
+		spec := b.spec("echo never")
+		spec.Dir = dir
+		p := Prepare(spec, b.log)
+		waitFor(t, "the helper to enter the directory", func() bool { return p.r.start.stage.Load() == execjob.StageChdir })
+		cancelled := make(chan struct{})
+		go func() { p.Cancel(); close(cancelled) }()
+		select {
+		case <-cancelled:
+		case <-time.After(10 * time.Second):
+			abort()
+			t.Fatal("Cancel of a helper stuck in its working directory did not return")
+		}
+		waitFor(t, "the stuck helper to be killed", func() bool { return syscall.Kill(p.r.proc.PID, 0) != nil })
+
+		p = Prepare(spec, b.log)
+		spec.Prepared, spec.StartTimeout = p, 300*time.Millisecond
+		res := within(t, runAsync(spec, b, nil), 10*time.Second, abort, "a prepared start whose working directory hangs")
+		if res.Iterations != 0 || !errors.Is(res.Err, ErrStartHung) {
+			t.Errorf("%+v, want a start that did not finish", res)
+		}
+	})
+}
+
+// A prepared start that fails says why, as a start of the run's own does.
+func TestPrepare_FailedStartIsReportedByRun(t *testing.T) {
+	helperPaths(t, func(t *testing.T, b *bundle) {
+		spec := b.spec("echo never")
+		spec.Dir = filepath.Join(b.dir, "missing")
+		spec.Prepared = Prepare(spec, b.log)
+		res := Run(spec, b.log, nil)
+		if res.Iterations != 0 || !errors.Is(res.Err, syscall.ENOENT) || !strings.Contains(res.Err.Error(), "working directory") {
+			t.Errorf("%+v, want the working directory's ENOENT", res)
+		}
+	})
+}

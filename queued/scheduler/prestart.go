@@ -1,0 +1,73 @@
+package scheduler
+
+import (
+	"github.com/ttkit/ttkit/queued/runner"
+	"github.com/ttkit/ttkit/queued/store"
+)
+
+// A job's running record is durable before its program runs (a crash
+// must never run it twice), and that commit is the longest wait of a
+// dispatch. What the start needs besides (its output file, its whole
+// record, how it runs, and the exec helper with every step up to the
+// execve: runner.Prepare) is made while the commit is in flight; the
+// program itself waits for the commit (issue 41).
+
+// launchPrep is a job's start, prepared while its running record
+// commits.
+type launchPrep struct {
+	log    *runner.Log
+	spec   runner.Spec
+	err    error // the spec could not be made: the job fails to start
+	helper *runner.Prepared
+}
+
+// commitAndPrepare commits recs (and cards) and, meanwhile, prepares the
+// start of next (rec, its record as taken), when it is a job; it
+// returns the commit's error and the preparation, nil for a reset or a
+// hold.
+func (s dispatcher) commitAndPrepare(next *job, rec *store.Job, cards []store.Card, recs []store.Job) (error, *launchPrep) {
+	if next == nil || rec.Kind != store.KindJob {
+		return s.st.Commit(cards, recs...), nil
+	}
+	committed := make(chan error, 1)
+	go func() { committed <- s.st.Commit(cards, recs...) }()
+	pre := s.prepare(*rec)
+	return <-committed, pre
+}
+
+// prepare makes a job's start: output file, spec and prepared helper.
+func (s dispatcher) prepare(rec store.Job) *launchPrep {
+	p := &launchPrep{log: s.jobLog(&rec)}
+	// fair-share: memory holds the record brief; the job runs its whole
+	// command and environment, read from the store here (core.wholeRecord).
+	whole, wholeErr := s.wholeRecord(rec)
+	// The user database is read outside the lock: it may be slow (NSS).
+	p.spec, p.err = s.launch.spec(&whole)
+	if wholeErr != nil {
+		p.err = wholeErr
+	}
+	if p.err == nil {
+		p.helper = runner.Prepare(p.spec, p.log)
+	}
+	return p
+}
+
+// jobLog opens the output of rec's run: a new file, or, for a reset
+// retried after a restart or a job run again after its card ended an
+// attempt, the earlier attempt's output with the new one below.
+func (s dispatcher) jobLog(rec *store.Job) *runner.Log {
+	if rec.Kind == store.KindReset || rec.AttemptNo() > 1 {
+		return runner.ResumeLog(s.outputPath(rec.ID), s.opt.MaxLogBytes)
+	}
+	return runner.NewLog(s.outputPath(rec.ID), s.opt.MaxLogBytes)
+}
+
+// cancel ends a preparation whose job does not start now: its helper
+// never runs the program.
+func (p *launchPrep) cancel() {
+	if p == nil {
+		return
+	}
+	p.helper.Cancel()
+	p.log.Close()
+}
