@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"strconv"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -46,11 +47,18 @@ func jobAuditSession(procRoot string, pid int) uint32 {
 	if !ok || id == auditUnset || id == 0 {
 		return 0
 	}
-	if own, ok := auditSessionOf("/proc", "self", buf); ok && own == id {
+	if own, ok := ownAuditSession(); ok && own == id {
 		return 0
 	}
 	return id
 }
+
+// ownAuditSession is queued's own audit session, read once: queued never
+// writes its own loginuid (the helper does, for the program), so it does
+// not change.
+var ownAuditSession = sync.OnceValues(func() (uint32, bool) {
+	return auditSessionOf("/proc", "self", make([]byte, 16))
+})
 
 // AuditSessions reports whether jobs this process starts can get an audit
 // session of their own, and if not, why: the kernel must have audit

@@ -192,7 +192,7 @@ func killStragglers(procRoot string, tr trace, clock pidClock) {
 			syscall.Kill(pid, syscall.SIGKILL)
 		}
 		if len(pids) == 0 && tr.win != nil {
-			if after := windowSince(procRoot, tr.sid, clock); after != nil && after.hi == tr.win.hi {
+			if last, ok := readInt(procRoot+"/sys/kernel/ns_last_pid", make([]byte, 32)); ok && last == tr.win.hi {
 				return // no PID handed out since the scan began
 			}
 			windowed++
@@ -229,7 +229,7 @@ func scanJob(procRoot string, tr trace, self int) []int {
 			continue
 		}
 		st, err := readStatFile(procRoot+"/"+name+"/stat", buf)
-		if err != nil || st.state == 'Z' {
+		if err != nil || st.state == 'Z' || waitingSpare(st.session) {
 			continue
 		}
 		if tr.takes(procRoot, name, st, buf) {

@@ -18,18 +18,40 @@ import (
 
 // handOff delivers a helper's request and then, once decided, its Go
 // byte.
-type handOff struct{ verdict chan bool }
+type handOff struct {
+	verdict chan bool
+	// w is the request pipe, written here and not by a goroutine: the
+	// request was small enough to go at once, and so does the Go byte
+	// (a goroutine's wake on the way was a tenth of a millisecond of
+	// every dispatch). Nil once closed, or when a goroutine writes.
+	w *os.File
+}
+
+// syncRequestMax bounds the requests written at once: the request pipe
+// is new and empty, and a pipe holds at least a page, and usually 64
+// KiB, before a write waits for the helper to read.
+const syncRequestMax = 4096 - 1
 
 // sendRequest writes req to the helper's request pipe w, and then its Go
 // byte at once (held false) or once released, and closes w. A request
-// larger than the pipe holds is written while the helper reads it; one
-// that dies meanwhile ends the write.
+// larger than syncRequestMax is written by a goroutine while the helper
+// reads it; one that dies meanwhile ends the write.
 func sendRequest(w *os.File, req *execjob.Request, held bool) *handOff {
+	body := req.Encode()
+	if len(body) <= syncRequestMax {
+		if !held {
+			body = append(body, execjob.Go)
+		}
+		if _, err := w.Write(body); err != nil || !held {
+			w.Close()
+			return &handOff{}
+		}
+		return &handOff{w: w}
+	}
 	h := &handOff{verdict: make(chan bool, 1)}
 	if !held {
 		h.verdict <- true
 	}
-	body := req.Encode()
 	go func() {
 		defer w.Close()
 		if _, err := w.Write(body); err != nil {
@@ -48,12 +70,19 @@ func (h *handOff) release() { h.decide(true) }
 func (h *handOff) cancel()  { h.decide(false) }
 
 func (h *handOff) decide(ok bool) {
-	if h == nil {
-		return
-	}
-	select {
-	case h.verdict <- ok:
-	default:
+	switch {
+	case h == nil:
+	case h.w != nil:
+		if ok {
+			h.w.Write([]byte{execjob.Go})
+		}
+		h.w.Close()
+		h.w = nil
+	case h.verdict != nil:
+		select {
+		case h.verdict <- ok:
+		default:
+		}
 	}
 }
 

@@ -63,9 +63,24 @@ func waitReady(t *testing.T, p *Prepared) {
 // A prepared helper takes its steps and waits: the program runs only
 // once Run takes it, and its process is the prepared helper.
 func TestPrepare_ProgramRunsOnlyWhenRunTakesIt(t *testing.T) {
+	for name, extra := range map[string]int{"small request": 0, "request larger than a pipe holds": 100 << 10} {
+		t.Run(name, func(t *testing.T) { testPreparedRun(t, extra) })
+	}
+}
+
+// testPreparedRun prepares and runs a job whose environment carries
+// extra bytes more.
+func testPreparedRun(t *testing.T, extra int) {
 	helperPaths(t, func(t *testing.T, b *bundle) {
 		mark := filepath.Join(b.dir, "ran")
-		spec, pids := startedBy(b.spec("echo prepared; touch " + mark))
+		spec, pids := startedBy(b.spec("echo prepared ${#BIG}; touch " + mark))
+		// In variables of 20 KiB: one string may not pass 128 KiB.
+		big := "BIG="
+		for i := 0; i < extra/(20<<10); i++ {
+			spec.Env = append(spec.Env, "BIG"+strconv.Itoa(i)+"="+strings.Repeat("x", 20<<10))
+			big += "$BIG" + strconv.Itoa(i)
+		}
+		spec.Cmd = big + "; " + spec.Cmd
 		p := Prepare(spec, b.log)
 		waitReady(t, p)
 		time.Sleep(50 * time.Millisecond) // room for a program that would run early
@@ -79,7 +94,7 @@ func TestPrepare_ProgramRunsOnlyWhenRunTakesIt(t *testing.T) {
 		if pid := <-pids; pid != p.r.proc.PID {
 			t.Errorf("the job ran as pid %d, not the prepared helper %d", pid, p.r.proc.PID)
 		}
-		if out := b.output(t); !strings.Contains(out, "prepared\n") {
+		if out := b.output(t); !strings.Contains(out, "prepared "+strconv.Itoa(extra)+"\n") {
 			t.Errorf("output %q", out)
 		}
 		p.Cancel() // after Run: nothing

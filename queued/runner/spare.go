@@ -41,6 +41,19 @@ type spare struct {
 	clock pidClock
 }
 
+// waitingSpares is the set of the PIDs of the spares that wait (not yet
+// taken for a job). Each is the leader of a session of its own, which
+// nothing else can join (setsid makes a new one; setpgid stays within
+// its session), so a process of such a session is a waiting spare or
+// one of its threads, never a job's: a sweep reads no more of it.
+var waitingSpares sync.Map // int → struct{}
+
+// waitingSpare reports whether session is a waiting spare's.
+func waitingSpare(session int) bool {
+	_, ok := waitingSpares.Load(session)
+	return ok
+}
+
 // spares holds the waiting spares by helper (Spec.Helper).
 var spares struct {
 	sync.Mutex
@@ -59,6 +72,7 @@ func takeSpare(helper string) *spare {
 		sp := list[len(list)-1]
 		spares.byHelper[helper] = list[:len(list)-1]
 		spares.Unlock()
+		waitingSpares.Delete(sp.proc.PID)
 		if sp.alive() {
 			return sp
 		}
@@ -134,6 +148,7 @@ func startSpare(helper helperExec) (*spare, error) {
 		return nil, fmt.Errorf("starting a spare exec helper: %w", err)
 	}
 	st, _ := StartTime("/proc", cmd.Process.Pid)
+	waitingSpares.Store(cmd.Process.Pid, struct{}{})
 	return &spare{cmd: cmd, req: rw, sr: sr, pr: pr, proc: Proc{PID: cmd.Process.Pid, Start: st}, clock: clock}, nil
 }
 
@@ -147,6 +162,7 @@ func (sp *spare) alive() bool {
 
 // discard ends a spare that will not be used.
 func (sp *spare) discard() {
+	waitingSpares.Delete(sp.proc.PID)
 	sp.req.Close() // it reads the end of its request and exits
 	sp.sr.Close()
 	sp.pr.Close()
