@@ -212,7 +212,7 @@ func TestOpen_MigratesVersion1AfterABackup(t *testing.T) {
 }
 
 // TestCommit_KeepsNoRecordAfterwards: once a write has committed, the
-// store holds nothing of it in memory: the commit loop's batch used to
+// store holds nothing of it in memory: the commit's batch used to
 // keep its last requests, encoded records and all (a spec may be 256
 // KiB), until later batches overwrote them. Not parallel: it measures
 // the process's heap.

@@ -41,10 +41,11 @@
 // one scan of jobs/ (bounded by retention), so no index of them has to be
 // rewritten on every transition.
 //
-// Every write goes through one commit loop that folds the requests waiting
+// Every write goes through a group commit that folds the requests waiting
 // at that moment into a single bbolt transaction (one fsync), so concurrent
 // submitters share commits instead of queueing behind each other's fsync,
-// and no request waits for a timer as bbolt's own DB.Batch does.
+// and no request waits for a timer as bbolt's own DB.Batch does. The
+// caller that finds no commit in progress runs it itself (commit.go).
 package store
 
 import (
@@ -122,7 +123,7 @@ type Options struct {
 	LockTimeout time.Duration
 }
 
-// Store is the bbolt file plus its commit loop. It is safe for concurrent use.
+// Store is the bbolt file plus its group commit. It is safe for concurrent use.
 type Store struct {
 	db      *bolt.DB
 	dir     string
@@ -132,7 +133,7 @@ type Store struct {
 }
 
 // Open opens or creates the store in dir (created 0700 when missing),
-// checks its schema version and starts the commit loop.
+// checks its schema version and sets up its group commit.
 func Open(dir string, opts Options) (*Store, error) {
 	if opts.LockTimeout <= 0 {
 		opts.LockTimeout = 2 * time.Second
@@ -198,8 +199,8 @@ func initSchema(tx *bolt.Tx) error {
 // Dir is the state directory the store lives in.
 func (s *Store) Dir() string { return s.dir }
 
-// Close stops the commit loop after the requests already sent have run,
-// then closes the file. A second Close is a no-op.
+// Close refuses writes from now on, waits for those already made to
+// commit, then closes the file. A second Close is a no-op.
 func (s *Store) Close() error {
 	if !s.gc.close() {
 		return nil

@@ -330,7 +330,7 @@ func TestOpen_GrowsOnceAndSparse(t *testing.T) {
 
 func TestPut_ConcurrentWritersShareCommits(t *testing.T) {
 	s := open(t, t.TempDir())
-	// Hold bbolt's writer lock so the commit loop stalls on a first
+	// Hold bbolt's writer lock so the group commit stalls on a first
 	// request while the others pile up behind it.
 	tx, err := s.db.Begin(true)
 	if err != nil {
@@ -365,7 +365,7 @@ func TestPut_ConcurrentWritersShareCommits(t *testing.T) {
 	for i := 1; i < n; i++ {
 		put(i)
 	}
-	waitFor("63 queued requests", func() bool { return len(s.gc.reqs) == n-1 })
+	waitFor("63 queued requests", func() bool { return s.gc.pendingLen() == n-1 })
 	unlock()
 	wg.Wait()
 	close(errs)
