@@ -12,10 +12,12 @@
 package runner
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	rtrace "runtime/trace"
 	"strconv"
 	"sync/atomic"
 	"syscall"
@@ -305,13 +307,16 @@ func waitExited(pid int) error {
 // signal to the process group is sent while the leader is not yet reaped
 // (see waitExited), so none can reach a group that reused its id.
 func runOnce(spec *Spec, out *Log, stop <-chan struct{}, deadline time.Time) (res Result, started bool) {
+	reg := rtrace.StartRegion(context.Background(), "runner: start")
 	r, err, prepared := spec.Prepared.take()
 	if !prepared {
 		r, err = start(spec, out, false)
 	}
+	reg.End()
 	if err != nil {
 		return Result{ExitCode: -1, Err: err}, false
 	}
+	reg = rtrace.StartRegion(context.Background(), "runner: the program, to its leader's exit")
 	pgid := r.proc.PID
 	if spec.OnStart != nil {
 		spec.OnStart(r.proc)
@@ -360,6 +365,7 @@ func runOnce(spec *Spec, out *Log, stop <-chan struct{}, deadline time.Time) (re
 	running := false
 	var startErr error
 	onExec := func(err error) {
+		rtrace.Log(context.Background(), "runner", "the helper executed the program (or failed)")
 		execd, startBound = nil, nil
 		if err != nil {
 			if !(killed && killedByUs(err)) {
@@ -421,6 +427,7 @@ func runOnce(spec *Spec, out *Log, stop <-chan struct{}, deadline time.Time) (re
 	}
 	res.KillSignal, res.killText = lad.rung, lad.text()
 	if res.Abandoned != nil {
+		reg.End()
 		return r.giveUp(spec, res, running, startErr, abandonAfter, exited)
 	}
 	if execd != nil {
@@ -433,6 +440,8 @@ func runOnce(spec *Spec, out *Log, stop <-chan struct{}, deadline time.Time) (re
 	// The leader is a zombie until finish reaps it, so the id is still
 	// ours; the job's cgroup, where there is one, takes what left the
 	// group, and elsewhere its session and its marker find it.
+	reg.End()
+	reg = rtrace.StartRegion(context.Background(), "runner: sweep and reap")
 	if waitErr == nil {
 		syscall.Kill(-pgid, syscall.SIGKILL)
 		if r.cg == nil {
@@ -441,6 +450,7 @@ func runOnce(spec *Spec, out *Log, stop <-chan struct{}, deadline time.Time) (re
 	}
 	r.cg.Kill()
 	state := r.finish()
+	reg.End()
 
 	if !running {
 		res.Err = startErr

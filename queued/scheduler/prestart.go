@@ -1,6 +1,9 @@
 package scheduler
 
 import (
+	"context"
+	"runtime/trace"
+
 	"github.com/ttkit/ttkit/queued/runner"
 	"github.com/ttkit/ttkit/queued/store"
 )
@@ -10,7 +13,9 @@ import (
 // dispatch. What the start needs besides (its output file, its whole
 // record, how it runs, and the exec helper with every step up to the
 // execve: runner.Prepare) is made while the commit is in flight; the
-// program itself waits for the commit (issue 41).
+// program itself waits for the commit (issue 41). Each step is a region
+// of Go's execution trace (`go test -trace`), so a trace shows where one
+// dispatch's time goes (docs/reliability.md).
 
 // launchPrep is a job's start, prepared while its running record
 // commits.
@@ -29,10 +34,20 @@ func (s dispatcher) commitAndPrepare(next *job, rec *store.Job, cards []store.Ca
 	if next == nil || rec.Kind != store.KindJob {
 		return s.st.Commit(cards, recs...), nil
 	}
-	committed := make(chan error, 1)
-	go func() { committed <- s.st.Commit(cards, recs...) }()
-	pre := s.prepare(*rec)
-	return <-committed, pre
+	// The commit runs here and the preparation beside it: a goroutine
+	// just started waits for another thread to wake (a tenth of a
+	// millisecond on our machines), and the commit is the longer of the
+	// two, so it begins at once.
+	prepared := make(chan *launchPrep, 1)
+	go func() {
+		defer trace.StartRegion(context.Background(), "dispatch: prepare the start").End()
+		prepared <- s.prepare(*rec)
+	}()
+	r := trace.StartRegion(context.Background(), "dispatch: commit the start")
+	err := s.st.Commit(cards, recs...)
+	r.End()
+	defer trace.StartRegion(context.Background(), "dispatch: wait for the preparation").End()
+	return err, <-prepared
 }
 
 // prepare makes a job's start: output file, spec and prepared helper.
