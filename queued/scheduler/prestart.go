@@ -17,6 +17,9 @@ import (
 // of Go's execution trace (`go test -trace`), so a trace shows where one
 // dispatch's time goes (docs/reliability.md).
 
+// starter commits a job's start and prepares it meanwhile.
+type starter struct{ *core }
+
 // launchPrep is a job's start, prepared while its running record
 // commits.
 type launchPrep struct {
@@ -30,7 +33,7 @@ type launchPrep struct {
 // start of next (rec, its record as taken), when it is a job; it
 // returns the commit's error and the preparation, nil for a reset or a
 // hold.
-func (s dispatcher) commitAndPrepare(next *job, rec *store.Job, cards []store.Card, recs []store.Job) (error, *launchPrep) {
+func (s starter) commitAndPrepare(next *job, rec *store.Job, cards []store.Card, recs []store.Job) (error, *launchPrep) {
 	if next == nil || rec.Kind != store.KindJob {
 		return s.st.Commit(cards, recs...), nil
 	}
@@ -51,7 +54,7 @@ func (s dispatcher) commitAndPrepare(next *job, rec *store.Job, cards []store.Ca
 }
 
 // prepare makes a job's start: output file, spec and prepared helper.
-func (s dispatcher) prepare(rec store.Job) *launchPrep {
+func (s starter) prepare(rec store.Job) *launchPrep {
 	p := &launchPrep{log: s.jobLog(&rec)}
 	// fair-share: memory holds the record brief; the job runs its whole
 	// command and environment, read from the store here (core.wholeRecord).
@@ -70,7 +73,7 @@ func (s dispatcher) prepare(rec store.Job) *launchPrep {
 // jobLog opens the output of rec's run: a new file, or, for a reset
 // retried after a restart or a job run again after its card ended an
 // attempt, the earlier attempt's output with the new one below.
-func (s dispatcher) jobLog(rec *store.Job) *runner.Log {
+func (s starter) jobLog(rec *store.Job) *runner.Log {
 	if rec.Kind == store.KindReset || rec.AttemptNo() > 1 {
 		return runner.ResumeLog(s.outputPath(rec.ID), s.opt.MaxLogBytes)
 	}

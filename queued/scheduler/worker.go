@@ -91,7 +91,7 @@ func (s dispatcher) work(c *card) {
 		}
 		s.mu.Unlock()
 
-		err, pre := s.commitAndPrepare(next, &nextRec, cards, recs)
+		err, pre := starter{s.core}.commitAndPrepare(next, &nextRec, cards, recs)
 
 		s.mu.Lock()
 		if err != nil {
@@ -336,10 +336,10 @@ func (s dispatcher) run(c *card, j *job, pre *launchPrep) (done []*job, recs []s
 		rec := j.rec
 		s.mu.Unlock()
 		if reset {
-			pre = &launchPrep{log: s.jobLog(&rec)}
+			pre = &launchPrep{log: starter{s.core}.jobLog(&rec)}
 			pre.spec, pre.err = s.launch.spec(&rec)
 		} else {
-			pre = s.prepare(rec)
+			pre = starter{s.core}.prepare(rec)
 		}
 	}
 	defer pre.helper.Cancel() // a start that did not reach runner.Run

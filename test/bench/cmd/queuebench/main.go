@@ -1,6 +1,6 @@
 // Command queuebench measures queued's queue drain against its peers in
-// one run and prints the ratios and the targets of issues 8 and 41, marked pass or
-// fail. The shape: a gate job holds card 0 while N jobs (`bash -c
+// one run and prints the ratios and the targets of issues 8 and 41,
+// marked pass or fail. The shape: a gate job holds card 0 while N jobs (`bash -c
 // /bin/true`, 900 by default) are submitted from 64 concurrent clients;
 // the gate opens and the clock runs until the last job is done. The same
 // N jobs go through task-spooler (tsp, one slot, private socket) and nq
