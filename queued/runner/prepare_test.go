@@ -193,3 +193,57 @@ func TestPrepare_FailedStartIsReportedByRun(t *testing.T) {
 		}
 	})
 }
+
+// With SettleLater, Run returns a run's result and its whole output while
+// what the run left is still being swept; Settled closes once every
+// leftover is dead and the leader reaped. A repeated run's earlier
+// iterations are settled before the next starts.
+func TestRun_SettleLaterGivesTheResultFirstAndSettlesEveryLeftover(t *testing.T) {
+	for _, c := range []struct {
+		cmd    string
+		repeat int
+		want   int
+	}{
+		{"echo out; exit 0", 1, 0},
+		{"echo out; exit 7", 1, 7},
+		{"echo out; kill -TERM $$", 1, -int(syscall.SIGTERM)},
+		{"echo out", 3, 0},
+	} {
+		t.Run(c.cmd, func(t *testing.T) {
+			b := setup(t, 1<<20)
+			pids := filepath.Join(b.dir, "pids")
+			spec := b.spec("sleep 1000 & echo $! >> " + pids + "; setsid sleep 1000 & echo $! >> " + pids + "; " + c.cmd)
+			spec.Env = append(spec.Env, JobEnvVar+"=settle-later-"+strconv.Itoa(os.Getpid()))
+			spec.Repeat, spec.SettleLater = c.repeat, true
+			res := Run(spec, b.log, nil)
+			if res.ExitCode != c.want || res.Iterations != c.repeat || res.Err != nil {
+				t.Fatalf("%+v, want exit %d after %d iterations", res, c.want, c.repeat)
+			}
+			if out := b.output(t); strings.Count(out, "out\n") != c.repeat {
+				t.Errorf("output %q when Run returned", out)
+			}
+			if res.Settled == nil {
+				t.Fatal("no Settled channel")
+			}
+			select {
+			case <-res.Settled:
+			case <-time.After(30 * time.Second):
+				t.Fatal("Settled did not close in 30 s")
+			}
+			b2, err := os.ReadFile(pids)
+			if err != nil {
+				t.Fatal(err)
+			}
+			left := strings.Fields(string(b2))
+			if len(left) != 2*c.repeat {
+				t.Fatalf("the job started %v, want %d processes", left, 2*c.repeat)
+			}
+			for _, p := range left {
+				pid, _ := strconv.Atoi(p)
+				if st, err := readStat("/proc", pid); err == nil && st.state != 'Z' {
+					t.Errorf("leftover %d still alive (%c) once settled", pid, st.state)
+				}
+			}
+		})
+	}
+}

@@ -49,6 +49,10 @@ type card struct {
 	rev        uint64           // changes to the card record in memory
 	savedRev   uint64           // the revision last made durable
 	wake       chan struct{}    // capacity 1: something changed, look again
+	// settled, when not nil, closes once what the card's last job left
+	// is swept and its leader reaped (runner.Result.Settled): nothing
+	// else runs on the card before.
+	settled <-chan struct{}
 	// unmet says a queued job of the card may have a dependency that can
 	// no longer be met, for the worker to end (after.go); false spares the
 	// worker a walk of the queue.

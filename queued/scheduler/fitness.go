@@ -104,6 +104,16 @@ func (f *fitness) dueLocked(c *card) []int {
 	return free
 }
 
+// probing reports whether the gate of cards will run a site probe.
+func (f *fitness) probing(cards []int) bool {
+	for _, id := range cards {
+		if s := f.samplers[id]; s != nil && s.probeNeeded() {
+			return true
+		}
+	}
+	return false
+}
+
 // gate judges cards now, before a job of them may start: the site probe
 // where it is due, then the last verdict of each sampler (or a fresh read
 // when it is stale); each verdict is published to its card. It is called

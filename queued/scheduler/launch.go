@@ -53,6 +53,9 @@ func (s *launcher) spec(rec *store.Job) (runner.Spec, error) {
 		spec.OOMScoreAdj = s.opt.JobOOMScoreAdj
 		spec.Notes = true
 		spec.IdleTimeout = time.Duration(rec.IdleTimeout) * time.Second
+		// Its end commits while its leftovers are swept; the card's
+		// next program waits for the sweep (core.waitSettled).
+		spec.SettleLater = true
 	}
 	base := s.env
 	switch {

@@ -19,12 +19,13 @@ func (s restart) run() error {
 	if err := s.loadCards(); err != nil {
 		return err
 	}
-	if recent, err := s.st.Recent(SeedRecords); err != nil {
+	recent, err := s.st.Recent(SeedRecords)
+	if err != nil {
 		s.log.Warn("estimates start without history: cannot read finished jobs", "err", err)
 	} else {
 		s.seed(recent)
 	}
-	return s.recover()
+	return s.recover(recent)
 }
 
 // leftoverTimeout bounds how long recovery keeps killing leftover processes.
@@ -39,7 +40,7 @@ const leftoverTimeout = 10 * time.Second
 // jobs of a card that is still dead fail. If those records cannot be
 // written the scheduler starts in the persistence-failure state with them
 // held.
-func (s restart) recover() error {
+func (s restart) recover(recent []store.Job) error {
 	active, err := s.st.Active()
 	if err != nil {
 		return fmt.Errorf("recovering queues: %w", err)
@@ -52,7 +53,7 @@ func (s restart) recover() error {
 	now := s.opt.Now()
 	var ended []*job
 	var endedRecs []store.Job
-	var leftovers []runner.Leftover
+	leftovers := s.unsettled(recent)
 	var resets []*job // resets to retry, in FIFO order
 	var holds []*job  // holds that held their cards, in FIFO order
 	var rewritten []store.Job
@@ -158,7 +159,7 @@ func (s restart) recover() error {
 	if len(leftovers) > 0 {
 		killed, err := runner.KillLeftovers(s.opt.ProcRoot, leftovers, leftoverTimeout)
 		if len(killed) > 0 {
-			s.log.Warn("killed leftover processes of interrupted jobs", "pids", killed)
+			s.log.Warn("killed leftover processes of jobs the last stop interrupted or had not swept yet", "pids", killed)
 		}
 		if err != nil {
 			s.warnings = append(s.warnings, fmt.Sprintf("killing leftover processes: %v", err))
@@ -196,4 +197,31 @@ func leftoverUID(opt *Options, rec *store.Job) uint32 {
 		return uid
 	}
 	return uint32(os.Geteuid())
+}
+
+// unsettled is what the last job to end on each card, in this boot, may
+// have left: a job's end commits while its leftovers are still being
+// swept (runner.Spec.SettleLater), so a crash in between leaves them
+// alive with the job recorded done. recent is newest first. Processes
+// are found as an interrupted job's are (runner.KillLeftovers), by its
+// recorded group and leader and by its marker; after a clean stop there
+// are none.
+func (s restart) unsettled(recent []store.Job) []runner.Leftover {
+	var out []runner.Leftover
+	seen := map[int]bool{}
+	for i := range recent {
+		rec := &recent[i]
+		if rec.Kind != store.KindJob || rec.BootID != s.bootID || rec.StartedAt.IsZero() {
+			continue
+		}
+		last := false // the last to end on one of its cards
+		for _, id := range rec.Cards() {
+			last = last || !seen[id]
+			seen[id] = true
+		}
+		if last {
+			out = append(out, runner.Leftover{JobID: rec.ID, PGID: rec.PGID, LeaderStart: rec.LeaderStart, UID: leftoverUID(&s.opt, rec)})
+		}
+	}
+	return out
 }

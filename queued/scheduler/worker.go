@@ -3,6 +3,7 @@ package scheduler
 import (
 	"fmt"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/ttkit/ttkit/queued/runner"
@@ -37,6 +38,7 @@ func (s dispatcher) work(c *card) {
 		}
 		if gated := s.holders.gateLocked(c); gated != nil {
 			s.mu.Unlock()
+			waitSettled(&s.mu, cardSet{c}) // the last job's leftovers are no holders
 			why := s.holders.pause(gated)
 			s.mu.Lock()
 			if why != c.paused {
@@ -51,6 +53,14 @@ func (s dispatcher) work(c *card) {
 		}
 		if cards := s.fit.dueLocked(c); cards != nil {
 			s.mu.Unlock()
+			if s.fit.probing(cards) {
+				// A site probe sees no leftover of the last job.
+				var set cardSet
+				for _, id := range cards {
+					set = append(set, s.cards[id])
+				}
+				waitSettled(&s.mu, set)
+			}
 			s.fit.gate(cards)
 			s.mu.Lock()
 		}
@@ -71,6 +81,7 @@ func (s dispatcher) work(c *card) {
 		if len(done) == 0 && next == nil {
 			if s.stopping {
 				s.mu.Unlock()
+				waitSettled(&s.mu, cardSet{c})
 				return
 			}
 			paused := c.paused != ""
@@ -116,6 +127,7 @@ func (s dispatcher) work(c *card) {
 			pre.cancel()
 			continue
 		}
+		waitSettled(&s.mu, s.cardsOf(next))
 		done, doneRecs = s.run(c, next, pre)
 	}
 }
@@ -276,6 +288,7 @@ func (s dispatcher) run(c *card, j *job, pre *launchPrep) (done []*job, recs []s
 		}
 		for _, cd := range cards {
 			cd.current = nil
+			cd.settled = res.Settled
 		}
 		cards.wakeup()
 		if hold && held.reason == stopService && !held.expired {
@@ -422,5 +435,23 @@ func (s dispatcher) writeProcess(j *job) {
 			s.persist.failLocked(err)
 			s.mu.Unlock()
 		}
+	}
+}
+
+// waitSettled waits until what the last jobs of cards left is swept and
+// their leaders reaped (runner.Spec.SettleLater): a job's end commits
+// meanwhile, but nothing else runs on a card before. mu guards the
+// cards' settled.
+func waitSettled(mu *sync.Mutex, cards cardSet) {
+	mu.Lock()
+	var chans []<-chan struct{}
+	for _, cd := range cards {
+		if cd.settled != nil {
+			chans = append(chans, cd.settled)
+		}
+	}
+	mu.Unlock()
+	for _, ch := range chans {
+		<-ch
 	}
 }
