@@ -31,11 +31,11 @@ type launchPrep struct {
 
 // commitAndPrepare commits recs (and cards) and, meanwhile, prepares the
 // start of next (rec, its record as taken), when it is a job; it
-// returns the commit's error and the preparation, nil for a reset or a
-// hold.
-func (s starter) commitAndPrepare(next *job, rec *store.Job, cards []store.Card, recs []store.Job) (error, *launchPrep) {
+// returns the preparation (nil for a reset or a hold) and the commit's
+// error.
+func (s starter) commitAndPrepare(next *job, rec *store.Job, cards []store.Card, recs []store.Job) (*launchPrep, error) {
 	if next == nil || rec.Kind != store.KindJob {
-		return s.st.Commit(cards, recs...), nil
+		return nil, s.st.Commit(cards, recs...)
 	}
 	// The commit runs here and the preparation beside it: a goroutine
 	// just started waits for another thread to wake (a tenth of a
@@ -50,7 +50,7 @@ func (s starter) commitAndPrepare(next *job, rec *store.Job, cards []store.Card,
 	err := s.st.Commit(cards, recs...)
 	r.End()
 	defer trace.StartRegion(context.Background(), "dispatch: wait for the preparation").End()
-	return err, <-prepared
+	return <-prepared, err
 }
 
 // prepare makes a job's start: output file, spec and prepared helper.

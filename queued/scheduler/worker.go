@@ -102,7 +102,7 @@ func (s dispatcher) work(c *card) {
 		}
 		s.mu.Unlock()
 
-		err, pre := starter{s.core}.commitAndPrepare(next, &nextRec, cards, recs)
+		pre, err := starter{s.core}.commitAndPrepare(next, &nextRec, cards, recs)
 
 		s.mu.Lock()
 		if err != nil {
