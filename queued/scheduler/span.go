@@ -140,3 +140,15 @@ func (j *job) spans() bool { return j.rec.Spans() }
 // isWork reports whether j is a job or a hold (not a reset): what a dead
 // or paused card does not start.
 func (j *job) isWork() bool { return j.rec.Kind != store.KindReset }
+
+// cardsByID is the set of the cards named by ids, in all (the core's
+// cards, which never change after New: no lock is needed).
+func cardsByID(all map[int]*card, ids []int) cardSet {
+	set := make(cardSet, 0, len(ids))
+	for _, id := range ids {
+		if c := all[id]; c != nil {
+			set = append(set, c)
+		}
+	}
+	return set
+}

@@ -38,7 +38,7 @@ func (s dispatcher) work(c *card) {
 		}
 		if gated := s.holders.gateLocked(c); gated != nil {
 			s.mu.Unlock()
-			waitSettled(&s.mu, cardSet{c}) // the last job's leftovers are no holders
+			waitSettled(&s.mu, cardsByID(s.cards, gated)) // the last jobs' leftovers are no holders
 			why := s.holders.pause(gated)
 			s.mu.Lock()
 			if why != c.paused {
@@ -54,12 +54,7 @@ func (s dispatcher) work(c *card) {
 		if cards := s.fit.dueLocked(c); cards != nil {
 			s.mu.Unlock()
 			if s.fit.probing(cards) {
-				// A site probe sees no leftover of the last job.
-				var set cardSet
-				for _, id := range cards {
-					set = append(set, s.cards[id])
-				}
-				waitSettled(&s.mu, set)
+				waitSettled(&s.mu, cardsByID(s.cards, cards)) // a site probe sees no leftover
 			}
 			s.fit.gate(cards)
 			s.mu.Lock()
