@@ -62,7 +62,11 @@ type job struct {
 	killed  bool
 	changed chan struct{} // closed and replaced at every transition
 
-	ran     chan struct{} // closed when the runner returns; ends the process-record writer
+	ran chan struct{} // closed when the runner returns; ends the process-record writer
+	// swept, when not nil, closes once what the job's last run left is
+	// swept and its leader reaped (runner.Result.Settled): its end is
+	// shown only then.
+	swept   <-chan struct{}
 	pidKick chan struct{} // capacity 1: the process record changed
 	pidDone chan struct{} // closed when the process-record writer has ended
 }

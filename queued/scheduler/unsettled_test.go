@@ -96,7 +96,7 @@ func TestQueue_NextJobStartsOnceTheLastOnesLeftoversAreGone(t *testing.T) {
 // A leftover that SIGKILL cannot end at once (asleep in the kernel on a
 // FUSE mount that never answers) holds the card's next job until the
 // sweep gives up on it, as it did when the sweep came before the job's
-// end was committed.
+// end was committed; and the job is shown done only then.
 func TestQueue_NextJobWaitsForTheSweepOfAnUnkillableLeftover(t *testing.T) {
 	t.Parallel()
 	dir, abort := fusetest.UnansweredDir(t)
@@ -110,6 +110,7 @@ func TestQueue_NextJobWaitsForTheSweepOfAnUnkillableLeftover(t *testing.T) {
 	release()
 	b.waitDone(gated.ID)
 	b.waitDone(a.ID)
+	seenDone := float64(time.Now().UnixNano()) / 1e9
 	b.waitDone(nextJob.ID)
 	read := func(p string) float64 {
 		data, err := os.ReadFile(p)
@@ -121,6 +122,9 @@ func TestQueue_NextJobWaitsForTheSweepOfAnUnkillableLeftover(t *testing.T) {
 			t.Fatal(err)
 		}
 		return v
+	}
+	if gap := seenDone - read(endA); gap < 1.5 {
+		t.Errorf("the job was shown done %.3f s after its end, while its unkillable leftover was still being swept (want about 2 s)", gap)
 	}
 	if gap := read(startB) - read(endA); gap < 1.5 {
 		t.Fatalf("the next job started %.3f s after the last one ended, while its unkillable leftover was still being swept (want about 2 s)", gap)

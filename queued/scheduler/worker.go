@@ -112,7 +112,7 @@ func (s dispatcher) work(c *card) {
 			s.savedLocked(cards, revs)
 			for i, j := range done {
 				if doneRecs[i].State == store.StateDone {
-					s.settleLocked(j, doneRecs[i])
+					settleOnceSwept(s.core, j, doneRecs[i])
 				}
 			}
 		}
@@ -285,6 +285,7 @@ func (s dispatcher) run(c *card, j *job, pre *launchPrep) (done []*job, recs []s
 			cd.current = nil
 			cd.settled = res.Settled
 		}
+		j.swept = res.Settled
 		cards.wakeup()
 		if hold && held.reason == stopService && !held.expired {
 			// A hold outlives a stop of queued: its record stays active
@@ -449,4 +450,26 @@ func waitSettled(mu *sync.Mutex, cards cardSet) {
 	for _, ch := range chans {
 		<-ch
 	}
+}
+
+// settleOnceSwept settles a job whose end is durable, once what it left
+// is swept and its leader reaped (runner.Spec.SettleLater): whoever sees
+// it done (a wait, a dependent job, a script that deletes its user next)
+// finds its processes gone, as before its end committed during the
+// sweep. c.mu is held.
+func settleOnceSwept(c *core, j *job, rec store.Job) {
+	if ch := j.swept; ch != nil {
+		select {
+		case <-ch:
+		default:
+			go func() {
+				<-ch
+				c.mu.Lock()
+				defer c.mu.Unlock()
+				c.settleLocked(j, rec)
+			}()
+			return
+		}
+	}
+	c.settleLocked(j, rec)
 }
