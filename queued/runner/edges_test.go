@@ -97,7 +97,7 @@ func TestWaitExited_LeavesTheLeaderUnreaped(t *testing.T) {
 	var leader Proc
 	spec.OnStart = func(p Proc) { leader = p }
 	// Run it by hand: start, wait without reaping, check, kill, reap.
-	p, err := start(&spec, b.log, false)
+	p, err := start(&spec, b.log, false, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -93,7 +93,7 @@ func TestKillLeftovers_EscaperFoundByTheLeadersAuditSession(t *testing.T) {
 	spec, pidFile := escaperSpec(t, b, "sleep 1000")
 	// Started by hand, so no run of this queued sweeps after it: as a
 	// restarted queued finds it, by its record alone.
-	r, err := start(&spec, b.log, false)
+	r, err := start(&spec, b.log, false, false)
 	if err != nil {
 		t.Fatal(err)
 	}

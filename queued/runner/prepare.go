@@ -95,12 +95,16 @@ type Prepared struct {
 	used bool
 }
 
-// Prepare starts the helper of spec's first iteration and hands it its
-// request without the Go byte. Its output goes to out, which must be the
-// Log the run is given. An error to start is kept for Run to report, as
-// a start of its own would.
+// Prepare hands a waiting spare helper (spare.go) spec's first
+// iteration, without the Go byte. Its output goes to out, which must be
+// the Log the run is given. Without a spare (the first job, or where a
+// cgroup of its own holds each job) it prepares nothing and Run starts
+// the helper itself: starting one costs CPU the commit beside it would
+// wait for, and a stop in the meantime would find the job not yet
+// started. An error to start is kept for Run to report, as a start of
+// its own would.
 func Prepare(spec Spec, out *Log) *Prepared {
-	r, err := start(&spec, out, true)
+	r, err := start(&spec, out, true, true)
 	return &Prepared{r: r, err: err}
 }
 
@@ -112,6 +116,9 @@ func (p *Prepared) take() (*running, error, bool) {
 		return nil, nil, false
 	}
 	p.used = true
+	if p.r == nil && p.err == nil {
+		return nil, nil, false // nothing was prepared
+	}
 	return p.r, p.err, true
 }
 

@@ -15,14 +15,9 @@ import (
 	"github.com/ttkit/ttkit/queued/jobcgroup"
 )
 
-// helperPaths runs f once with a spare helper waiting (where jobs have
-// no cgroup of their own) and once with a helper started for the job.
+// helperPaths runs f with a spare helper waiting (where jobs have no
+// cgroup of their own): only a spare is prepared (Prepare).
 func helperPaths(t *testing.T, f func(t *testing.T, b *bundle)) {
-	t.Run("helper started for it", func(t *testing.T) {
-		b := setup(t, 1<<20)
-		discardSpares()
-		f(t, b)
-	})
 	t.Run("spare helper", func(t *testing.T) {
 		if jobcgroup.Default() != nil {
 			t.Skip("jobs run in cgroups of their own here: their helpers are started for them")
@@ -246,4 +241,25 @@ func TestRun_SettleLaterGivesTheResultFirstAndSettlesEveryLeftover(t *testing.T)
 			}
 		})
 	}
+}
+
+// Without a waiting spare, Prepare prepares nothing (starting a helper
+// would take CPU from the commit beside it) and Run starts the job's
+// helper itself; Cancel of such a preparation does nothing.
+func TestPrepare_WithoutASpareRunStartsTheHelper(t *testing.T) {
+	b := setup(t, 1<<20)
+	discardSpares()
+	spec := b.spec("echo ran")
+	p := Prepare(spec, b.log)
+	if p.r != nil || p.err != nil {
+		t.Fatalf("prepared %+v, %v without a spare; want nothing", p.r, p.err)
+	}
+	spec.Prepared = p
+	if res := Run(spec, b.log, nil); res.ExitCode != 0 || res.Iterations != 1 {
+		t.Fatalf("%+v", res)
+	}
+	if out := b.output(t); !strings.Contains(out, "ran\n") {
+		t.Errorf("output %q", out)
+	}
+	Prepare(spec, b.log).Cancel()
 }

@@ -192,7 +192,7 @@ func runOnce(spec *Spec, out *Log, stop <-chan struct{}, deadline time.Time, las
 	// nothing of the program runs before queued knows its process.
 	r, err, prepared := spec.Prepared.take()
 	if !prepared {
-		r, err = start(spec, out, true)
+		r, err = start(spec, out, true, false)
 	}
 	reg.End()
 	if err != nil {

@@ -53,8 +53,9 @@ var startUmask = func() int {
 // its output into out. It returns once the helper runs; the program's
 // start is watched through r.start. With held, the request goes without
 // its Go byte: the helper takes its steps and waits for r.handOff's
-// release (see Prepare).
-func start(spec *Spec, out *Log, held bool) (*running, error) {
+// release (see Prepare). With spareOnly, only a waiting spare is used:
+// without one it returns nil and no error.
+func start(spec *Spec, out *Log, held, spareOnly bool) (*running, error) {
 	if len(spec.Shell) == 0 {
 		return nil, errors.New("no shell configured")
 	}
@@ -81,6 +82,9 @@ func start(spec *Spec, out *Log, held bool) (*running, error) {
 		if sp := takeSpare(spec.Helper); sp != nil {
 			return sp.use(&req, out, markerOf(spec.Env), uid, held), nil
 		}
+	}
+	if spareOnly {
+		return nil, nil
 	}
 	var files [6]*os.File // request r/w, status r/w, output r/w
 	if err := pipes(files[:]); err != nil {

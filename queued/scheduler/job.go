@@ -63,6 +63,11 @@ type job struct {
 	changed chan struct{} // closed and replaced at every transition
 
 	ran chan struct{} // closed when the runner returns; ends the process-record writer
+	// startCommitted is set once the job's running record is durable:
+	// from then on its start is under way (its exec helper is prepared
+	// while the commit is in flight, runner.Prepare), as a start inside
+	// the runner was before. stopEarly says the stop came before that.
+	startCommitted, stopEarly bool
 	// swept, when not nil, closes once what the job's last run left is
 	// swept and its leader reaped (runner.Result.Settled): its end is
 	// shown only then.
@@ -103,6 +108,7 @@ func (j *job) stopFor(r stopReason) {
 		return
 	}
 	j.reason = r
+	j.stopEarly = !j.startCommitted
 	close(j.stop)
 }
 

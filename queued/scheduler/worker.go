@@ -110,6 +110,9 @@ func (s dispatcher) work(c *card) {
 			}
 		} else {
 			s.savedLocked(cards, revs)
+			if next != nil {
+				next.startCommitted = true
+			}
 			for i, j := range done {
 				if doneRecs[i].State == store.StateDone {
 					settleOnceSwept(s.core, j, doneRecs[i])
@@ -227,6 +230,7 @@ func (s dispatcher) requeueLocked(c *card, j *job) {
 	}
 	j.rec.ResetEpochs = nil
 	j.stop, j.reason, j.log = make(chan struct{}), stopNone, nil
+	j.startCommitted, j.stopEarly = false, false
 	cards := s.cardsOf(j)
 	for _, cd := range cards {
 		cd.current = nil
@@ -304,10 +308,12 @@ func (s dispatcher) run(c *card, j *job, pre *launchPrep) (done []*job, recs []s
 			done, recs = s.resets.finishLocked(c, j, out, ls, now)
 			return
 		}
-		if res.Iterations == 0 && res.Stopped && res.Err == nil && !j.killed && (j.reason == stopService || j.reason == stopReset) {
-			// Stopped between its start commit and its process: it never
-			// ran, so it is queued again (durably, with the next commit)
-			// rather than interrupted.
+		if res.Iterations == 0 && res.Stopped && res.Err == nil && !j.killed && (j.reason == stopService || j.reason == stopReset && j.stopEarly) {
+			// Stopped before its process: it never ran, so it is queued
+			// again (durably, with the next commit) rather than
+			// interrupted. A reset that came once its start was committed
+			// (its helper prepared) interrupts it, as it interrupts a job
+			// whose helper had started.
 			s.budget.ended(j.rec.ID, ls.Disk)
 			s.requeueLocked(c, j)
 			done, recs = []*job{j}, []store.Job{j.rec}
