@@ -116,11 +116,7 @@ func (r *running) abandon(after time.Duration, exited <-chan error) *Abandoned {
 // the result reads as killed (-9), with the start's error if its program
 // never started.
 func (r *running) giveUp(spec *Spec, res Result, running bool, startErr error, after time.Duration, exited <-chan error) (Result, bool) {
-	syscall.Kill(-r.proc.PID, syscall.SIGKILL)
-	if r.cg == nil {
-		r.sweep()
-	}
-	r.cg.Kill()
+	r.killLeftovers()
 	res.Abandoned = r.abandon(after, exited)
 	res.ExitCode = -int(syscall.SIGKILL)
 	if !running {

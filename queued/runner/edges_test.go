@@ -97,10 +97,11 @@ func TestWaitExited_LeavesTheLeaderUnreaped(t *testing.T) {
 	var leader Proc
 	spec.OnStart = func(p Proc) { leader = p }
 	// Run it by hand: start, wait without reaping, check, kill, reap.
-	p, err := start(&spec, b.log, false, false)
+	p, err := start(&spec, b.log, false)
 	if err != nil {
 		t.Fatal(err)
 	}
+	p.handOff.release()
 	leader = p.proc
 	if err := waitExited(leader.PID); err != nil {
 		t.Fatal(err)

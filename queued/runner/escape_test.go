@@ -93,10 +93,11 @@ func TestKillLeftovers_EscaperFoundByTheLeadersAuditSession(t *testing.T) {
 	spec, pidFile := escaperSpec(t, b, "sleep 1000")
 	// Started by hand, so no run of this queued sweeps after it: as a
 	// restarted queued finds it, by its record alone.
-	r, err := start(&spec, b.log, false, false)
+	r, err := start(&spec, b.log, false)
 	if err != nil {
 		t.Fatal(err)
 	}
+	r.handOff.release()
 	defer r.finish()
 	pid := escaperPID(t, pidFile)
 	killed, err := KillLeftovers("/proc", []Leftover{{JobID: "not-its-marker", PGID: r.proc.PID, LeaderStart: r.proc.Start, UID: uint32(os.Geteuid())}}, 10*time.Second)

@@ -32,26 +32,21 @@ type handOff struct {
 // KiB, before a write waits for the helper to read.
 const syncRequestMax = 4096 - 1
 
-// sendRequest writes req to the helper's request pipe w, and then its Go
-// byte at once (held false) or once released, and closes w. A request
-// larger than syncRequestMax is written by a goroutine while the helper
-// reads it; one that dies meanwhile ends the write.
-func sendRequest(w *os.File, req *execjob.Request, held bool) *handOff {
+// sendRequest writes req to the helper's request pipe w and keeps w
+// for the Go byte, which goes once released; a request larger than
+// syncRequestMax is written by a goroutine while the helper reads it
+// (one that dies meanwhile ends the write), which then writes the Go
+// byte as it is decided.
+func sendRequest(w *os.File, req *execjob.Request) *handOff {
 	body := req.Encode()
 	if len(body) <= syncRequestMax {
-		if !held {
-			body = append(body, execjob.Go)
-		}
-		if _, err := w.Write(body); err != nil || !held {
+		if _, err := w.Write(body); err != nil {
 			w.Close()
 			return &handOff{}
 		}
 		return &handOff{w: w}
 	}
 	h := &handOff{verdict: make(chan bool, 1)}
-	if !held {
-		h.verdict <- true
-	}
 	go func() {
 		defer w.Close()
 		if _, err := w.Write(body); err != nil {
@@ -104,7 +99,7 @@ type Prepared struct {
 // started. An error to start is kept for Run to report, as a start of
 // its own would.
 func Prepare(spec Spec, out *Log) *Prepared {
-	r, err := start(&spec, out, true, true)
+	r, err := start(&spec, out, true)
 	return &Prepared{r: r, err: err}
 }
 

@@ -155,6 +155,17 @@ func (r *running) killAll() {
 	r.cg.Kill()
 }
 
+// killLeftovers kills what is left of the iteration: its process group,
+// and what its cgroup holds or, without one, what the sweep finds. Call
+// it only before the leader is reaped (its ids are still its own).
+func (r *running) killLeftovers() {
+	syscall.Kill(-r.proc.PID, syscall.SIGKILL)
+	if r.cg == nil {
+		r.sweep()
+	}
+	r.cg.Kill()
+}
+
 // finish reaps the leader and drains what is left of the output.
 func (r *running) finish() *os.ProcessState {
 	r.cmd.Wait() // the state is all we need; its error only repeats it
@@ -192,7 +203,7 @@ func runOnce(spec *Spec, out *Log, stop <-chan struct{}, deadline time.Time, las
 	// nothing of the program runs before queued knows its process.
 	r, err, prepared := spec.Prepared.take()
 	if !prepared {
-		r, err = start(spec, out, true, false)
+		r, err = start(spec, out, false)
 	}
 	reg.End()
 	if err != nil {
@@ -333,12 +344,10 @@ func runOnce(spec *Spec, out *Log, stop <-chan struct{}, deadline time.Time, las
 	}
 	reg = rtrace.StartRegion(context.Background(), "runner: sweep and reap")
 	if waitErr == nil {
-		syscall.Kill(-pgid, syscall.SIGKILL)
-		if r.cg == nil {
-			r.sweep()
-		}
+		r.killLeftovers()
+	} else {
+		r.cg.Kill()
 	}
-	r.cg.Kill()
 	state := r.finish()
 	reg.End()
 

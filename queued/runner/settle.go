@@ -61,10 +61,7 @@ func (r *running) settleLater() <-chan struct{} {
 	go func() {
 		defer close(settled)
 		defer rtrace.StartRegion(context.Background(), "runner: sweep and reap, after the result").End()
-		if r.cg == nil {
-			r.sweep()
-		}
-		r.cg.Kill()
+		r.killLeftovers()
 		r.cmd.Wait()
 		r.cg.Close()
 	}()

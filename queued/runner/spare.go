@@ -170,9 +170,9 @@ func (sp *spare) discard() {
 	sp.cmd.Wait()
 }
 
-// use hands req to the spare (held: without its Go byte, see start):
-// it becomes the iteration r.
-func (sp *spare) use(req *execjob.Request, out *Log, marker string, uid uint32, held bool) *running {
+// use hands req to the spare, without its Go byte (see start): it
+// becomes the iteration r.
+func (sp *spare) use(req *execjob.Request, out *Log, marker string, uid uint32) *running {
 	clock := sp.clock
 	if last, ok := readInt("/proc/sys/kernel/ns_last_pid", make([]byte, 32)); ok && last > 0 {
 		// Read before the request is written: every process of the job
@@ -180,7 +180,7 @@ func (sp *spare) use(req *execjob.Request, out *Log, marker string, uid uint32, 
 		clock.after = last
 	}
 	r := &running{cmd: sp.cmd, pr: sp.pr, proc: sp.proc, copied: make(chan struct{}),
-		marker: marker, uid: uid, start: watchStart(sp.sr), clock: clock, handOff: sendRequest(sp.req, req, held)}
+		marker: marker, uid: uid, start: watchStart(sp.sr), clock: clock, handOff: sendRequest(sp.req, req)}
 	go r.drain(out)
 	return r
 }

@@ -51,11 +51,12 @@ var startUmask = func() int {
 
 // start starts one iteration's helper in a session of its own, draining
 // its output into out. It returns once the helper runs; the program's
-// start is watched through r.start. With held, the request goes without
-// its Go byte: the helper takes its steps and waits for r.handOff's
-// release (see Prepare). With spareOnly, only a waiting spare is used:
+// start is watched through r.start. The request goes without its Go
+// byte: the helper takes its steps and waits for r.handOff's release,
+// which comes once the process is recorded (runOnce) or the start is
+// durable (Prepare). With spareOnly, only a waiting spare is used:
 // without one it returns nil and no error.
-func start(spec *Spec, out *Log, held, spareOnly bool) (*running, error) {
+func start(spec *Spec, out *Log, spareOnly bool) (*running, error) {
 	if len(spec.Shell) == 0 {
 		return nil, errors.New("no shell configured")
 	}
@@ -80,7 +81,7 @@ func start(spec *Spec, out *Log, held, spareOnly bool) (*running, error) {
 		// A helper already started and waiting (see spare.go), where no
 		// cgroup of its own awaits the job.
 		if sp := takeSpare(spec.Helper); sp != nil {
-			return sp.use(&req, out, markerOf(spec.Env), uid, held), nil
+			return sp.use(&req, out, markerOf(spec.Env), uid), nil
 		}
 	}
 	if spareOnly {
@@ -144,7 +145,7 @@ func start(spec *Spec, out *Log, held, spareOnly bool) (*running, error) {
 	// the PID is still its own. The program keeps it across the execve.
 	st, _ := StartTime("/proc", pid)
 	r := &running{cmd: cmd, pr: pr, proc: Proc{PID: pid, Start: st}, copied: make(chan struct{}), cg: cg,
-		marker: marker, uid: uid, start: watchStart(sr), clock: clock, handOff: sendRequest(rw, &req, held)}
+		marker: marker, uid: uid, start: watchStart(sr), clock: clock, handOff: sendRequest(rw, &req)}
 	go r.drain(out)
 	return r, nil
 }
