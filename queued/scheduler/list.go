@@ -91,10 +91,12 @@ func (s jobIndex) each(f ListFilter, fn func(JobInfo) error) error {
 		}
 	}
 	// Finished jobs still in memory (held, or settling) come from memory;
-	// the store may not have them yet.
+	// the store may not have them yet. So does a job whose run has ended
+	// and whose end is committing or being swept (settleOnceSwept): it is
+	// on no card any more, and memory still holds it running.
 	inMemory := map[string]bool{}
 	for id, j := range s.jobs {
-		if j.rec.State == store.StateDone {
+		if j.rec.State == store.StateDone || j.durable && !listed[j] && j.rec.State == store.StateRunning {
 			inMemory[id] = true
 			if len(active) < f.Limit && f.match(&j.rec) {
 				active = append(active, s.infoLocked(j))
