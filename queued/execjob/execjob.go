@@ -20,6 +20,7 @@ import (
 	"runtime"
 	"strconv"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -196,9 +197,29 @@ func execJob() int {
 		return fail(StageReady, ErrCancelled)
 	}
 	reqFile.Close()
+	defaultSignals()
 	report(Status{Stage: StageExec})
 	err = syscall.Exec(req.Path, req.Argv, req.Env)
 	return fail(StageExec, err)
+}
+
+// inheritedIgnores are the signals the Go runtime leaves ignored when
+// the process starts with them ignored; it handles every other one, and
+// an execve resets a handled signal to its default. A queued started by
+// `nohup`, or with `&` in a script, has SIGHUP or SIGINT ignored.
+var inheritedIgnores = []syscall.Signal{syscall.SIGHUP, syscall.SIGINT}
+
+// defaultSignals gives the signals queued may have inherited ignored
+// their default disposition, which the program then starts with: an
+// ignored SIGINT would leave the kill ladder's first rung, which tt-metal
+// handles by closing the device, doing nothing. It runs just before the
+// execve; a signal that comes in between ends the helper as it would the
+// program.
+func defaultSignals() {
+	var dfl [4]uint64 // struct sigaction: SIG_DFL, no flags, no restorer, no mask
+	for _, sig := range inheritedIgnores {
+		unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(sig), uintptr(unsafe.Pointer(&dfl)), 0, 8, 0, 0)
+	}
 }
 
 // become switches every thread of the helper to the user: groups, then

@@ -19,6 +19,9 @@ func TestMain(m *testing.M) {
 	if mode := os.Getenv(hostileEnv); mode != "" {
 		os.Exit(hostileMain(mode))
 	}
+	if dir := os.Getenv(asQueuedEnv); dir != "" {
+		os.Exit(asQueuedMain(dir))
+	}
 	goleak.VerifyTestMain(m)
 }
 
