@@ -203,22 +203,22 @@ func execJob() int {
 	return fail(StageExec, err)
 }
 
-// inheritedIgnores are the signals the Go runtime leaves ignored when
-// the process starts with them ignored; it handles every other one, and
-// an execve resets a handled signal to its default. A queued started by
-// `nohup`, or with `&` in a script, has SIGHUP or SIGINT ignored.
-var inheritedIgnores = []syscall.Signal{syscall.SIGHUP, syscall.SIGINT}
-
-// defaultSignals gives the signals queued may have inherited ignored
-// their default disposition, which the program then starts with: an
-// ignored SIGINT would leave the kill ladder's first rung, which tt-metal
-// handles by closing the device, doing nothing. It runs just before the
-// execve; a signal that comes in between ends the helper as it would the
-// program.
+// defaultSignals gives every signal queued inherited ignored its default
+// disposition, which the program then starts with: an ignored SIGINT
+// would leave the kill ladder's first rung, which tt-metal handles by
+// closing the device, doing nothing. The Go runtime keeps SIGHUP and
+// SIGINT ignored when it starts with them ignored (`nohup`, or `&` in a
+// script) and never touches 32, which glibc keeps for itself; execve
+// resets only the signals that have a handler. It runs just before the
+// execve; a signal that comes in between ends the helper as it would
+// the program.
 func defaultSignals() {
-	var dfl [4]uint64 // struct sigaction: SIG_DFL, no flags, no restorer, no mask
-	for _, sig := range inheritedIgnores {
-		unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(sig), uintptr(unsafe.Pointer(&dfl)), 0, 8, 0, 0)
+	var act, dfl [4]uint64 // struct sigaction: handler, flags, restorer, mask
+	for sig := uintptr(1); sig <= 64; sig++ {
+		_, _, e := unix.RawSyscall6(unix.SYS_RT_SIGACTION, sig, 0, uintptr(unsafe.Pointer(&act)), 8, 0, 0)
+		if e == 0 && act[0] == 1 { // SIG_IGN
+			unix.RawSyscall6(unix.SYS_RT_SIGACTION, sig, uintptr(unsafe.Pointer(&dfl)), 0, 8, 0, 0)
+		}
 	}
 }
 

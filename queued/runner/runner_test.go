@@ -19,6 +19,9 @@ func TestMain(m *testing.M) {
 	if mode := os.Getenv(hostileEnv); mode != "" {
 		os.Exit(hostileMain(mode))
 	}
+	if list := os.Getenv(ignoringEnv); list != "" {
+		os.Exit(ignoringMain(list, os.Getenv(ignoringDirEnv)))
+	}
 	if dir := os.Getenv(asQueuedEnv); dir != "" {
 		os.Exit(asQueuedMain(dir))
 	}
