@@ -30,6 +30,10 @@
 // queue.db.v1-<time>.bak first, then moves every spec into specs/ in one
 // transaction (see migrate.go).
 //
+// Beside queue.db, starts is the start log (StartLog, opened on its
+// own): a slot per card naming the last job whose start was made durable
+// there, with one fdatasync, rather than in queue.db (see StartsFile).
+//
 // Beside queue.db, held.spill is a reserve of SpillBytes that keeps, while
 // writes to queue.db fail, the records the daemon could not write but has
 // already answered with; the next Open writes them in (see SpillFile).
