@@ -41,7 +41,11 @@ func BenchmarkDrain900(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		s, err := New(Options{Store: st, Devices: []int{0}, OutputDir: filepath.Join(dir, "output"),
+		starts, err := store.OpenStartLog(dir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		s, err := New(Options{Store: st, Starts: starts, Devices: []int{0}, OutputDir: filepath.Join(dir, "output"),
 			MaxQueued: n + 1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 		if err != nil {
 			b.Fatal(err)
@@ -99,6 +103,7 @@ func BenchmarkDrain900(b *testing.B) {
 		cpu := cpuTime() - cpuBefore
 		s.Stop()
 		st.Close()
+		starts.Close()
 		b.ReportMetric(drain.Seconds(), "drain-s")
 		b.ReportMetric(floor.Seconds(), "floor-s")
 		b.ReportMetric(drain.Seconds()/floor.Seconds(), "x-floor")

@@ -20,7 +20,12 @@ func benchScheduler(tb testing.TB, cards *fakeCards, gateOff bool) *Scheduler {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { st.Close() })
-	o := Options{Store: st, Devices: []int{0}, OutputDir: filepath.Join(dir, "output"), MaxQueued: 100000,
+	starts, err := store.OpenStartLog(dir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { starts.Close() })
+	o := Options{Store: st, Starts: starts, Devices: []int{0}, OutputDir: filepath.Join(dir, "output"), MaxQueued: 100000,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), GateOff: gateOff}
 	cards.options(&o)
 	o.GateInterval = time.Second

@@ -28,8 +28,12 @@ var errInjected = errors.New("injected write fault")
 // faultStore wraps the real store and fails writes while a fault is set.
 type faultStore struct {
 	*store.Store
+	log   *store.StartLog // the start log beside the store
 	mu    sync.Mutex
 	fault func(jobs []store.Job) error
+	// markFault, when set, is MarkStart's fault instead of fault: a test
+	// can then fail or hold a marked start's commit and not its mark.
+	markFault func(jobs []store.Job) error
 }
 
 func (f *faultStore) set(fault func([]store.Job) error) {
@@ -63,6 +67,36 @@ func (f *faultStore) Commit(cards []store.Card, jobs ...store.Job) error {
 	}
 	return f.Store.Commit(cards, jobs...)
 }
+
+// MarkStart is the write that makes a start durable in the start log:
+// the fault sees it as the job's running record, the record that start
+// would otherwise commit, so a test that fails or holds "the start"
+// does so whichever way it goes. Clearing a slot is a write of no job.
+func (f *faultStore) MarkStart(card int, id string, attempt int) error {
+	var seen []store.Job
+	if id != "" {
+		rec, err := f.Store.Job(id)
+		if err != nil {
+			return err
+		}
+		rec.State, rec.Attempt = store.StateRunning, attempt
+		seen = []store.Job{rec}
+	}
+	f.mu.Lock()
+	markFault := f.markFault
+	f.mu.Unlock()
+	if markFault != nil {
+		if err := markFault(seen); err != nil {
+			return err
+		}
+	} else if err := f.check(seen); err != nil {
+		return err
+	}
+	return f.log.MarkStart(card, id, attempt)
+}
+
+// Marks reads the start log.
+func (f *faultStore) Marks() ([]store.StartMark, error) { return f.log.Marks() }
 
 func (f *faultStore) Probe() error {
 	if err := f.check(nil); err != nil {
@@ -130,13 +164,17 @@ func (b *bundle) open() {
 	if err != nil {
 		b.t.Fatal(err)
 	}
+	log, err := store.OpenStartLog(b.dir)
+	if err != nil {
+		b.t.Fatal(err)
+	}
 	b.st = st
-	b.fs = &faultStore{Store: st}
-	b.t.Cleanup(func() { st.Close() })
+	b.fs = &faultStore{Store: st, log: log}
+	b.t.Cleanup(func() { st.Close(); log.Close() })
 }
 
 func (b *bundle) start() {
-	b.opt.Store = b.fs
+	b.opt.Store, b.opt.Starts = b.fs, b.fs
 	s, err := New(b.opt)
 	if err != nil {
 		b.t.Fatal(err)

@@ -68,6 +68,10 @@ type job struct {
 	// while the commit is in flight, runner.Prepare), as a start inside
 	// the runner was before. stopEarly says the stop came before that.
 	startCommitted, stopEarly bool
+	// startRecorded, set while a start marked in the start log
+	// (markstart.go) has its running record committing, closes when that
+	// commit is over: the process record is written after it.
+	startRecorded <-chan struct{}
 	// swept, when not nil, closes once what the job's last run left is
 	// swept and its leader reaped (runner.Result.Settled): its end is
 	// shown only then.

@@ -57,7 +57,16 @@ func (s restart) recover(recent []store.Job) error {
 	var resets []*job // resets to retry, in FIFO order
 	var holds []*job  // holds that held their cards, in FIFO order
 	var rewritten []store.Job
+	started, err := s.markedStarts()
+	if err != nil {
+		return fmt.Errorf("recovering queues: %w", err)
+	}
 	for _, rec := range active {
+		if a, ok := started[rec.ID]; ok && a == rec.AttemptNo() && rec.State == store.StateQueued && rec.Kind == store.KindJob {
+			// Its start was made durable in the start log and its running
+			// record was not yet (markstart.go): it started.
+			rec.State = store.StateRunning
+		}
 		c := s.cards[rec.Card()]
 		missing, dead := -1, (*card)(nil)
 		for _, id := range rec.Cards() {
@@ -186,6 +195,20 @@ func (s restart) recover(recent []store.Job) error {
 	}
 	s.log.Info("recovered queues", "queued", s.queued, "interrupted_or_failed", len(ended))
 	return nil
+}
+
+// markedStarts is, by job id, the attempt each card's slot in the start
+// log names: the last start made durable there.
+func (s restart) markedStarts() (map[string]int, error) {
+	started := map[string]int{}
+	if s.opt.Starts == nil {
+		return started, nil
+	}
+	marks, err := s.opt.Starts.Marks()
+	for _, m := range marks {
+		started[m.ID] = m.Attempt
+	}
+	return started, err
 }
 
 // leftoverUID is the user whose marked processes a leftover's sweep may

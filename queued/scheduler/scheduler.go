@@ -61,6 +61,18 @@ type Store interface {
 	Spill(cards []store.Card, jobs ...store.Job) error
 }
 
+// StartLog is where a card's worker makes a job's start durable with one
+// fdatasync rather than a commit (markstart.go); *store.StartLog
+// implements it, and tests wrap it to inject faults.
+type StartLog interface {
+	// MarkStart durably records in card's slot that job id starts its
+	// attempt now (an empty id clears the slot); store.ErrNoStartSlot
+	// when the start must be committed instead.
+	MarkStart(card int, id string, attempt int) error
+	// Marks reads what the slots say.
+	Marks() ([]store.StartMark, error)
+}
+
 // Errors the API maps to status codes with errors.Is.
 var (
 	ErrUnknownCard = errors.New("unknown card")
@@ -77,6 +89,11 @@ var (
 type Options struct {
 	// Store holds the durable records. Required.
 	Store Store
+	// Starts is the start log beside the store (store.OpenStartLog). With
+	// it, a card's worker makes a job's start durable there and commits
+	// the job's running record while the job runs; without it, every
+	// start is committed before its job runs.
+	Starts StartLog
 	// Devices are the card numbers that get a queue. Required.
 	Devices []int
 	// OutputDir holds one output file per job. Required.

@@ -3,7 +3,6 @@ package scheduler
 import (
 	"fmt"
 	"runtime/debug"
-	"sync"
 	"time"
 
 	"github.com/ttkit/ttkit/queued/runner"
@@ -28,6 +27,9 @@ func (s dispatcher) work(c *card) {
 	defer s.workers.Done()
 	var done []*job // finished jobs whose final records are not settled yet
 	var doneRecs []store.Job
+	// markPending says the job the card's slot in the start log names
+	// may not have a durable record yet: the next start is committed.
+	markPending := false
 	for {
 		s.mu.Lock()
 		if len(done) > 0 && s.persist.err != nil {
@@ -95,9 +97,26 @@ func (s dispatcher) work(c *card) {
 		if c.dirtyLocked() {
 			cards, revs = []store.Card{c.recordLocked()}, []uint64{c.rev}
 		}
+		mark := markable(s.opt.Starts, next, markPending)
 		s.mu.Unlock()
 
-		pre, err := starter{s.core}.commitAndPrepare(next, &nextRec, cards, recs)
+		var pre *launchPrep
+		var err error
+		if mark {
+			pre, err = starter{s.core}.markAndPrepare(c.id, &nextRec)
+			if err == nil {
+				markPending = true
+				var ok bool
+				done, doneRecs, ok = runMarked(s, c, next, pre, startRecord{done, doneRecs, cards, revs, recs})
+				markPending = !ok
+				continue
+			}
+			// The start log could not take it: commit it instead.
+			s.log.Debug("the start log refused a start; committing it", "job", nextRec.ID, "err", err)
+			err = s.st.Commit(cards, recs...)
+		} else {
+			pre, err = starter{s.core}.commitAndPrepare(next, &nextRec, cards, recs)
+		}
 
 		s.mu.Lock()
 		if err != nil {
@@ -109,6 +128,9 @@ func (s dispatcher) work(c *card) {
 				s.startNotRecordedLocked(c, next)
 			}
 		} else {
+			// Whatever the card's slot names has its record durable now
+			// (see markstart.go).
+			markPending = false
 			s.savedLocked(cards, revs)
 			if next != nil {
 				next.startCommitted = true
@@ -426,6 +448,12 @@ func (s dispatcher) writeProcess(j *job) {
 			return
 		}
 		s.mu.Lock()
+		recorded := j.startRecorded
+		s.mu.Unlock()
+		if recorded != nil {
+			<-recorded // a marked start's running record goes first
+		}
+		s.mu.Lock()
 		failing := s.persist.err != nil
 		rec := j.rec
 		s.mu.Unlock()
@@ -438,44 +466,4 @@ func (s dispatcher) writeProcess(j *job) {
 			s.mu.Unlock()
 		}
 	}
-}
-
-// waitSettled waits until what the last jobs of cards left is swept and
-// their leaders reaped (runner.Spec.SettleLater): a job's end commits
-// meanwhile, but nothing else runs on a card before. mu guards the
-// cards' settled.
-func waitSettled(mu *sync.Mutex, cards cardSet) {
-	mu.Lock()
-	var chans []<-chan struct{}
-	for _, cd := range cards {
-		if cd.settled != nil {
-			chans = append(chans, cd.settled)
-		}
-	}
-	mu.Unlock()
-	for _, ch := range chans {
-		<-ch
-	}
-}
-
-// settleOnceSwept settles a job whose end is durable, once what it left
-// is swept and its leader reaped (runner.Spec.SettleLater): whoever sees
-// it done (a wait, a dependent job, a script that deletes its user next)
-// finds its processes gone, as before its end committed during the
-// sweep. c.mu is held.
-func settleOnceSwept(c *core, j *job, rec store.Job) {
-	if ch := j.swept; ch != nil {
-		select {
-		case <-ch:
-		default:
-			go func() {
-				<-ch
-				c.mu.Lock()
-				defer c.mu.Unlock()
-				c.settleLocked(j, rec)
-			}()
-			return
-		}
-	}
-	c.settleLocked(j, rec)
 }

@@ -286,6 +286,11 @@ func run(cfg config.Config, envErr error, log *slog.Logger) error {
 		return err
 	}
 	defer st.Close()
+	starts, err := store.OpenStartLog(cfg.StateDir)
+	if err != nil {
+		return err
+	}
+	defer starts.Close()
 	token, err := api.EnsureToken(cfg.StateDir)
 	if err != nil {
 		return err
@@ -342,7 +347,7 @@ func run(cfg config.Config, envErr error, log *slog.Logger) error {
 		log.Info("jobs run in a login shell (TT_DEVICE_LOGIN_SHELL)", "shell", shell)
 	}
 	sched, err := scheduler.New(scheduler.Options{
-		Store: st, Devices: cfg.Devices, OutputDir: filepath.Join(cfg.StateDir, "output"),
+		Store: st, Starts: starts, Devices: cfg.Devices, OutputDir: filepath.Join(cfg.StateDir, "output"),
 		DefaultTimeout: cfg.DefaultTimeout, MaxQueued: cfg.MaxQueued, MaxLogBytes: cfg.MaxLogBytes,
 		KillGrace: killGrace(cfg.KillGrace), TermGrace: killGrace(cfg.TermGrace), DefaultIdleTimeout: cfg.IdleTimeout, RetentionDays: cfg.RetentionDays, MaxCompleted: cfg.MaxCompleted, Logger: log,
 		Shell: shell, Controls: controls(cfg, log), DriverPath: cfg.DriverPath, WaitForeign: cfg.WaitsForForeign(), Fence: sys.fence,
