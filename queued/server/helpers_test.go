@@ -26,12 +26,25 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// faultStore wraps the real store and fails writes while fault is set.
+// faultStore wraps the real store and its start log, as the daemon has
+// them, and fails writes to either while fault is set.
 type faultStore struct {
 	*store.Store
+	log   *store.StartLog
 	mu    sync.Mutex
 	fault error
 }
+
+// MarkStart fails with the fault as a commit does: with the store
+// failing, a start can be made durable nowhere.
+func (f *faultStore) MarkStart(card int, id string, attempt int) error {
+	if err := f.err(); err != nil {
+		return err
+	}
+	return f.log.MarkStart(card, id, attempt)
+}
+
+func (f *faultStore) Marks() ([]store.StartMark, error) { return f.log.Marks() }
 
 func (f *faultStore) set(err error) { f.mu.Lock(); f.fault = err; f.mu.Unlock() }
 func (f *faultStore) err() error    { f.mu.Lock(); defer f.mu.Unlock(); return f.fault }
@@ -89,9 +102,14 @@ func start(t testing.TB, o options) *daemon {
 		t.Fatal(err)
 	}
 	d.st = st
-	d.fs = &faultStore{Store: st}
+	starts, err := store.OpenStartLog(d.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { starts.Close() })
+	d.fs = &faultStore{Store: st, log: starts}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	so := scheduler.Options{Store: d.fs, Devices: []int{0, 1}, OutputDir: filepath.Join(d.dir, "output"),
+	so := scheduler.Options{Store: d.fs, Starts: d.fs, Devices: []int{0, 1}, OutputDir: filepath.Join(d.dir, "output"),
 		KillGrace: 2 * time.Second, TermGrace: 2 * time.Second, RetryMin: 5 * time.Millisecond, RetryMax: 20 * time.Millisecond, Logger: logger}
 	if o.sched != nil {
 		o.sched(&so)
