@@ -86,23 +86,24 @@ func (s *Store) openSpill() error {
 			return fmt.Errorf("clearing %s: %w", path, err)
 		}
 	}
-	if err := reserve(f); err != nil {
+	if err := reserve(f, SpillBytes); err != nil {
 		sp.err = fmt.Errorf("reserving %d bytes in %s: %w", SpillBytes, path, err)
 	}
 	return nil
 }
 
-// reserve writes zeros over the part of the file not yet written, so every
-// later write lands on allocated blocks.
-func reserve(f *os.File) error {
+// reserve writes zeros over the part of the file's first size bytes not
+// yet written, so every later write there lands on allocated blocks (and
+// its fdatasync flushes no metadata).
+func reserve(f *os.File, size int64) error {
 	fi, err := f.Stat()
 	if err != nil {
 		return err
 	}
-	if fi.Size() >= SpillBytes {
+	if fi.Size() >= size {
 		return nil
 	}
-	zeros := make([]byte, SpillBytes-fi.Size())
+	zeros := make([]byte, size-fi.Size())
 	if _, err := f.WriteAt(zeros, fi.Size()); err != nil {
 		return err
 	}

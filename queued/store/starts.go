@@ -77,14 +77,7 @@ func OpenStartLog(dir string) (*StartLog, error) {
 		return nil, fmt.Errorf("opening %s: %w", path, err)
 	}
 	l := &StartLog{f: f, path: path}
-	fi, err := f.Stat()
-	if err == nil && fi.Size() < StartSlots*StartSlotBytes {
-		_, err = f.WriteAt(make([]byte, StartSlots*StartSlotBytes-fi.Size()), fi.Size())
-		if err == nil {
-			err = f.Sync()
-		}
-	}
-	if err != nil {
+	if err := reserve(f, StartSlots*StartSlotBytes); err != nil {
 		l.err = fmt.Errorf("%w: reserving %s: %v", ErrNoStartSlot, path, err)
 	}
 	return l, nil
