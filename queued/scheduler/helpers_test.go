@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -34,6 +35,8 @@ type faultStore struct {
 	// markFault, when set, is MarkStart's fault instead of fault: a test
 	// can then fail or hold a marked start's commit and not its mark.
 	markFault func(jobs []store.Job) error
+	// marks counts the starts the scheduler asked the start log to mark.
+	marks atomic.Int64
 }
 
 func (f *faultStore) set(fault func([]store.Job) error) {
@@ -75,6 +78,7 @@ func (f *faultStore) Commit(cards []store.Card, jobs ...store.Job) error {
 func (f *faultStore) MarkStart(card int, id string, attempt int) error {
 	var seen []store.Job
 	if id != "" {
+		f.marks.Add(1)
 		rec, err := f.Store.Job(id)
 		if err != nil {
 			return err

@@ -24,10 +24,11 @@ import (
 // the worker commits each start in queue.db (markPending).
 
 // markable says whether next's start may go to the start log (log): a
-// job (a reset or a hold commits its start), of one card, and the job the
-// slot names last has a durable record (not markPending).
-func markable(log StartLog, next *job, markPending bool) bool {
-	return log != nil && next != nil && !markPending && next.rec.Kind == store.KindJob && !next.spans()
+// job (a reset or a hold commits its start), of one card, unless the
+// worker commits every start for now (commitOnly: the job the slot names
+// last may have no durable record yet, or the card has no slot).
+func markable(log StartLog, next *job, commitOnly bool) bool {
+	return log != nil && next != nil && !commitOnly && next.rec.Kind == store.KindJob && !next.spans()
 }
 
 // markAndPrepare marks the start of rec (next's record as taken) in
@@ -35,19 +36,14 @@ func markable(log StartLog, next *job, markPending bool) bool {
 // start log, the caller commits the start instead and uses the same
 // preparation.
 func (s starter) markAndPrepare(card int, rec *store.Job) (*launchPrep, error) {
-	prepared := make(chan *launchPrep, 1)
-	go func() {
-		defer trace.StartRegion(context.Background(), "dispatch: prepare the start").End()
-		prepared <- s.prepare(*rec)
-	}()
-	r := trace.StartRegion(context.Background(), "dispatch: mark the start")
-	err := s.opt.Starts.MarkStart(card, rec.ID, rec.AttemptNo())
-	r.End()
-	return <-prepared, err
+	return s.prepareBeside(rec, "dispatch: mark the start", func() error { return s.opt.Starts.MarkStart(card, rec.ID, rec.AttemptNo()) })
 }
 
-// startRecord is the commit a marked start makes while its job runs.
-type startRecord struct {
+// endsCommit is a worker's commit of the jobs that ended on its card
+// (with the next start's running record, and the card's record when it
+// changed): before the next start, or, for a marked start, while its job
+// runs.
+type endsCommit struct {
 	done     []*job // the ends it carries
 	doneRecs []store.Job
 	cards    []store.Card
@@ -55,12 +51,32 @@ type startRecord struct {
 	recs     []store.Job // doneRecs and the running record
 }
 
+// landedLocked applies what became of the commit to the ends it carried:
+// once it succeeded, the cards' records are saved and each ended job
+// settles once what it left is swept; once it failed (err), the store is
+// failing and the ends are held until it recovers. c.mu is held.
+func (e endsCommit) landedLocked(c *core, err error) {
+	if err != nil {
+		c.persist.failLocked(err)
+		for i, j := range e.done {
+			c.persist.holdLocked(j, e.doneRecs[i])
+		}
+		return
+	}
+	c.savedLocked(e.cards, e.revs)
+	for i, j := range e.done {
+		if e.doneRecs[i].State == store.StateDone {
+			settleOnceSwept(c, j, e.doneRecs[i])
+		}
+	}
+}
+
 // runMarked runs next, whose start the start log holds, while rec
 // commits; it returns next's done records, as run does, and whether the
 // commit succeeded. A failed commit stops dispatch (the persistence
 // failure) and holds the ends it carried; the job runs on, and a
 // restart before the store recovers ends it as interrupted by its slot.
-func runMarked(s dispatcher, c *card, next *job, pre *launchPrep, rec startRecord) ([]*job, []store.Job, bool) {
+func runMarked(s dispatcher, c *card, next *job, pre *launchPrep, rec endsCommit) ([]*job, []store.Job, bool) {
 	recorded := make(chan struct{})
 	s.mu.Lock()
 	next.startCommitted = true
@@ -74,20 +90,8 @@ func runMarked(s dispatcher, c *card, next *job, pre *launchPrep, rec startRecor
 		err = s.st.Commit(rec.cards, rec.recs...)
 		r.End()
 		s.mu.Lock()
-		defer s.mu.Unlock()
-		if err != nil {
-			s.persist.failLocked(err)
-			for i, j := range rec.done {
-				s.persist.holdLocked(j, rec.doneRecs[i])
-			}
-			return
-		}
-		s.savedLocked(rec.cards, rec.revs)
-		for i, j := range rec.done {
-			if rec.doneRecs[i].State == store.StateDone {
-				settleOnceSwept(s.core, j, rec.doneRecs[i])
-			}
-		}
+		rec.landedLocked(s.core, err)
+		s.mu.Unlock()
 	}()
 	waitSettled(&s.mu, s.cardsOf(next))
 	done, doneRecs := s.run(c, next, pre)

@@ -170,3 +170,23 @@ func TestRestart_AJobMarkedStartedIsInterruptedNotRunAgain(t *testing.T) {
 		t.Fatalf("ran %q: want behind and retried, once each, and never the marked job", data)
 	}
 }
+
+// A card the start log has no slot for (from store.StartSlots on) commits
+// every start, as before the start log; its worker asks the log once, not
+// before every start.
+func TestQueue_ACardWithoutASlotCommitsItsStarts(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(o *Options) { o.Devices = []int{0, store.StartSlots} })
+	for range 3 {
+		j := b.submit(store.StartSlots, "true")
+		if info := b.waitDone(j.ID); *info.ExitCode != 0 {
+			t.Fatalf("%+v", info.Job)
+		}
+	}
+	if n := b.fs.marks.Load(); n != 1 {
+		t.Fatalf("the start log was asked to mark %d starts on a card it has no slot for; want 1", n)
+	}
+	if marks, err := b.fs.Marks(); err != nil || len(marks) != 0 {
+		t.Fatalf("start log: %+v, %v; want no mark", marks, err)
+	}
+}

@@ -37,17 +37,23 @@ func (s starter) commitAndPrepare(next *job, rec *store.Job, cards []store.Card,
 	if next == nil || rec.Kind != store.KindJob {
 		return nil, s.st.Commit(cards, recs...)
 	}
-	// The commit runs here and the preparation beside it: a goroutine
-	// just started waits for another thread to wake (a tenth of a
-	// millisecond on our machines), and the commit is the longer of the
-	// two, so it begins at once.
+	return s.prepareBeside(rec, "dispatch: commit the start", func() error { return s.st.Commit(cards, recs...) })
+}
+
+// prepareBeside prepares rec's start while write makes it durable (a
+// commit, or a mark in the start log), and returns both outcomes. The
+// write runs here and the preparation beside it: a goroutine just started
+// waits for another thread to wake (a tenth of a millisecond on our
+// machines), and the write is the longer of the two, so it begins at
+// once. region names the write in an execution trace.
+func (s starter) prepareBeside(rec *store.Job, region string, write func() error) (*launchPrep, error) {
 	prepared := make(chan *launchPrep, 1)
 	go func() {
 		defer trace.StartRegion(context.Background(), "dispatch: prepare the start").End()
 		prepared <- s.prepare(*rec)
 	}()
-	r := trace.StartRegion(context.Background(), "dispatch: commit the start")
-	err := s.st.Commit(cards, recs...)
+	r := trace.StartRegion(context.Background(), region)
+	err := write()
 	r.End()
 	defer trace.StartRegion(context.Background(), "dispatch: wait for the preparation").End()
 	return <-prepared, err

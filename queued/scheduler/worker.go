@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"errors"
 	"fmt"
 	"runtime/debug"
 	"time"
@@ -29,7 +30,9 @@ func (s dispatcher) work(c *card) {
 	var doneRecs []store.Job
 	// markPending says the job the card's slot in the start log names
 	// may not have a durable record yet: the next start is committed.
-	markPending := false
+	// noSlot says the start log has no slot for the card (or could not
+	// be made): every start is committed.
+	markPending, noSlot := false, false
 	for {
 		s.mu.Lock()
 		if len(done) > 0 && s.persist.err != nil {
@@ -97,7 +100,7 @@ func (s dispatcher) work(c *card) {
 		if c.dirtyLocked() {
 			cards, revs = []store.Card{c.recordLocked()}, []uint64{c.rev}
 		}
-		mark := markable(s.opt.Starts, next, markPending)
+		mark := markable(s.opt.Starts, next, markPending || noSlot)
 		s.mu.Unlock()
 
 		var pre *launchPrep
@@ -105,13 +108,13 @@ func (s dispatcher) work(c *card) {
 		if mark {
 			pre, err = starter{s.core}.markAndPrepare(c.id, &nextRec)
 			if err == nil {
-				markPending = true
 				var ok bool
-				done, doneRecs, ok = runMarked(s, c, next, pre, startRecord{done, doneRecs, cards, revs, recs})
+				done, doneRecs, ok = runMarked(s, c, next, pre, endsCommit{done, doneRecs, cards, revs, recs})
 				markPending = !ok
 				continue
 			}
 			// The start log could not take it: commit it instead.
+			noSlot = errors.Is(err, store.ErrNoStartSlot)
 			s.log.Debug("the start log refused a start; committing it", "job", nextRec.ID, "err", err)
 			err = s.st.Commit(cards, recs...)
 		} else {
@@ -119,26 +122,16 @@ func (s dispatcher) work(c *card) {
 		}
 
 		s.mu.Lock()
-		if err != nil {
-			s.persist.failLocked(err)
-			for i, j := range done {
-				s.persist.holdLocked(j, doneRecs[i])
-			}
-			if next != nil {
-				s.startNotRecordedLocked(c, next)
-			}
-		} else {
+		endsCommit{done, doneRecs, cards, revs, recs}.landedLocked(s.core, err)
+		switch {
+		case err != nil && next != nil:
+			s.startNotRecordedLocked(c, next)
+		case err == nil:
 			// Whatever the card's slot names has its record durable now
 			// (see markstart.go).
 			markPending = false
-			s.savedLocked(cards, revs)
 			if next != nil {
 				next.startCommitted = true
-			}
-			for i, j := range done {
-				if doneRecs[i].State == store.StateDone {
-					settleOnceSwept(s.core, j, doneRecs[i])
-				}
 			}
 		}
 		done, doneRecs = nil, nil
