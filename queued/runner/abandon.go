@@ -3,6 +3,7 @@ package runner
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -61,16 +62,25 @@ func AbandonedProcs() []Abandoned {
 }
 
 // stuckReason says what pid is doing that SIGKILL did not end: its state
-// and the kernel function it sleeps in.
-func stuckReason(pid int, after time.Duration) string {
+// and the kernel function it sleeps in. SIGKILL ends a process's threads
+// one by one, so the leader can be a zombie while another thread (a Go
+// helper's, entering a working directory that never answers) still
+// sleeps in D and holds the process: then that thread is the one named.
+func stuckReason(procRoot string, pid int, after time.Duration) string {
+	dir := filepath.Join(procRoot, strconv.Itoa(pid))
 	what := "still alive"
-	if st, err := readStat("/proc", pid); err == nil {
+	if st, err := readStat(procRoot, pid); err == nil {
 		what = "in state " + string(st.state)
-		if st.state == 'D' {
+		if st.state != 'D' {
+			if tid, ok := sleepingThread(dir, pid); ok {
+				what = fmt.Sprintf("in state D (uninterruptible sleep, its thread %d)", tid)
+				dir = filepath.Join(dir, "task", strconv.Itoa(tid))
+			}
+		} else {
 			what += " (uninterruptible sleep)"
 		}
 	}
-	if w, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/wchan"); err == nil {
+	if w, err := os.ReadFile(filepath.Join(dir, "wchan")); err == nil {
 		if s := strings.TrimSpace(string(w)); s != "" && s != "0" {
 			what += ", waiting in " + s
 			if strings.HasPrefix(s, "fuse") || strings.Contains(s, "request_wait_answer") {
@@ -82,6 +92,25 @@ func stuckReason(pid int, after time.Duration) string {
 		pid, after, what)
 }
 
+// sleepingThread is a thread of the process at dir (/proc/<pid>), other
+// than its leader, in uninterruptible sleep.
+func sleepingThread(dir string, pid int) (int, bool) {
+	names, err := pidNames(filepath.Join(dir, "task"))
+	if err != nil {
+		return 0, false
+	}
+	for _, name := range names {
+		tid, err := strconv.Atoi(name)
+		if err != nil || tid == pid {
+			continue
+		}
+		if st, err := readStat(filepath.Join(dir, "task"), tid); err == nil && st.state == 'D' {
+			return tid, true
+		}
+	}
+	return 0, false
+}
+
 // abandon gives up on r's leader, which SIGKILL did not end: it is
 // registered under watch, the output is no longer read into the run's
 // Log (which its owner closes once the run ends), and a goroutine reaps
@@ -89,7 +118,7 @@ func stuckReason(pid int, after time.Duration) string {
 // then).
 func (r *running) abandon(after time.Duration, exited <-chan error) *Abandoned {
 	a := Abandoned{PID: r.proc.PID, Start: r.proc.Start, JobID: r.marker, Since: time.Now(),
-		Reason: stuckReason(r.proc.PID, after)}
+		Reason: stuckReason("/proc", r.proc.PID, after)}
 	abandonedProcs.Lock()
 	abandonedProcs.m[a.PID] = a
 	abandonedProcs.Unlock()

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -98,4 +99,39 @@ func TestRun_LeaderNeverSeenDeadIsAbandoned(t *testing.T) {
 	}
 	close(release)
 	waitFor(t, "the abandoned leader to be reaped", func() bool { return !watched(res.Abandoned.PID) })
+}
+
+// SIGKILL ends a process's threads one by one: the helper's leader
+// thread can be a zombie already while another of its threads, the one
+// entering the unanswered working directory, still sleeps in D and holds
+// the process. The reason names that thread's state and where it waits,
+// not the leader's "Z" (seen in CI, where the Go runtime had the chdir
+// on a thread other than the leader).
+func TestRun_StuckReasonNamesTheThreadThatHoldsTheProcess(t *testing.T) {
+	t.Parallel()
+	p := &fakeProc{root: t.TempDir(), t: t}
+	stat := func(pid int, state string) string {
+		return fmt.Sprintf("%d (queued-exec) %s 1 %d %d 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 5 0 4308886 0 0\n", pid, state, pid, pid)
+	}
+	p.write("4242/stat", stat(4242, "Z"))
+	p.write("4242/wchan", "0")
+	p.write("4242/task/4242/stat", stat(4242, "Z"))
+	p.write("4242/task/4242/wchan", "0")
+	p.write("4242/task/4245/stat", stat(4245, "D"))
+	p.write("4242/task/4245/wchan", "request_wait_answer")
+	p.write("4242/task/4246/stat", stat(4246, "S"))
+	p.write("4242/task/4246/wchan", "futex_wait_queue")
+	got := stuckReason(p.root, 4242, 2*time.Second)
+	for _, want := range []string{"process 4242 did not die within 2s of SIGKILL", "state D", "thread 4245", "request_wait_answer", "FUSE"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("reason %q does not say %q", got, want)
+		}
+	}
+	// A process of one thread reads as before.
+	p.write("4300/stat", stat(4300, "D"))
+	p.write("4300/wchan", "request_wait_answer")
+	p.write("4300/task/4300/stat", stat(4300, "D"))
+	if got := stuckReason(p.root, 4300, time.Second); !strings.Contains(got, "in state D (uninterruptible sleep)") || strings.Contains(got, "thread") {
+		t.Errorf("one thread: %q", got)
+	}
 }
