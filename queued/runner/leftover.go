@@ -56,7 +56,7 @@ func KillLeftovers(procRoot string, jobs []Leftover, timeout time.Duration) ([]i
 	// process group and dropped its marker. Read before the first kill.
 	var traces []trace
 	for _, j := range jobs {
-		if st, err := readStat(procRoot, j.PGID); j.PGID > 0 && err == nil && st.start == j.LeaderStart && st.state != 'Z' {
+		if st, err := readStat(procRoot, j.PGID); j.PGID > 0 && err == nil && st.start == j.LeaderStart && !ended(procRoot, strconv.Itoa(j.PGID), st) {
 			traces = append(traces, trace{sid: j.PGID, started: j.LeaderStart, audit: jobAuditSession(procRoot, j.PGID)})
 		}
 	}
@@ -76,7 +76,7 @@ func KillLeftovers(procRoot string, jobs []Leftover, timeout time.Duration) ([]i
 				continue
 			}
 			st, err := readStat(procRoot, j.PGID)
-			if err != nil || st.start != j.LeaderStart || st.state == 'Z' || st.pgrp != j.PGID {
+			if err != nil || st.start != j.LeaderStart || ended(procRoot, strconv.Itoa(j.PGID), st) || st.pgrp != j.PGID {
 				continue
 			}
 			alive++
@@ -134,7 +134,7 @@ func scanEnv(procRoot string, marks []mark, self int) ([]int, error) {
 			continue
 		}
 		if hasMark(procRoot, name, marks) {
-			if st, err := readStat(procRoot, pid); err == nil && st.state != 'Z' {
+			if st, err := readStat(procRoot, pid); err == nil && !ended(procRoot, name, st) {
 				pids = append(pids, pid)
 			}
 		}
@@ -229,7 +229,7 @@ func scanJob(procRoot string, tr trace, self int) []int {
 			continue
 		}
 		st, err := readStatFile(procRoot+"/"+name+"/stat", buf)
-		if err != nil || st.state == 'Z' || waitingSpare(st.session) {
+		if err != nil || ended(procRoot, name, st) || waitingSpare(st.session) {
 			continue
 		}
 		if tr.takes(procRoot, name, st, buf) {
@@ -270,7 +270,7 @@ func pidNames(procRoot string) ([]string, error) {
 // hasMark reports whether the environment of /proc/<name> holds one of
 // marks and that mark's user could signal the process (see signalableBy).
 func hasMark(procRoot, name string, marks []mark) bool {
-	env, err := os.ReadFile(filepath.Join(procRoot, name, "environ"))
+	env, err := environ(procRoot, name)
 	if err != nil || len(env) == 0 {
 		return false
 	}
@@ -282,6 +282,27 @@ func hasMark(procRoot, name string, marks []mark) bool {
 		}
 	}
 	return false
+}
+
+// environ reads the environment of /proc/<name>. A process whose main
+// thread exited answers ESRCH for it (its leader has no memory left) while
+// its other threads run on: their environment, the process's, is read
+// instead.
+func environ(procRoot, name string) ([]byte, error) {
+	env, err := os.ReadFile(filepath.Join(procRoot, name, "environ"))
+	if !errors.Is(err, syscall.ESRCH) {
+		return env, err
+	}
+	tasks, terr := pidNames(filepath.Join(procRoot, name, "task"))
+	if terr != nil {
+		return nil, err
+	}
+	for _, tid := range tasks {
+		if env, terr := os.ReadFile(filepath.Join(procRoot, name, "task", tid, "environ")); terr == nil {
+			return env, nil
+		}
+	}
+	return nil, err
 }
 
 // signalableBy reports whether uid, unprivileged, could signal the process

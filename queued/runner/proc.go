@@ -3,7 +3,6 @@ package runner
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 
@@ -69,6 +68,18 @@ func parseStat(path string, b []byte) (procStat, error) {
 	return procStat{state: f[0][0], pgrp: pgrp, session: session, start: start}, nil
 }
 
+// ended says whether the process procRoot/name, whose stat is st, has
+// ended: a zombie with no thread left. A process whose main thread exited
+// reads Z too while its other threads run on, holding what it opened; it
+// has not ended. Only a zombie's task list is read.
+func ended(procRoot, name string, st procStat) bool {
+	if st.state != 'Z' {
+		return false
+	}
+	tasks, err := pidNames(filepath.Join(procRoot, name, "task"))
+	return err != nil || len(tasks) <= 1
+}
+
 // StartTime returns field 22 of <procRoot>/<pid>/stat: when the process
 // started, in clock ticks since boot.
 func StartTime(procRoot string, pid int) (uint64, error) {
@@ -90,7 +101,7 @@ func ProcessGroup(procRoot string, pid int) (int, error) {
 // be read (unless running as root); that is an error.
 func JobIDOf(procRoot string, pid int) (string, error) {
 	path := filepath.Join(procRoot, strconv.Itoa(pid), "environ")
-	b, err := os.ReadFile(path)
+	b, err := environ(procRoot, strconv.Itoa(pid))
 	if err != nil {
 		return "", fmt.Errorf("reading %s: %w", path, err)
 	}
