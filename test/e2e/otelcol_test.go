@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/ttkit/ttkit/internal/kmdtest"
+	"github.com/ttkit/ttkit/internal/porttest"
 )
 
 var (
@@ -201,15 +202,9 @@ func writeFile(t *testing.T, path, content string) {
 	}
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
+// freePort is a loopback port for one of the test's servers, never one
+// handed out before in this run (see porttest).
+func freePort(t *testing.T) int { return porttest.Free(t) }
 
 // startCollector runs otelcol-tt with the default config from deploy/,
 // overriding only what a test must: addresses, the driver and sysfs trees,

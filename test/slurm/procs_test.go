@@ -5,7 +5,6 @@ package slurm
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ttkit/ttkit/internal/cmdtest"
+	"github.com/ttkit/ttkit/internal/porttest"
 	"github.com/ttkit/ttkit/internal/usertest"
 )
 
@@ -141,16 +141,9 @@ func eventually(t *testing.T, within time.Duration, what string, check func() (b
 	}
 }
 
-// freePort is a loopback TCP port that was free a moment ago.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
+// freePort is a loopback port for one of the test's servers, never one
+// handed out before in this run (see porttest).
+func freePort(t *testing.T) int { return porttest.Free(t) }
 
 // writeFile writes content with mode, creating the directory.
 func writeFile(t *testing.T, path, content string, mode os.FileMode) {
