@@ -2,6 +2,7 @@ package procscan
 
 import (
 	"bytes"
+	"errors"
 	"os/user"
 	"strconv"
 	"strings"
@@ -124,6 +125,12 @@ func (r *reader) readAttribution(dir string, o AttributionOptions) Attribution {
 	}
 	if o.QueuedJob || o.QueuedAgent {
 		data, err := readFile(dir+"/environ", &r.buf, maxEnvironRead)
+		if errors.Is(err, unix.ESRCH) {
+			// Its main thread exited; another runs on (threads.go).
+			if td := liveThreadDir(dir); td != "" {
+				data, err = readFile(td+"/environ", &r.buf, maxEnvironRead)
+			}
+		}
 		if o.QueuedJob {
 			a.QueuedJob = Unknown
 			if err == nil {

@@ -143,6 +143,13 @@ func (r *reader) readIdentity(pid int, dir string) Identity {
 		return r.cmdlineIdentity(pid, raw)
 	}
 	if cmdlineErr == nil {
+		// Empty: a kernel thread, a zombie, or a process whose main
+		// thread exited while another runs on (threads.go).
+		if td := liveThreadDir(dir); td != "" {
+			if raw, err := readCmdline(td+"/cmdline", &r.buf); err == nil && len(raw) > 0 {
+				return r.cmdlineIdentity(pid, raw)
+			}
+		}
 		cmdlineErr = fmt.Errorf("%s is empty", cmdlinePath)
 	}
 

@@ -9,32 +9,16 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ttkit/ttkit/internal/proctest"
 )
 
-// zombieLeaderProgram builds a program whose main thread exits while
-// another of its threads runs on: its /proc/<pid>/stat then reads Z, yet
-// it is alive and holds what it opened.
-func zombieLeaderProgram(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	src, bin := filepath.Join(dir, "zl.c"), filepath.Join(dir, "zl")
-	code := "#include <pthread.h>\n#include <unistd.h>\nstatic void *run(void *a) { for (;;) pause(); return a; }\n" +
-		"int main(void) { pthread_t t; pthread_create(&t, 0, run, 0); pthread_exit(0); }\n"
-	if err := os.WriteFile(src, []byte(code), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("cc", "-o", bin, src, "-lpthread").CombinedOutput(); err != nil {
-		t.Fatalf("building the test program (cc, which the race detector needs too): %v\n%s", err, out)
-	}
-	return bin
-}
-
-// zombieLeader starts zombieLeaderProgram in a session of its own,
+// zombieLeader starts proctest.ZombieLeader in a session of its own,
 // carrying marker, and waits for its main thread to exit. It returns the
 // process and a channel closed once it is reaped.
 func zombieLeader(t *testing.T, marker string) (*exec.Cmd, <-chan struct{}) {
 	t.Helper()
-	bin := zombieLeaderProgram(t)
+	bin := proctest.ZombieLeader(t)
 	cmd := exec.Command(bin)
 	cmd.Env = append(os.Environ(), JobEnvVar+"="+marker)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
@@ -91,7 +75,7 @@ func TestJobIDOf_AProcessWhoseMainThreadExited(t *testing.T) {
 func TestRun_SweepTakesAProcessWhoseMainThreadExited(t *testing.T) {
 	t.Parallel()
 	b := setup(t, 1<<20)
-	bin, pidFile := zombieLeaderProgram(t), filepath.Join(b.dir, "pid")
+	bin, pidFile := proctest.ZombieLeader(t), filepath.Join(b.dir, "pid")
 	// The job ends once its leftover's main thread has exited.
 	spec := b.spec("setsid " + bin + " </dev/null >/dev/null 2>&1 & p=$!; echo $p > " + pidFile +
 		`; until [ "$(cut -d' ' -f3 /proc/$p/stat)" = Z ]; do sleep 0.01; done`)

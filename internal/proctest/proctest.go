@@ -1,0 +1,38 @@
+// Package proctest builds the odd processes tests of /proc readers need
+// and no shell command makes.
+package proctest
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// zombieLeaderSource is a C program whose main thread exits
+// (pthread_exit) while the thread it started waits on for ever.
+const zombieLeaderSource = `#include <pthread.h>
+#include <unistd.h>
+static void *run(void *a) { for (;;) pause(); return a; }
+int main(void) { pthread_t t; pthread_create(&t, 0, run, 0); pthread_exit(0); }
+`
+
+// ZombieLeader builds, in a temporary directory of t, a program whose
+// main thread exits while another of its threads runs on, and returns
+// its path. Running, such a process reads Z in /proc/<pid>/stat, its own
+// cmdline reads empty and its environ fails with ESRCH, yet it lives and
+// keeps what it opened (a card): the case a reader of /proc that trusts
+// the leader's files gets wrong. It needs cc, which the race detector
+// needs too.
+func ZombieLeader(t testing.TB) string {
+	t.Helper()
+	dir := t.TempDir()
+	src, bin := filepath.Join(dir, "zl.c"), filepath.Join(dir, "zl")
+	if err := os.WriteFile(src, []byte(zombieLeaderSource), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("cc", "-o", bin, src, "-lpthread").CombinedOutput(); err != nil {
+		t.Fatalf("building the test program with cc: %v\n%s", err, out)
+	}
+	return bin
+}
