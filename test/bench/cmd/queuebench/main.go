@@ -16,6 +16,8 @@
 //
 //	go run ./test/bench/cmd/queuebench            # 900 jobs, median of 3 runs
 //	QUICK=1 go run ./test/bench/cmd/queuebench    # 200 jobs, one run (CI)
+//	go run ./test/bench/cmd/queuebench -against main -runs 6 -jobs 300
+//	                                              # A/B: this tree against main, 6 pairs
 //
 // It builds queued from this module (or runs $QUEUED_BIN). A peer that is
 // not installed is reported as missing, not as a failure.
@@ -50,9 +52,17 @@ func main() {
 	flag.IntVar(&c.dispatchSamples, "dispatch-samples", 50, "Jobs timed from submission to start on an idle card.")
 	flag.IntVar(&c.memJobs, "mem-jobs", 1000, "Queued jobs for the memory figure.")
 	flag.BoolVar(&c.failOnTarget, "fail-on-target", false, "Exit 1 when a target is missed, not only on errors.")
+	against := flag.String("against", "", "A/B mode: compare this build with another, a queued binary (queued-exec beside it) or a git revision, drain and dispatch in turn, -runs pairs.")
 	flag.Parse()
 	if *short {
 		c.jobs, c.runs, c.dispatchSamples = 200, 1, 20
+	}
+	if *against != "" {
+		if err := runAgainst(c, *against); err != nil {
+			fmt.Fprintln(os.Stderr, "queuebench:", err)
+			os.Exit(2)
+		}
+		return
 	}
 	code, err := run(c)
 	if err != nil {
@@ -60,6 +70,25 @@ func main() {
 		os.Exit(2)
 	}
 	os.Exit(code)
+}
+
+// runAgainst is the A/B mode (compare.go).
+func runAgainst(c config, against string) error {
+	work, err := os.MkdirTemp("", "queuebench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+	c.work = work
+	fmt.Fprintf(os.Stderr, "building queued...\n")
+	if c.bin, err = queuedproc.Build(work); err != nil {
+		return err
+	}
+	other, err := buildAgainst(work, against)
+	if err != nil {
+		return err
+	}
+	return compare(c, other, against)
 }
 
 func run(c config) (int, error) {
@@ -109,7 +138,7 @@ func run(c config) (int, error) {
 		}
 	}
 	fmt.Fprintf(os.Stderr, "dispatch latency and memory...\n")
-	disp, err := ourDispatch(c)
+	disp, err := ourDispatch(c, "queued-dispatch")
 	if err != nil {
 		return 0, fmt.Errorf("dispatch: %w", err)
 	}

@@ -162,11 +162,11 @@ func dispatchProbe(out string) string { return "echo $EPOCHREALTIME > " + out }
 // ourDispatch submits jobs one at a time to an idle card; each writes the
 // wall clock at its first command. The floor is the same program
 // spawned from Go.
-func ourDispatch(c config) (dispatchResult, error) {
+func ourDispatch(c config, name string) (dispatchResult, error) {
 	var r dispatchResult
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	d, work, err := startQueued(c, "queued-dispatch")
+	d, work, err := startQueued(c, name)
 	if err != nil {
 		return r, err
 	}
