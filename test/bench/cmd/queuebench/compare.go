@@ -55,6 +55,7 @@ func buildAgainst(dir, against string) (string, error) {
 type pairRun struct {
 	a, b         drainResult
 	dispA, dispB dispatchResult
+	floor        time.Duration // the same jobs spawned from Go, before the pair
 	aFirst       bool
 }
 
@@ -65,6 +66,12 @@ func compare(c config, other, label string) error {
 	builds := [2]string{c.bin, other}
 	for i := range c.runs {
 		p := pairRun{aFirst: i%2 == 0}
+		fmt.Fprintf(os.Stderr, "run %d/%d: floor\n", i+1, c.runs)
+		floor, err := floorDrain(c)
+		if err != nil {
+			return fmt.Errorf("floor: %w", err)
+		}
+		p.floor = floor
 		order := []int{0, 1}
 		if !p.aFirst {
 			order = []int{1, 0}
@@ -98,7 +105,7 @@ func compare(c config, other, label string) error {
 func printComparison(c config, label string, runs []pairRun) {
 	fmt.Printf("A/B: this build (A) against %s (B), %d jobs a drain, %d pairs, the first of each pair alternating\n\n", label, c.jobs, len(runs))
 	fmt.Printf("%-4s %-6s %14s %14s %16s %16s %14s %14s\n", "run", "first", "A per job", "B per job", "A CPU a job", "B CPU a job", "A dispatch", "B dispatch")
-	var job, cpu, disp, p99 []float64
+	var job, cpu, disp, p99, floorA, floorB, spawnA, spawnB []float64
 	for i, r := range runs {
 		first := "B"
 		if r.aFirst {
@@ -112,6 +119,8 @@ func printComparison(c config, label string, runs []pairRun) {
 		cpu = append(cpu, ratio(r.a.cpu-r.a.cpuSubmit, r.b.cpu-r.b.cpuSubmit))
 		disp = append(disp, ratio(r.dispA.median, r.dispB.median))
 		p99 = append(p99, ratio(r.a.p99, r.b.p99))
+		floorA, floorB = append(floorA, ratio(r.a.drain, r.floor)), append(floorB, ratio(r.b.drain, r.floor))
+		spawnA, spawnB = append(spawnA, ratio(r.dispA.median, r.dispA.floor)), append(spawnB, ratio(r.dispB.median, r.dispB.floor))
 	}
 	fmt.Println()
 	for _, f := range []struct {
@@ -122,6 +131,15 @@ func printComparison(c config, label string, runs []pairRun) {
 		fmt.Printf("A / B %-26s %.3f (pairs %.3f to %.3f)\n", f.name, med, lo, hi)
 	}
 	fmt.Println("\nA ratio under 1 means this build is faster. A change is in the noise while its pairs' range spans 1.")
+	fmt.Println()
+	for _, f := range []struct {
+		name string
+		a, b []float64
+	}{{"drain over the floor", floorA, floorB}, {"dispatch over Go's spawn", spawnA, spawnB}} {
+		ma, la, ha := spread(f.a)
+		mb, lb, hb := spread(f.b)
+		fmt.Printf("%-26s A %.2fx (%.2f to %.2f), B %.2fx (%.2f to %.2f)\n", f.name, ma, la, ha, mb, lb, hb)
+	}
 }
 
 func perJob(d time.Duration, jobs int) time.Duration { return d / time.Duration(jobs) }
