@@ -29,8 +29,12 @@ func FuzzDerive(f *testing.F) {
 			}
 		case got == pythonCommand:
 			// Only a Python interpreter given -c (alone or in a cluster
-			// such as -uc) earns the name.
-			if !anyToken(line, func(tok string) bool { return isPython(basename(tok)) }) ||
+			// such as -uc) earns the name. The interpreter may be the
+			// value of env's -S, which env splits into the command:
+			// env -Spython -c0 runs python -c 0.
+			if !anyToken(line, func(tok string) bool {
+				return isPython(basename(tok)) || isPython(basename(splitStringValue(tok)))
+			}) ||
 				!anyToken(line, func(tok string) bool {
 					return isOption(tok) && !strings.HasPrefix(tok, "--") && strings.Contains(tok, "c")
 				}) {
@@ -46,6 +50,23 @@ func FuzzDerive(f *testing.F) {
 			t.Fatalf("Derive(%q) = %q, which is not part of one of its tokens", line, got)
 		}
 	})
+}
+
+// splitStringValue is the value attached to env's -S in tok (alone, -Sv,
+// or ending a cluster of short options, -iSv) or to a long option
+// (--split-string=v, or an abbreviation of it), which env reads as
+// arguments of its own; "" when tok carries none.
+func splitStringValue(tok string) string {
+	switch {
+	case strings.HasPrefix(tok, "--"):
+		_, v, _ := strings.Cut(tok, "=")
+		return v
+	case strings.HasPrefix(tok, "-"):
+		if i := strings.IndexByte(tok, 'S'); i > 0 {
+			return tok[i+1:]
+		}
+	}
+	return ""
 }
 
 // anyToken reports whether some space-separated token of line satisfies ok.
