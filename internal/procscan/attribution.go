@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ttkit/ttkit/internal/procthread"
 )
 
 // JobEnvVar is the variable queued puts in the environment of every job
@@ -126,10 +128,11 @@ func (r *reader) readAttribution(dir string, o AttributionOptions) Attribution {
 	if o.QueuedJob || o.QueuedAgent {
 		data, err := readFile(dir+"/environ", &r.buf, maxEnvironRead)
 		if errors.Is(err, unix.ESRCH) {
-			// Its main thread exited; another runs on (threads.go).
-			if td := liveThreadDir(dir); td != "" {
+			// Its main thread exited; another runs on (see procthread).
+			procthread.Other(dir, func(td string) bool {
 				data, err = readFile(td+"/environ", &r.buf, maxEnvironRead)
-			}
+				return err == nil
+			})
 		}
 		if o.QueuedJob {
 			a.QueuedJob = Unknown

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/ttkit/ttkit/internal/friendlyname"
+	"github.com/ttkit/ttkit/internal/procthread"
 )
 
 // Source says where an Identity came from.
@@ -144,11 +145,13 @@ func (r *reader) readIdentity(pid int, dir string) Identity {
 	}
 	if cmdlineErr == nil {
 		// Empty: a kernel thread, a zombie, or a process whose main
-		// thread exited while another runs on (threads.go).
-		if td := liveThreadDir(dir); td != "" {
-			if raw, err := readCmdline(td+"/cmdline", &r.buf); err == nil && len(raw) > 0 {
-				return r.cmdlineIdentity(pid, raw)
-			}
+		// thread exited while another runs on (see procthread).
+		if procthread.Other(dir, func(td string) bool {
+			var err error
+			raw, err = readCmdline(td+"/cmdline", &r.buf)
+			return err == nil && len(raw) > 0
+		}) != "" {
+			return r.cmdlineIdentity(pid, raw)
 		}
 		cmdlineErr = fmt.Errorf("%s is empty", cmdlinePath)
 	}

@@ -1,10 +1,8 @@
 package procscan
 
 import (
-	"fmt"
 	"os"
 	"os/exec"
-	"strings"
 	"testing"
 
 	"github.com/ttkit/ttkit/internal/proctest"
@@ -26,11 +24,7 @@ func startZombieLeader(t *testing.T, env ...string) (int, string) {
 		_ = cmd.Wait()
 	})
 	pid := cmd.Process.Pid
-	waitUntil(t, fmt.Sprintf("pid %d's main thread to exit", pid), func() bool {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		_, rest, _ := strings.Cut(string(b), ") ")
-		return err == nil && strings.HasPrefix(rest, "Z")
-	})
+	proctest.WaitMainThreadExited(t, pid)
 	return pid, bin + " --model llama"
 }
 

@@ -3,10 +3,13 @@
 package proctest
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 )
 
 // zombieLeaderSource is a C program whose main thread exits
@@ -35,4 +38,20 @@ func ZombieLeader(t testing.TB) string {
 		t.Fatalf("building the test program with cc: %v\n%s", err, out)
 	}
 	return bin
+}
+
+// WaitMainThreadExited waits, polling up to 10 s, until the stat of pid
+// (a ZombieLeader started by the test) reads Z: its main thread exited.
+func WaitMainThreadExited(t testing.TB, pid int) {
+	t.Helper()
+	path := fmt.Sprintf("/proc/%d/stat", pid)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(2 * time.Millisecond) {
+		b, err := os.ReadFile(path)
+		if _, rest, _ := strings.Cut(string(b), ") "); err == nil && strings.HasPrefix(rest, "Z") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never read Z (its main thread exited): %q, %v", path, b, err)
+		}
+	}
 }

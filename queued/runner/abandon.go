@@ -10,6 +10,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/ttkit/ttkit/internal/procthread"
 )
 
 // Abandoning a process SIGKILL does not end: one asleep in the kernel
@@ -72,7 +74,7 @@ func stuckReason(procRoot string, pid int, after time.Duration) string {
 	if st, err := readStat(procRoot, pid); err == nil {
 		what = "in state " + string(st.state)
 		if st.state != 'D' {
-			if tid, ok := sleepingThread(dir, pid); ok {
+			if tid, ok := sleepingThread(dir); ok {
 				what = fmt.Sprintf("in state D (uninterruptible sleep, its thread %d)", tid)
 				dir = filepath.Join(dir, "task", strconv.Itoa(tid))
 			}
@@ -94,21 +96,13 @@ func stuckReason(procRoot string, pid int, after time.Duration) string {
 
 // sleepingThread is a thread of the process at dir (/proc/<pid>), other
 // than its leader, in uninterruptible sleep.
-func sleepingThread(dir string, pid int) (int, bool) {
-	names, err := pidNames(filepath.Join(dir, "task"))
-	if err != nil {
-		return 0, false
-	}
-	for _, name := range names {
-		tid, err := strconv.Atoi(name)
-		if err != nil || tid == pid {
-			continue
-		}
-		if st, err := readStat(filepath.Join(dir, "task"), tid); err == nil && st.state == 'D' {
-			return tid, true
-		}
-	}
-	return 0, false
+func sleepingThread(dir string) (int, bool) {
+	td := procthread.Other(dir, func(td string) bool {
+		st, err := readStatFile(filepath.Join(td, "stat"), make([]byte, statMax))
+		return err == nil && st.state == 'D'
+	})
+	tid, err := strconv.Atoi(filepath.Base(td))
+	return tid, td != "" && err == nil
 }
 
 // abandon gives up on r's leader, which SIGKILL did not end: it is

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/ttkit/ttkit/internal/procthread"
 )
 
 // JobEnvVar is the variable every job process carries with its job id; it
@@ -285,24 +287,22 @@ func hasMark(procRoot, name string, marks []mark) bool {
 }
 
 // environ reads the environment of /proc/<name>. A process whose main
-// thread exited answers ESRCH for it (its leader has no memory left) while
-// its other threads run on: their environment, the process's, is read
-// instead.
+// thread exited answers ESRCH for it while its other threads run on:
+// their environment, the process's, is read instead (see procthread).
 func environ(procRoot, name string) ([]byte, error) {
 	env, err := os.ReadFile(filepath.Join(procRoot, name, "environ"))
 	if !errors.Is(err, syscall.ESRCH) {
 		return env, err
 	}
-	tasks, terr := pidNames(filepath.Join(procRoot, name, "task"))
-	if terr != nil {
+	var thread []byte
+	if procthread.Other(filepath.Join(procRoot, name), func(td string) bool {
+		var terr error
+		thread, terr = os.ReadFile(filepath.Join(td, "environ"))
+		return terr == nil
+	}) == "" {
 		return nil, err
 	}
-	for _, tid := range tasks {
-		if env, terr := os.ReadFile(filepath.Join(procRoot, name, "task", tid, "environ")); terr == nil {
-			return env, nil
-		}
-	}
-	return nil, err
+	return thread, nil
 }
 
 // signalableBy reports whether uid, unprivileged, could signal the process

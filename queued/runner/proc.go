@@ -7,6 +7,8 @@ import (
 	"strconv"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ttkit/ttkit/internal/procthread"
 )
 
 // procStat holds the fields of /proc/<pid>/stat the runner needs.
@@ -73,11 +75,7 @@ func parseStat(path string, b []byte) (procStat, error) {
 // reads Z too while its other threads run on, holding what it opened; it
 // has not ended. Only a zombie's task list is read.
 func ended(procRoot, name string, st procStat) bool {
-	if st.state != 'Z' {
-		return false
-	}
-	tasks, err := pidNames(filepath.Join(procRoot, name, "task"))
-	return err != nil || len(tasks) <= 1
+	return st.state == 'Z' && procthread.Other(filepath.Join(procRoot, name), nil) == ""
 }
 
 // StartTime returns field 22 of <procRoot>/<pid>/stat: when the process

@@ -34,10 +34,7 @@ func zombieLeader(t *testing.T, marker string) (*exec.Cmd, <-chan struct{}) {
 		case <-time.After(10 * time.Second):
 		}
 	})
-	waitFor(t, "its main thread to exit", func() bool {
-		st, err := readStat("/proc", cmd.Process.Pid)
-		return err == nil && st.state == 'Z'
-	})
+	proctest.WaitMainThreadExited(t, cmd.Process.Pid)
 	return cmd, exited
 }
 
