@@ -59,10 +59,17 @@ func Build(dir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	return BuildFrom(root, dir)
+}
+
+// BuildFrom builds queued and queued-exec from the source tree at root
+// (this module, or a checkout of another revision of it) into dir and
+// returns the queued binary's path.
+func BuildFrom(root, dir string) (string, error) {
 	cmd := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "./queued/cmd/queued", "./queued/cmd/queued-exec")
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building queued: %w\n%s", err, out)
+		return "", fmt.Errorf("building queued in %s: %w\n%s", root, err, out)
 	}
 	return filepath.Join(dir, "queued"), nil
 }

@@ -42,13 +42,7 @@ func buildAgainst(dir, against string) (string, error) {
 		return "", fmt.Errorf("-against %q is neither a queued binary nor a revision git can check out: %w\n%s", against, err, out)
 	}
 	defer exec.Command("git", "-C", root, "worktree", "remove", "--force", tree).Run()
-	out := filepath.Join(dir, "against") + string(filepath.Separator)
-	cmd := exec.Command("go", "build", "-o", out, "./queued/cmd/queued", "./queued/cmd/queued-exec")
-	cmd.Dir = tree
-	if msg, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building queued at %s: %w\n%s", against, err, msg)
-	}
-	return filepath.Join(out, "queued"), nil
+	return queuedproc.BuildFrom(tree, filepath.Join(dir, "against"))
 }
 
 // pairRun is one run of the A/B mode: each build's drain and dispatch.

@@ -72,19 +72,31 @@ func main() {
 	os.Exit(code)
 }
 
-// runAgainst is the A/B mode (compare.go).
-func runAgainst(c config, against string) error {
+// setUp gives c a work directory and this module's queued built in it;
+// the returned function removes the directory.
+func setUp(c *config) (func(), error) {
 	work, err := os.MkdirTemp("", "queuebench-")
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer os.RemoveAll(work)
+	cleanup := func() { os.RemoveAll(work) }
 	c.work = work
 	fmt.Fprintf(os.Stderr, "building queued...\n")
 	if c.bin, err = queuedproc.Build(work); err != nil {
+		cleanup()
+		return nil, err
+	}
+	return cleanup, nil
+}
+
+// runAgainst is the A/B mode (compare.go).
+func runAgainst(c config, against string) error {
+	cleanup, err := setUp(&c)
+	if err != nil {
 		return err
 	}
-	other, err := buildAgainst(work, against)
+	defer cleanup()
+	other, err := buildAgainst(c.work, against)
 	if err != nil {
 		return err
 	}
@@ -92,17 +104,11 @@ func runAgainst(c config, against string) error {
 }
 
 func run(c config) (int, error) {
-	work, err := os.MkdirTemp("", "queuebench-")
+	cleanup, err := setUp(&c)
 	if err != nil {
 		return 0, err
 	}
-	defer os.RemoveAll(work)
-	c.work = work
-	fmt.Fprintf(os.Stderr, "building queued...\n")
-	c.bin, err = queuedproc.Build(work)
-	if err != nil {
-		return 0, err
-	}
+	defer cleanup()
 
 	var ours []drainResult
 	var floor, tsp, nq []time.Duration
