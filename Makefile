@@ -17,6 +17,10 @@ build: ## Build every Go package, and the queued and tt-device-queue binaries in
 .PHONY: test
 test: ## Run every unit and integration test with the race detector (the CI test command).
 	$(GO) test -race -count=1 ./...
+	@# The runner's suite once more with every job started through
+	@# queued-exec's C build (start.c), so both helpers pass it.
+	CGO_ENABLED=1 $(GO) build -o $(BIN)/queued-exec ./queued/cmd/queued-exec
+	QUEUED_TEST_EXEC_HELPER=$(BIN)/queued-exec $(GO) test -race -count=1 ./queued/runner
 
 .PHONY: lint
 lint: ## Check formatting (gofmt), go vet, stale generated code and that every relative Markdown link resolves.

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,8 +15,22 @@ import (
 	"go.uber.org/goleak"
 )
 
+// helperEnv names a queued-exec for every job of these tests to start
+// through, instead of this test binary as the Go helper: `make test` runs
+// the package a second time with the C build (cmd/queued-exec/start.c),
+// so every containment, credential and hostile case holds for both.
+const helperEnv = "QUEUED_TEST_EXEC_HELPER"
+
 func TestMain(m *testing.M) {
 	ServeExecJob()
+	if path := os.Getenv(helperEnv); path != "" {
+		h, err := holdHelper(path)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		defaultHelper = func() helperExec { return h }
+	}
 	if mode := os.Getenv(hostileEnv); mode != "" {
 		os.Exit(hostileMain(mode))
 	}
