@@ -15,7 +15,7 @@ import (
 
 // Spare helpers take the exec helper's start off a job's dispatch (issue
 // 41): while a job runs, the helper of the next one is started, in a
-// session of its own, and waits with its runtime up, blocked reading its
+// session of its own, and waits, already started, blocked reading its
 // request from a pipe. A dispatch then writes the request and the helper
 // goes on with its steps (credentials, keyring, working directory) and
 // executes the shell, as a helper started for the job would; its start
