@@ -228,7 +228,7 @@ func defaultSignals() {
 
 // become switches every thread of the helper to the user: groups, then
 // gid, then uid (package syscall applies each to all threads), and checks
-// that root cannot be had back.
+// that the process has the ids it asked for and cannot have root back.
 func become(c *Cred) error {
 	groups := make([]int, len(c.Groups))
 	for i, g := range c.Groups {
@@ -242,6 +242,15 @@ func become(c *Cred) error {
 	}
 	if err := syscall.Setresuid(int(c.UID), int(c.UID), int(c.UID)); err != nil {
 		return fmt.Errorf("setting uid %d: %w", c.UID, err)
+	}
+	// An id of all ones is -1 to the kernel, which reads it as "leave
+	// this id as it is": the ids the process has now must be the
+	// request's, every one, or a job would keep root's gid or uid.
+	if r, e, s := unix.Getresgid(); r != int(c.GID) || e != int(c.GID) || s != int(c.GID) {
+		return fmt.Errorf("gid %d was not taken: the process has %d, %d, %d", c.GID, r, e, s)
+	}
+	if r, e, s := unix.Getresuid(); r != int(c.UID) || e != int(c.UID) || s != int(c.UID) {
+		return fmt.Errorf("uid %d was not taken: the process has %d, %d, %d", c.UID, r, e, s)
 	}
 	if c.UID != 0 {
 		if err := syscall.Setuid(0); err == nil {

@@ -374,6 +374,24 @@ func TestHelpers_BecomeTheUserAlike(t *testing.T) {
 	}
 }
 
+// An id of all ones is -1 to the kernel, which reads it as "leave this
+// id as it is": a request for uid 64123 with gid 4294967295 left the
+// program with root's gid, and one for uid 4294967295 stayed root (the
+// switch-back check caught that one). Both helpers now check the ids the
+// process has after the switch and refuse any that is not the request's.
+func TestHelpers_RefuseAnIDTheKernelWouldLeaveUnchanged(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to switch to another user (CI runs as root)")
+	}
+	for _, c := range []Cred{{UID: 64123, GID: ^uint32(0)}, {UID: ^uint32(0), GID: 64124}, {UID: ^uint32(0), GID: ^uint32(0)}} {
+		req := Request{Path: "/bin/echo", Argv: []string{"echo", "ran"}, Dir: "/", Cred: &c}
+		o := same(t, req.Encode(), []byte{Go}, "not taken")
+		if o.exit != FailCode || !slices.Equal(o.statuses, []string{"setup", "setup msg"}) || o.out != "" {
+			t.Errorf("uid %d, gid %d: %v; want the start refused before the program", c.UID, c.GID, o)
+		}
+	}
+}
+
 // The cgo build really takes its steps before any Go runs: waiting for
 // its Go byte, the C helper is one thread, where the Go runtime has
 // started several.

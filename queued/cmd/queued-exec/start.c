@@ -312,13 +312,22 @@ __attribute__((constructor)) static void qx_start(void) {
 		qx_write_file("/proc/thread-self/loginuid", num);
 	}
 	if (flags & QX_FLAG_CRED) {
-		// Groups, then gid, then uid, and root must not be had back.
+		// Groups, then gid, then uid; then the ids are checked, and
+		// root must not be had back.
 		if (syscall(SYS_setgroups, ngroups, groups) != 0)
 			qx_fail_errno("setup", errno);
 		if (syscall(SYS_setresgid, gid, gid, gid) != 0)
 			qx_fail_errno("setup", errno);
 		if (syscall(SYS_setresuid, uid, uid, uid) != 0)
 			qx_fail_errno("setup", errno);
+		// An id of all ones is -1 to the kernel, "leave it as it is":
+		// the ids the process has now must be the request's.
+		uid_t ur = 0, ue = 0, us = 0;
+		gid_t gr = 0, ge = 0, gs = 0;
+		if (getresgid(&gr, &ge, &gs) != 0 || gr != gid || ge != gid || gs != gid)
+			qx_fail_msg("setup", "gid %u was not taken: the process has %u, %u, %u", gid, gr, ge, gs);
+		if (getresuid(&ur, &ue, &us) != 0 || ur != uid || ue != uid || us != uid)
+			qx_fail_msg("setup", "uid %u was not taken: the process has %u, %u, %u", uid, ur, ue, us);
 		if (uid != 0 && syscall(SYS_setuid, 0) == 0)
 			qx_fail_msg("setup", "uid %u could switch back to root", uid);
 	}
