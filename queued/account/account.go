@@ -9,6 +9,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"os/user"
 	"slices"
@@ -78,6 +79,11 @@ func fromUser(u *user.User) (Account, error) {
 	if err != nil {
 		return Account{}, fmt.Errorf("user %s: gid %q is not a number", u.Username, u.Gid)
 	}
+	// All ones is -1 to the kernel, "leave this id as it is": a process
+	// switched to it would keep root's. No account may have it.
+	if uid == math.MaxUint32 || gid == math.MaxUint32 {
+		return Account{}, fmt.Errorf("user %s: uid %d, gid %d: %d is not an id a process can take", u.Username, uid, gid, uint32(math.MaxUint32))
+	}
 	a := Account{UID: uint32(uid), GID: uint32(gid), Name: u.Username, Home: u.HomeDir, Shell: loginShell(passwdFile, u.Username)}
 	ids, err := u.GroupIds()
 	if err != nil {
@@ -87,6 +93,9 @@ func fromUser(u *user.User) (Account, error) {
 		g, err := strconv.ParseUint(s, 10, 32)
 		if err != nil {
 			return Account{}, fmt.Errorf("user %s: group id %q is not a number", u.Username, s)
+		}
+		if g == math.MaxUint32 {
+			return Account{}, fmt.Errorf("user %s: group id %d is not an id a process can take", u.Username, g)
 		}
 		if !slices.Contains(a.Groups, uint32(g)) {
 			a.Groups = append(a.Groups, uint32(g))
