@@ -268,11 +268,6 @@ func runOnce(spec *Spec, out *Log, stop <-chan struct{}, deadline time.Time, las
 			return
 		}
 		running = true
-		if r.cg == nil && jobcgroup.Default() == nil {
-			// The next job's helper starts while this one runs, off
-			// this loop: a job that ends at once is not kept waiting.
-			goRefillSpares(spec)
-		}
 		lad.resend()
 		if lad.rung == 0 {
 			idle.arm(time.Now())
@@ -320,6 +315,13 @@ func runOnce(spec *Spec, out *Log, stop <-chan struct{}, deadline time.Time, las
 		}
 	}
 	res.KillSignal, res.killText = lad.rung, lad.text()
+	if r.cg == nil && jobcgroup.Default() == nil {
+		// The next job's helper starts now that this program has ended,
+		// off this loop, and not as it started: a process started beside
+		// a program's start slows it (issue 41: a third of bash's start
+		// on our machines), and a job on an idle card would wait for it.
+		goRefillSpares(spec)
+	}
 	if res.Abandoned != nil {
 		reg.End()
 		return r.giveUp(spec, res, running, startErr, abandonAfter, exited)

@@ -14,9 +14,9 @@ import (
 )
 
 // Spare helpers take the exec helper's start off a job's dispatch (issue
-// 41): while a job runs, the helper of the next one is started, in a
-// session of its own, and waits, already started, blocked reading its
-// request from a pipe. A dispatch then writes the request and the helper
+// 41): when a job's program ends, the helper of the next one is started,
+// in a session of its own, and waits, blocked reading its request from a
+// pipe. It is not started as a program starts, which it would slow. A dispatch then writes the request and the helper
 // goes on with its steps (credentials, keyring, working directory) and
 // executes the shell, as a helper started for the job would; its start
 // bound, stop and kill ladder are the same. Only where no cgroup holds a

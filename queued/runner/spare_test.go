@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -159,4 +160,35 @@ func TestRun_SpareHelperHoldsTheJob(t *testing.T) {
 		wantSpare(t, before, pids)
 		waitFor(t, "the escaper to die with its job", func() bool { return dead(pid) })
 	})
+}
+
+// The next job's helper is started once a job's program has ended, not
+// as it starts: on our machines a process started beside bash's start
+// slowed it by a third (issue 41), which a job on an idle card waited
+// for. While the job runs, no spare is started in its place.
+func TestRun_NextJobsHelperStartsOnceTheJobEnds(t *testing.T) {
+	b := setup(t, 1<<20)
+	warmSpare(t, b)
+	waiting := func() int {
+		spares.Lock()
+		defer spares.Unlock()
+		return len(spares.byHelper[""])
+	}
+	n := waiting()
+	spec := b.spec("touch running; while [ ! -e go ]; do sleep 0.01; done")
+	done := runAsync(spec, b, nil)
+	waitFor(t, "the job to run", func() bool { _, err := os.Stat(filepath.Join(b.dir, "running")); return err == nil })
+	// Long enough for a start at the program's exec to show: the job's
+	// loop reads the exec within milliseconds.
+	time.Sleep(300 * time.Millisecond)
+	if got, busy := waiting(), refilling.Load(); got != n-1 || busy {
+		t.Errorf("while the job runs: %d spares wait (refilling: %v), want %d and none starting", got, busy, n-1)
+	}
+	if err := os.WriteFile(filepath.Join(b.dir, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if res := within(t, done, 10*time.Second, func() {}, "the job"); res.ExitCode != 0 {
+		t.Fatalf("%+v", res)
+	}
+	waitFor(t, "a spare in the job's place", func() bool { return waiting() == n && !refilling.Load() })
 }
