@@ -12,7 +12,8 @@ help: ## List the targets with a line about each.
 .PHONY: build
 build: ## Build every Go package, and the queued and tt-device-queue binaries into bin/.
 	$(GO) build ./...
-	$(GO) build -o $(BIN)/ ./queued/cmd/...
+	scripts/build-queued.sh $(BIN) $(GO)
+	$(GO) build -o $(BIN)/ ./queued/cmd/tt-device-smoke
 
 .PHONY: test
 test: ## Run every unit and integration test with the race detector (the CI test command).
@@ -103,7 +104,7 @@ $(BIN)/helm:
 
 .PHONY: mcp-test
 mcp-test: ## Drive tt-device-queue mcp over stdio with the official TypeScript MCP SDK (npm ci in test/mcp) against a real queued on fake cards.
-	$(GO) build -o $(BIN)/ ./queued/cmd/queued ./queued/cmd/queued-exec ./queued/cmd/tt-device-queue
+	scripts/build-queued.sh $(BIN) $(GO)
 	cd test/mcp && npm ci --no-audit --no-fund && node mcp-test.mjs $(BIN)
 
 .PHONY: chart-test

@@ -102,7 +102,7 @@ http_get() {
 
 section "Building queued, tt-device-queue and otelcol-tt"
 if [[ ${DEMO_SKIP_BUILD:-0} != 1 ]]; then
-	show $GO build -o bin/ ./queued/cmd/queued ./queued/cmd/queued-exec ./queued/cmd/tt-device-queue
+	show scripts/build-queued.sh bin "$GO"
 	show make --no-print-directory otelcol-tt
 fi
 for b in queued tt-device-queue otelcol-tt; do [[ -x $BIN/$b ]] || die "bin/$b is missing"; done

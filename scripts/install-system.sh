@@ -93,7 +93,7 @@ if [[ ${NO_BUILD:-0} == 1 ]]; then
 else
 	say "Building queued and tt-device-queue"
 	mkdir -p bin
-	$GO build -o bin/ ./queued/cmd/queued ./queued/cmd/queued-exec ./queued/cmd/tt-device-queue
+	scripts/build-queued.sh bin "$GO"
 fi
 
 say "Installing into $DESTDIR$BIN_DIR"

@@ -38,7 +38,7 @@ fi
 
 say "Building queued and tt-device-queue"
 mkdir -p bin
-$GO build -o bin/ ./queued/cmd/queued ./queued/cmd/queued-exec ./queued/cmd/tt-device-queue
+scripts/build-queued.sh bin "$GO"
 
 say "Installing into $BIN_DIR"
 install -d -m 0755 "$BIN_DIR"
