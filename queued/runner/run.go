@@ -268,6 +268,13 @@ func runOnce(spec *Spec, out *Log, stop <-chan struct{}, deadline time.Time, las
 			return
 		}
 		running = true
+		if r.cg == nil && jobcgroup.Default() == nil && !spareWaits(spec.Helper) {
+			// No spare waits, nor is one starting: the first jobs of a
+			// host's cards, started while none has ended yet. One is
+			// started now for the next card's job; otherwise they are
+			// started when a job ends (below).
+			goRefillSpares(spec)
+		}
 		lad.resend()
 		if lad.rung == 0 {
 			idle.arm(time.Now())

@@ -16,15 +16,16 @@ import (
 // Spare helpers take the exec helper's start off a job's dispatch (issue
 // 41): when a job's program ends, the helper of the next one is started,
 // in a session of its own, and waits, blocked reading its request from a
-// pipe. It is not started as a program starts, which it would slow. A dispatch then writes the request and the helper
-// goes on with its steps (credentials, keyring, working directory) and
-// executes the shell, as a helper started for the job would; its start
-// bound, stop and kill ladder are the same. Only where no cgroup holds a
-// job: a job's cgroup is its own, chosen when its helper is cloned into
-// it. A spare carries no job marker (its job is not known when it
-// starts): the process record of its job (Spec.OnStart) is what finds it
-// after a crash. When queued exits, a spare reads the end of its request
-// and exits.
+// pipe. It is not started as a program starts, which it would slow,
+// unless no spare waits at all (the first jobs of a host's cards). A
+// dispatch then writes the request and the helper goes on with its steps
+// (credentials, keyring, working directory) and executes the shell, as a
+// helper started for the job would; its start bound, stop and kill
+// ladder are the same. Only where no cgroup holds a job: a job's cgroup
+// is its own, chosen when its helper is cloned into it. A spare carries
+// no job marker (its job is not known when it starts): the process
+// record of its job (Spec.OnStart) is what finds it after a crash. When
+// queued exits, a spare reads the end of its request and exits.
 
 // maxSpares bounds the spares kept for one helper: one for each card
 // that may dispatch at once on a host of two, beyond which a start is
@@ -78,6 +79,15 @@ func takeSpare(helper string) *spare {
 		}
 		sp.discard()
 	}
+}
+
+// spareWaits reports whether a spare of helper waits or is being
+// started.
+func spareWaits(helper string) bool {
+	spares.Lock()
+	n := len(spares.byHelper[helper])
+	spares.Unlock()
+	return n > 0 || refilling.Load()
 }
 
 // refilling is set while a goRefillSpares runs: one at a time is enough

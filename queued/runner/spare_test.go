@@ -162,27 +162,34 @@ func TestRun_SpareHelperHoldsTheJob(t *testing.T) {
 	})
 }
 
+// waitingSpareCount counts the spares of the default helper that wait.
+func waitingSpareCount() int {
+	spares.Lock()
+	defer spares.Unlock()
+	return len(spares.byHelper[""])
+}
+
 // The next job's helper is started once a job's program has ended, not
 // as it starts: on our machines a process started beside bash's start
 // slowed it by a third (issue 41), which a job on an idle card waited
-// for. While the job runs, no spare is started in its place.
+// for. While the job runs, with a spare still waiting, no other is
+// started.
 func TestRun_NextJobsHelperStartsOnceTheJobEnds(t *testing.T) {
 	b := setup(t, 1<<20)
 	warmSpare(t, b)
-	waiting := func() int {
-		spares.Lock()
-		defer spares.Unlock()
-		return len(spares.byHelper[""])
+	// Both spares waiting, so one is left while the job runs.
+	if res := Run(b.spec("true"), b.log, nil); res.ExitCode != 0 {
+		t.Fatalf("%+v", res)
 	}
-	n := waiting()
+	waitFor(t, "both spares", func() bool { return waitingSpareCount() == maxSpares && !refilling.Load() })
 	spec := b.spec("touch running; while [ ! -e go ]; do sleep 0.01; done")
 	done := runAsync(spec, b, nil)
 	waitFor(t, "the job to run", func() bool { _, err := os.Stat(filepath.Join(b.dir, "running")); return err == nil })
 	// Long enough for a start at the program's exec to show: the job's
 	// loop reads the exec within milliseconds.
 	time.Sleep(300 * time.Millisecond)
-	if got, busy := waiting(), refilling.Load(); got != n-1 || busy {
-		t.Errorf("while the job runs: %d spares wait (refilling: %v), want %d and none starting", got, busy, n-1)
+	if got, busy := waitingSpareCount(), refilling.Load(); got != maxSpares-1 || busy {
+		t.Errorf("while the job runs: %d spares wait (refilling: %v), want %d and none starting", got, busy, maxSpares-1)
 	}
 	if err := os.WriteFile(filepath.Join(b.dir, "go"), nil, 0o644); err != nil {
 		t.Fatal(err)
@@ -190,5 +197,30 @@ func TestRun_NextJobsHelperStartsOnceTheJobEnds(t *testing.T) {
 	if res := within(t, done, 10*time.Second, func() {}, "the job"); res.ExitCode != 0 {
 		t.Fatalf("%+v", res)
 	}
-	waitFor(t, "a spare in the job's place", func() bool { return waiting() == n && !refilling.Load() })
+	waitFor(t, "a spare in the job's place", func() bool { return waitingSpareCount() == maxSpares && !refilling.Load() })
+}
+
+// Where no spare waits at all (the first jobs of a host's cards, started
+// while none has ended), a job's exec starts one, so the next card's job
+// need not start its own helper while this one runs for hours.
+func TestRun_AJobStartsASpareWhenNoneWaits(t *testing.T) {
+	b := setup(t, 1<<20)
+	warmSpare(t, b)
+	for sp := takeSpare(""); sp != nil; sp = takeSpare("") {
+		sp.discard()
+	}
+	spec := b.spec("while [ ! -e go ]; do sleep 0.01; done")
+	done := runAsync(spec, b, nil)
+	waitFor(t, "a spare started while the job runs", func() bool { return waitingSpareCount() > 0 })
+	select {
+	case res := <-done:
+		t.Fatalf("the job ended before its release: %+v", res)
+	default:
+	}
+	if err := os.WriteFile(filepath.Join(b.dir, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if res := within(t, done, 10*time.Second, func() {}, "the job"); res.ExitCode != 0 {
+		t.Fatalf("%+v", res)
+	}
 }
