@@ -170,16 +170,20 @@ func TestRun_JobThatJoinsAnotherGroupIsStillStopped(t *testing.T) {
 	}
 }
 
-// The same job under a timeout: the timeout ends it.
+// The same job under a timeout: the timeout ends it. The timeout leaves
+// the job (this test binary, built with the race detector, started
+// beside the package's other parallel tests) time to start and leave its
+// group first: at 500 ms it sometimes had not printed yet when the
+// timeout ended it.
 func TestRun_TimeoutEndsAJobThatLeftItsGroup(t *testing.T) {
 	t.Parallel()
 	b := setup(t, 1<<20)
 	spec := b.hostileSpec(t, "setpgid", "RUNNER_TEST_PGID="+strconv.Itoa(syscall.Getpgrp()))
-	spec.Timeout = 500 * time.Millisecond
+	spec.Timeout = 5 * time.Second
 	done := runAsync(spec, b, nil)
 	b.waitOutput(t, "setpgid=")
 	pid, _ := strconv.Atoi(field(t, b.output(t), "pid"))
-	res := within(t, done, 10*time.Second, killer(pid), "timing out a job that left its process group")
+	res := within(t, done, 20*time.Second, killer(pid), "timing out a job that left its process group")
 	if !res.TimedOut || res.ExitCode != -9 {
 		t.Errorf("%+v, want a timeout", res)
 	}
