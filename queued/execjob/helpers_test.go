@@ -156,10 +156,11 @@ func (o outcome) String() string {
 	return fmt.Sprintf("statuses %q, exit %d, output:\n%s", o.statuses, o.exit, o.out)
 }
 
-// drive runs the helper at bin on req (then the bytes after, such as the
-// Go byte, then the end of the request descriptor), with extra as its
-// descriptors above the status pipe, and returns what it did.
-func drive(t *testing.T, bin string, req, after []byte, extra ...*os.File) outcome {
+// startHelper starts the helper at bin as queued does (a session of its
+// own, no environment, the request's read end on 3 and the status pipe's
+// write end on 4, then extra), its output into out, and returns it with
+// the request's write end and the status pipe's read end.
+func startHelper(t *testing.T, bin string, out io.Writer, extra ...*os.File) (*exec.Cmd, *os.File, *os.File) {
 	t.Helper()
 	rr, rw, err := os.Pipe()
 	if err != nil {
@@ -169,27 +170,36 @@ func drive(t *testing.T, bin string, req, after []byte, extra ...*os.File) outco
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer sr.Close()
-	var out bytes.Buffer
 	cmd := exec.Command(bin)
 	cmd.Args[0] = Name
 	cmd.ExtraFiles = append([]*os.File{rr, sw}, extra...)
 	cmd.Env = []string{}
 	cmd.Dir = "/"
-	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	rr.Close()
 	sw.Close()
+	return cmd, rw, sr
+}
+
+// drive runs the helper at bin on req (then the bytes after, such as the
+// Go byte, then the end of the request descriptor), with extra as its
+// descriptors above the status pipe, and returns what it did.
+func drive(t *testing.T, bin string, req, after []byte, extra ...*os.File) outcome {
+	t.Helper()
+	var out bytes.Buffer
+	cmd, rw, sr := startHelper(t, bin, &out, extra...)
+	defer sr.Close()
 	go func() {
 		rw.Write(req)
 		rw.Write(after)
 		rw.Close()
 	}()
 	lines, _ := io.ReadAll(sr)
-	err = cmd.Wait()
+	err := cmd.Wait()
 	var o outcome
 	if err != nil {
 		ee, ok := err.(*exec.ExitError)
@@ -398,16 +408,7 @@ func TestHelpers_RefuseAnIDTheKernelWouldLeaveUnchanged(t *testing.T) {
 func TestHelpers_TheCBuildRunsNoGoBeforeTheProgram(t *testing.T) {
 	req := (&Request{Path: "/bin/true", Argv: []string{"true"}, Dir: "/"}).Encode()
 	for _, h := range bothHelpers(t) {
-		rr, rw, _ := os.Pipe()
-		sr, sw, _ := os.Pipe()
-		cmd := exec.Command(h[1])
-		cmd.ExtraFiles = []*os.File{rr, sw}
-		cmd.Env = []string{}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		rr.Close()
-		sw.Close()
+		cmd, rw, sr := startHelper(t, h[1], io.Discard)
 		rw.Write(req)
 		var seen bytes.Buffer
 		buf := make([]byte, 64)

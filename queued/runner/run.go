@@ -258,6 +258,8 @@ func runOnce(spec *Spec, out *Log, stop <-chan struct{}, deadline time.Time, las
 	startBound, execd := st.C, r.start.done
 	running := false
 	var startErr error
+	// Spare helpers serve only where no cgroup of its own holds a job.
+	sparesServe := r.cg == nil && jobcgroup.Default() == nil
 	onExec := func(err error) {
 		rtrace.Log(context.Background(), "runner", "the helper executed the program (or failed)")
 		execd, startBound = nil, nil
@@ -268,7 +270,7 @@ func runOnce(spec *Spec, out *Log, stop <-chan struct{}, deadline time.Time, las
 			return
 		}
 		running = true
-		if r.cg == nil && jobcgroup.Default() == nil && !spareWaits(spec.Helper) {
+		if sparesServe && !spareWaits(spec.Helper) {
 			// No spare waits, nor is one starting: the first jobs of a
 			// host's cards, started while none has ended yet. One is
 			// started now for the next card's job; otherwise they are
@@ -322,7 +324,7 @@ func runOnce(spec *Spec, out *Log, stop <-chan struct{}, deadline time.Time, las
 		}
 	}
 	res.KillSignal, res.killText = lad.rung, lad.text()
-	if r.cg == nil && jobcgroup.Default() == nil {
+	if sparesServe {
 		// The next job's helper starts now that this program has ended,
 		// off this loop, and not as it started: a process started beside
 		// a program's start slows it (issue 41: a third of bash's start

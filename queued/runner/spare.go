@@ -81,14 +81,16 @@ func takeSpare(helper string) *spare {
 	}
 }
 
+// waiting is how many spares of helper wait.
+func waiting(helper string) int {
+	spares.Lock()
+	defer spares.Unlock()
+	return len(spares.byHelper[helper])
+}
+
 // spareWaits reports whether a spare of helper waits or is being
 // started.
-func spareWaits(helper string) bool {
-	spares.Lock()
-	n := len(spares.byHelper[helper])
-	spares.Unlock()
-	return n > 0 || refilling.Load()
-}
+func spareWaits(helper string) bool { return waiting(helper) > 0 || refilling.Load() }
 
 // refilling is set while a goRefillSpares runs: one at a time is enough
 // to keep up, and a burst of short jobs starts no pile of helpers.
@@ -111,10 +113,7 @@ func goRefillSpares(spec *Spec) {
 // A spare that cannot start is no error: the next job starts its helper
 // itself.
 func refillSpares(spec *Spec) {
-	spares.Lock()
-	n := len(spares.byHelper[spec.Helper])
-	spares.Unlock()
-	if n >= maxSpares {
+	if waiting(spec.Helper) >= maxSpares {
 		return
 	}
 	sp, err := startSpare(helperOf(spec))

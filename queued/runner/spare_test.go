@@ -54,10 +54,7 @@ func warmSpare(t *testing.T, b *bundle) map[int]bool {
 	}
 	// The spare is started off the job's loop: wait for it.
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		spares.Lock()
-		n := len(spares.byHelper[spec.Helper])
-		spares.Unlock()
-		if n > 0 && !refilling.Load() {
+		if waiting(spec.Helper) > 0 && !refilling.Load() {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -162,13 +159,6 @@ func TestRun_SpareHelperHoldsTheJob(t *testing.T) {
 	})
 }
 
-// waitingSpareCount counts the spares of the default helper that wait.
-func waitingSpareCount() int {
-	spares.Lock()
-	defer spares.Unlock()
-	return len(spares.byHelper[""])
-}
-
 // The next job's helper is started once a job's program has ended, not
 // as it starts: on our machines a process started beside bash's start
 // slowed it by a third (issue 41), which a job on an idle card waited
@@ -181,14 +171,14 @@ func TestRun_NextJobsHelperStartsOnceTheJobEnds(t *testing.T) {
 	if res := Run(b.spec("true"), b.log, nil); res.ExitCode != 0 {
 		t.Fatalf("%+v", res)
 	}
-	waitFor(t, "both spares", func() bool { return waitingSpareCount() == maxSpares && !refilling.Load() })
+	waitFor(t, "both spares", func() bool { return waiting("") == maxSpares && !refilling.Load() })
 	spec := b.spec("touch running; while [ ! -e go ]; do sleep 0.01; done")
 	done := runAsync(spec, b, nil)
 	waitFor(t, "the job to run", func() bool { _, err := os.Stat(filepath.Join(b.dir, "running")); return err == nil })
 	// Long enough for a start at the program's exec to show: the job's
 	// loop reads the exec within milliseconds.
 	time.Sleep(300 * time.Millisecond)
-	if got, busy := waitingSpareCount(), refilling.Load(); got != maxSpares-1 || busy {
+	if got, busy := waiting(""), refilling.Load(); got != maxSpares-1 || busy {
 		t.Errorf("while the job runs: %d spares wait (refilling: %v), want %d and none starting", got, busy, maxSpares-1)
 	}
 	if err := os.WriteFile(filepath.Join(b.dir, "go"), nil, 0o644); err != nil {
@@ -197,7 +187,7 @@ func TestRun_NextJobsHelperStartsOnceTheJobEnds(t *testing.T) {
 	if res := within(t, done, 10*time.Second, func() {}, "the job"); res.ExitCode != 0 {
 		t.Fatalf("%+v", res)
 	}
-	waitFor(t, "a spare in the job's place", func() bool { return waitingSpareCount() == maxSpares && !refilling.Load() })
+	waitFor(t, "a spare in the job's place", func() bool { return waiting("") == maxSpares && !refilling.Load() })
 }
 
 // Where no spare waits at all (the first jobs of a host's cards, started
@@ -211,7 +201,7 @@ func TestRun_AJobStartsASpareWhenNoneWaits(t *testing.T) {
 	}
 	spec := b.spec("while [ ! -e go ]; do sleep 0.01; done")
 	done := runAsync(spec, b, nil)
-	waitFor(t, "a spare started while the job runs", func() bool { return waitingSpareCount() > 0 })
+	waitFor(t, "a spare started while the job runs", func() bool { return waiting("") > 0 })
 	select {
 	case res := <-done:
 		t.Fatalf("the job ended before its release: %+v", res)
