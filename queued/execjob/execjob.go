@@ -246,11 +246,13 @@ func become(c *Cred) error {
 	// An id of all ones is -1 to the kernel, which reads it as "leave
 	// this id as it is": the ids the process has now must be the
 	// request's, every one, or a job would keep root's gid or uid.
-	if r, e, s := unix.Getresgid(); r != int(c.GID) || e != int(c.GID) || s != int(c.GID) {
-		return fmt.Errorf("gid %d was not taken: the process has %d, %d, %d", c.GID, r, e, s)
+	// The kernel's ids are unsigned 32 bits; Getres* gives them as a C
+	// int, so an id past 2^31 reads negative: compare as the kernel does.
+	if r, e, s := unix.Getresgid(); uint32(r) != c.GID || uint32(e) != c.GID || uint32(s) != c.GID {
+		return fmt.Errorf("gid %d was not taken: the process has %d, %d, %d", c.GID, uint32(r), uint32(e), uint32(s))
 	}
-	if r, e, s := unix.Getresuid(); r != int(c.UID) || e != int(c.UID) || s != int(c.UID) {
-		return fmt.Errorf("uid %d was not taken: the process has %d, %d, %d", c.UID, r, e, s)
+	if r, e, s := unix.Getresuid(); uint32(r) != c.UID || uint32(e) != c.UID || uint32(s) != c.UID {
+		return fmt.Errorf("uid %d was not taken: the process has %d, %d, %d", c.UID, uint32(r), uint32(e), uint32(s))
 	}
 	if c.UID != 0 {
 		if err := syscall.Setuid(0); err == nil {
