@@ -15,6 +15,24 @@ type Submission struct {
 	api.QueueResponse
 	// Latency is the client-side time from sending to the parsed answer.
 	Latency time.Duration
+	// First marks its client's first submission, which also opened the
+	// client's connection: in a storm of fresh clients these arrive all
+	// at once, and they, not the steady stream after them, make a storm's
+	// p99 (issue 41).
+	First bool
+}
+
+// FirstAndLater splits subs' latencies into those of each client's first
+// submission and those of the rest.
+func FirstAndLater(subs []Submission) (first, later []time.Duration) {
+	for _, s := range subs {
+		if s.First {
+			first = append(first, s.Latency)
+		} else {
+			later = append(later, s.Latency)
+		}
+	}
+	return first, later
 }
 
 // Storm submits n jobs from clients concurrent goroutines, each with its
@@ -47,6 +65,7 @@ func Storm(ctx context.Context, d *Daemon, clients, n int, req func(i int) api.Q
 			defer wg.Done()
 			c := d.Client()
 			defer c.Close()
+			first := true
 			for i := range next {
 				t0 := time.Now()
 				resp, err := c.Queue(ctx, req(i))
@@ -60,8 +79,9 @@ func Storm(ctx context.Context, d *Daemon, clients, n int, req func(i int) api.Q
 					mu.Unlock()
 					return
 				}
-				subs = append(subs, Submission{QueueResponse: resp, Latency: lat})
+				subs = append(subs, Submission{QueueResponse: resp, Latency: lat, First: first})
 				mu.Unlock()
+				first = false
 			}
 		}()
 	}
