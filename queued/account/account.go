@@ -15,7 +15,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 )
 
 // ErrUnknownUser means the user database has no such user: one deleted
@@ -130,13 +129,6 @@ func loginShell(path, name string) string {
 // supplementary group.
 func (a Account) Member(gid uint32) bool {
 	return a.GID == gid || slices.Contains(a.Groups, gid)
-}
-
-// Credential is what a process started for the account runs as: its uid,
-// primary gid and every supplementary group, set in the child before it
-// enters its working directory or runs anything.
-func (a Account) Credential() *syscall.Credential {
-	return &syscall.Credential{Uid: a.UID, Gid: a.GID, Groups: slices.Clone(a.Groups)}
 }
 
 // Env is the login environment of the account: HOME, USER, LOGNAME and

@@ -27,10 +27,6 @@ func TestLookup_ReadsTheUserDatabase(t *testing.T) {
 	if !a.Member(gid) || !a.Member(u.GID) || a.Member(extra) {
 		t.Errorf("groups %v: want %d and %d, not %d", a.Groups, u.GID, gid, extra)
 	}
-	c := a.Credential()
-	if c.Uid != u.UID || c.Gid != u.GID || !slices.Contains(c.Groups, gid) {
-		t.Errorf("credential %+v", c)
-	}
 	byName, err := account.LookupName(u.Name)
 	if err != nil || byName.UID != u.UID {
 		t.Errorf("LookupName(%s) = %+v, %v", u.Name, byName, err)
