@@ -345,3 +345,34 @@ func TestFitness_GateCommandPastItsTimeoutHoldsTheCard(t *testing.T) {
 		t.Fatalf("reason %q", c.Reason)
 	}
 }
+
+// The heartbeat is stalled only when it stood still between two reads at
+// least heartbeatGap apart, counted from the end of the first read: a
+// reader that took its clock and then waited (preempted on a busy host)
+// before the read itself must not take that wait for the card's silence.
+// Here the first read's clock is 600 ms older than its read, and a second
+// read follows at once.
+func TestFitness_AReadThatWaitedAfterItsClockIsNoStall(t *testing.T) {
+	t.Parallel()
+	cards := newFakeCards(t, 0, 1)
+	cards.beat(1, false)
+	b := setup(t, cards.options)
+	s := b.s.core.fit.samplers[1]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.judged, s.hbOK = false, false
+	s.readLocked(time.Now().Add(-600 * time.Millisecond))
+	s.readLocked(time.Now())
+	if s.verdict != "" {
+		t.Fatalf("two reads microseconds apart judged %q", s.verdict)
+	}
+	// A real stall still is one: the next read, heartbeatGap after the
+	// last, finds it.
+	s.mu.Unlock()
+	time.Sleep(heartbeatGap + 50*time.Millisecond)
+	s.mu.Lock()
+	s.readLocked(time.Now())
+	if !strings.HasPrefix(s.verdict, "heartbeat stalled since ") {
+		t.Fatalf("a heartbeat still for %v: verdict %q", heartbeatGap+50*time.Millisecond, s.verdict)
+	}
+}

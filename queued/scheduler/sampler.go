@@ -31,7 +31,7 @@ type sampler struct {
 	at      time.Time // when the last read was (wall clock)
 	hb      uint64    // the heartbeat then
 	hbOK    bool      // the driver has a heartbeat for the card
-	hbSince time.Time // when the heartbeat was first read at its current value
+	hbSince time.Time // when the read that first found the heartbeat at its current value ended
 	judged  bool      // the heartbeat was read twice heartbeatGap apart (or is absent)
 	verdict string    // why the card is unfit by its signals; "" when fit
 
@@ -46,8 +46,12 @@ type sampler struct {
 	autoLadders []time.Time // the automatic recoveries asked in the last hour (the loop's own)
 }
 
-// read takes a fresh read of the card's signals and judges them; mu is
-// held.
+// readLocked takes a fresh read of the card's signals and judges them;
+// mu is held. now is the clock taken before the read. The heartbeat is
+// stalled only when it stood still from the end of one read to the start
+// of another at least heartbeatGap later: a reader preempted between its
+// clock and its read (a busy host) must not count that wait as the card's
+// silence.
 func (s *sampler) readLocked(now time.Time) {
 	f := s.f
 	nodeOK, nodeJudged := true, false
@@ -64,6 +68,7 @@ func (s *sampler) readLocked(now time.Time) {
 		nodeOK, nodeJudged = false, true
 	}
 	p, err := ttsysfs.ReadPresence(f.core.opt.SysfsPath, s.card)
+	read := time.Now() // the value was this at the latest then
 	if p.Class {
 		f.classSeen.Store(true)
 	}
@@ -87,7 +92,7 @@ func (s *sampler) readLocked(now time.Time) {
 		} else {
 			s.judged = false // one read: the next one judges
 		}
-		s.hbOK, s.hb, s.hbSince = true, p.Heartbeat.Value, now
+		s.hbOK, s.hb, s.hbSince = true, p.Heartbeat.Value, read
 	case now.Sub(s.hbSince) >= heartbeatGap:
 		s.judged = true
 		if s.verdict == "" {
