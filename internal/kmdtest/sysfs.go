@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -206,49 +205,13 @@ func (s *Sysfs) link(target, at string) {
 	}
 }
 
-// Heartbeats moves the tt_heartbeat of some cards of a Sysfs, as a live
-// firmware does, until the test ends: queued's fitness gate holds the jobs
-// of a card whose heartbeat stands still, so a test stalls one (Stall) to
-// stand for a hung firmware.
-type Heartbeats struct {
-	mu      sync.Mutex
-	stalled map[int]bool
-}
-
 // Beat moves the tt_heartbeat of cards every interval until the test
-// ends. Each value is renamed into place, so a read never sees the file
-// empty, as sysfs never shows it; a card the test removed stops beating.
+// ends (see Heartbeats); a card the test removed stops beating.
 func (s *Sysfs) Beat(every time.Duration, cards ...int) *Heartbeats {
-	h := &Heartbeats{stalled: map[int]bool{}}
-	done, stopped := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(stopped)
-		for v := 1; ; v++ {
-			select {
-			case <-done:
-				return
-			case <-time.After(every):
-			}
-			h.mu.Lock()
-			for _, n := range cards {
-				if !h.stalled[n] {
-					path := filepath.Join(s.CardDir(n), "tt_heartbeat")
-					if os.WriteFile(path+".new", []byte(strconv.Itoa(v)+"\n"), 0o644) == nil {
-						_ = os.Rename(path+".new", path)
-					}
-				}
-			}
-			h.mu.Unlock()
-		}
-	}()
-	s.tb.Cleanup(func() { close(done); <-stopped })
-	return h
-}
-
-// Stall stops (true) or restarts card n's heartbeat; stopped, it stands
-// at its last value.
-func (h *Heartbeats) Stall(n int, stop bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.stalled[n] = stop
+	s.tb.Helper()
+	files := make(map[int]string, len(cards))
+	for _, n := range cards {
+		files[n] = filepath.Join(s.CardDir(n), "tt_heartbeat")
+	}
+	return StartHeartbeats(s.tb, every, files)
 }

@@ -6,32 +6,31 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/ttkit/ttkit/internal/kmdtest"
 	"github.com/ttkit/ttkit/queued/store"
 )
 
 // fakeCards is a host's view of its cards as a test drives it: a
 // directory of device nodes and a sysfs tree with each card's class
-// entry and tt_heartbeat, which moves (every 10 ms) only while the card
-// beats.
+// entry and tt_heartbeat, which moves (every 10 ms, from a process of its
+// own: kmdtest.Heartbeats) only while the card beats.
 type fakeCards struct {
 	t          testing.TB
 	dev, sysfs string
-	mu         sync.Mutex
-	beating    map[int]bool
-	value      map[int]int
+	beats      *kmdtest.Heartbeats
 }
 
 func newFakeCards(t testing.TB, cards ...int) *fakeCards {
 	t.Helper()
 	root := t.TempDir()
-	f := &fakeCards{t: t, dev: filepath.Join(root, "dev"), sysfs: filepath.Join(root, "sys"), beating: map[int]bool{}, value: map[int]int{}}
+	f := &fakeCards{t: t, dev: filepath.Join(root, "dev"), sysfs: filepath.Join(root, "sys")}
 	if err := os.MkdirAll(f.dev, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	files := map[int]string{}
 	for _, n := range cards {
 		if err := os.MkdirAll(f.entry(n), 0o755); err != nil {
 			t.Fatal(err)
@@ -39,30 +38,9 @@ func newFakeCards(t testing.TB, cards ...int) *fakeCards {
 		if err := os.WriteFile(filepath.Join(f.dev, strconv.Itoa(n)), nil, 0o666); err != nil {
 			t.Fatal(err)
 		}
-		f.beating[n] = true
-		f.write(n, 1)
+		files[n] = filepath.Join(f.entry(n), "tt_heartbeat")
 	}
-	done := make(chan struct{})
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		for {
-			select {
-			case <-done:
-				return
-			case <-time.After(10 * time.Millisecond):
-			}
-			f.mu.Lock()
-			for n, on := range f.beating {
-				if on {
-					f.value[n]++
-					f.write(n, f.value[n])
-				}
-			}
-			f.mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() { close(done); <-stopped })
+	f.beats = kmdtest.StartHeartbeats(t, 10*time.Millisecond, files)
 	return f
 }
 
@@ -70,19 +48,12 @@ func (f *fakeCards) entry(n int) string {
 	return filepath.Join(f.sysfs, "class", "tenstorrent", "tenstorrent!"+strconv.Itoa(n))
 }
 
-func (f *fakeCards) write(n, v int) {
-	f.value[n] = v
-	if err := os.WriteFile(filepath.Join(f.entry(n), "tt_heartbeat"), []byte(strconv.Itoa(v)+"\n"), 0o644); err != nil && !os.IsNotExist(err) {
-		f.t.Error(err)
-	}
-}
+// beat starts or stops card n's heartbeat; it returns once the writer has
+// seen it.
+func (f *fakeCards) beat(n int, on bool) { f.beats.Stall(n, !on) }
 
-// beat starts or stops card n's heartbeat.
-func (f *fakeCards) beat(n int, on bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.beating[n] = on
-}
+// hold runs fn while no heartbeat moves.
+func (f *fakeCards) hold(fn func()) { f.beats.Pause(fn) }
 
 // options points the scheduler at the fake cards, sampling every 50 ms.
 func (f *fakeCards) options(o *Options) {
@@ -161,9 +132,8 @@ func TestFitness_MissingNodeOrEntryIsUnfitAbsentHeartbeatIsNot(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitCard(b, 1, "fit again", func(c CardStatus) bool { return c.State == Healthy })
-	cards.mu.Lock()
-	err := os.RemoveAll(cards.entry(1))
-	cards.mu.Unlock()
+	var err error
+	cards.hold(func() { err = os.RemoveAll(cards.entry(1)) })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -91,8 +91,11 @@ func TestForeignWait_ForceProceedsAndIsLogged(t *testing.T) {
 	waitCard(b, 1, "waiting", func(c CardStatus) bool { return strings.HasPrefix(c.Recovery, "recovery waiting: card 1 held by pid") })
 	b.reset(ResetRequest{Card: cardPtr(1), Force: true, Owner: "root"})
 	r := b.waitDone(out[0].JobID)
-	ctl.wantCalls("reset 1 --no_reinit", "health 1")
-	if log := output(t, b, r.ID); !strings.Contains(log, "== forced by root: the recovery goes on under pid "+strconv.Itoa(p.Process.Pid)) {
+	log := output(t, b, r.ID)
+	if got := ctl.calls(); strings.Join(got, "|") != "reset 1 --no_reinit|health 1" {
+		t.Fatalf("control calls = %q, want the reset and its health check; the reset's log:\n%s", got, log)
+	}
+	if !strings.Contains(log, "== forced by root: the recovery goes on under pid "+strconv.Itoa(p.Process.Pid)) {
 		t.Fatalf("the reset's log:\n%s", log)
 	}
 }
