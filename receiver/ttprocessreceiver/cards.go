@@ -83,6 +83,7 @@ func (s *cardScraper) scrape(context.Context) (pmetric.Metrics, error) {
 	now := s.now()
 	ts := pcommon.NewTimestampFromTime(now)
 	cards, errs := s.reader.Read(s.cards[:0])
+	read := s.now() // every value read was so by then
 	s.cards = cards
 	s.gen++
 
@@ -118,7 +119,7 @@ func (s *cardScraper) scrape(context.Context) (pmetric.Metrics, error) {
 	for i := range cards {
 		c := &cards[i]
 		st := s.state[c.Number]
-		s.beat(now, st, c)
+		s.beat(now, read, st, c)
 		s.record(ts, st, c)
 		st.last, st.reported = *c, true
 	}
@@ -143,14 +144,18 @@ func (s *cardScraper) resource() pcommon.Resource {
 
 // beat follows a card's heartbeat: stalled is 1 once it has not changed
 // for heartbeat_stall_window, 0 while it moves. A heartbeat first read, or
-// read again after it was absent, starts its window afresh.
-func (s *cardScraper) beat(now time.Time, st *cardHealth, c *ttsysfs.Card) {
+// read again after it was absent, starts its window afresh. now is the
+// cycle's clock, taken before its reads, and read the clock after them:
+// the window runs from the end of the read that saw a value, so a cycle
+// whose reads waited (a busy host) never counts the wait as the
+// firmware's silence.
+func (s *cardScraper) beat(now, read time.Time, st *cardHealth, c *ttsysfs.Card) {
 	if !c.Heartbeat.OK {
 		st.beating = false
 		return
 	}
 	if !st.beating || c.Heartbeat.Value != st.heartbeat {
-		st.heartbeat, st.beating, st.changed = c.Heartbeat.Value, true, now
+		st.heartbeat, st.beating, st.changed = c.Heartbeat.Value, true, read
 	}
 	st.stalled = 0
 	if now.Sub(st.changed) >= s.cfg.CardTelemetry.HeartbeatStallWindow {

@@ -35,7 +35,8 @@ func allCardMetrics(cfg *Config) {
 }
 
 // cardSetup runs a card scraper over fs, reading every static attribute
-// each cycle, its clock moving 10 s a scrape.
+// each cycle, its clock moving 10 s a scrape (and standing still within
+// one).
 func cardSetup(t *testing.T, fs *kmdtest.Sysfs, mutate func(*Config)) *cardBundle {
 	t.Helper()
 	cfg := createDefaultConfig()
@@ -49,7 +50,7 @@ func cardSetup(t *testing.T, fs *kmdtest.Sysfs, mutate func(*Config)) *cardBundl
 	b := &cardBundle{fs: fs, tick: time.Unix(1_750_000_000, 0)}
 	b.s = newCardScraper(cfg, receivertest.NewNopSettings(metadata.Type))
 	b.s.reader = ttsysfs.New(ttsysfs.Options{Root: fs.Root, StaticEvery: 1})
-	b.s.now = func() time.Time { b.tick = b.tick.Add(10 * time.Second); return b.tick }
+	b.s.now = func() time.Time { return b.tick }
 	require.NoError(t, b.s.start(context.Background(), componenttest.NewNopHost()))
 	t.Cleanup(func() { require.NoError(t, b.s.shutdown(context.Background())) })
 	return b
@@ -57,9 +58,15 @@ func cardSetup(t *testing.T, fs *kmdtest.Sysfs, mutate func(*Config)) *cardBundl
 
 func (b *cardBundle) scrape(t *testing.T) pmetric.Metrics {
 	t.Helper()
-	md, err := b.s.scrape(context.Background())
+	md, err := b.scrapeErr()
 	require.NoError(t, err)
 	return md
+}
+
+// scrapeErr runs one cycle 10 s after the last.
+func (b *cardBundle) scrapeErr() (pmetric.Metrics, error) {
+	b.tick = b.tick.Add(10 * time.Second)
+	return b.s.scrape(context.Background())
 }
 
 // live returns the points of metric name, live ones only, keyed by their
@@ -212,6 +219,38 @@ func TestCards_HeartbeatStops(t *testing.T) {
 	assert.Zero(t, stalled(), "beating again")
 }
 
+// A cycle whose reads waited 25 s after its clock (a busy host) saw the
+// heartbeat at 1234567 then; the next cycle, 5 s after those reads, sees
+// it unchanged. That is 5 s of the firmware's silence, not the 30 s
+// between the two cycles' clocks: not stalled.
+func TestCards_AReadThatWaitedAfterItsClockIsNoStall(t *testing.T) {
+	t.Parallel()
+	b := cardSetup(t, kmdtest.CopySysfs(t, "n300"), nil)
+	// A cycle's first look at the clock is before its reads; any later
+	// one, after them.
+	var before, after time.Time
+	first := true
+	b.s.now = func() time.Time {
+		if first {
+			first = false
+			return before
+		}
+		return after
+	}
+	t0 := b.tick
+	for i, c := range []struct{ before, after time.Time }{
+		{t0, t0.Add(25 * time.Second)},
+		{t0.Add(30 * time.Second), t0.Add(30 * time.Second)},
+	} {
+		before, after, first = c.before, c.after, true
+		md, err := b.s.scrape(context.Background())
+		require.NoError(t, err)
+		dp, ok := live(md, "tt_device.heartbeat.stalled")["0"]
+		require.True(t, ok)
+		assert.Zero(t, dp.IntValue(), "cycle %d", i+1)
+	}
+}
+
 // TestCards_HwmonVanishesMidScrape: card 1's hwmon directory goes away
 // while the reader holds its sensors open (the driver unregistered it on
 // a reset). The scrape does not fail; card 1 keeps its clocks, heartbeat
@@ -278,7 +317,7 @@ func TestCards_ReadErrorIsPartial(t *testing.T) {
 	fs := kmdtest.CopySysfs(t, "p150")
 	fs.Set(0, "tt_aiclk", "n/a")
 	b := cardSetup(t, fs, nil)
-	md, err := b.s.scrape(context.Background())
+	md, err := b.scrapeErr()
 	require.Error(t, err)
 	assert.True(t, scrapererror.IsPartialScrapeError(err))
 	assert.True(t, strings.Contains(err.Error(), "tt_aiclk"), err.Error())
