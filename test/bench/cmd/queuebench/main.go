@@ -10,7 +10,10 @@
 // card (submit to the job's first command, against the same spawn
 // from Go), its server CPU time and peak RSS, its memory idle and with
 // 1000 jobs queued, and submission rate and latency with 1, 16 and 64
-// clients always waiting. Next to each figure it prints the share of CPU
+// clients always waiting. Beside the storm's latency it runs the same
+// storm on a daemon that has taken one already and against an HTTP server
+// that answers at once (storms.go), to show what the p99 is made of.
+// Next to each figure it prints the share of CPU
 // the hypervisor gave to other guests meanwhile (steal), since on a
 // shared virtual machine that, more than the code, can decide a latency.
 //
@@ -43,6 +46,13 @@ type config struct {
 }
 
 func main() {
+	if len(os.Args) == 2 && os.Args[1] == noopServerFlag {
+		if err := serveNoop(); err != nil {
+			fmt.Fprintln(os.Stderr, "queuebench: the no-op server:", err)
+			os.Exit(2)
+		}
+		return
+	}
 	var c config
 	quick := os.Getenv("QUICK") != ""
 	short := flag.Bool("short", quick, "CI mode: 200 jobs, one run, 20 dispatch samples (also QUICK=1).")
@@ -156,6 +166,15 @@ func run(c config) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("submission curve: %w", err)
 	}
+	fmt.Fprintf(os.Stderr, "the storm on a warm daemon and against a no-op server...\n")
+	warm, err := warmStorms(c)
+	if err != nil {
+		return 0, fmt.Errorf("warm storms: %w", err)
+	}
+	noop, err := floorStorms(c)
+	if err != nil {
+		return 0, err
+	}
 
 	// Each run's storm gives its own p50 and p99; the figures are their
 	// medians, so one run that met a stall on a shared machine does not
@@ -190,6 +209,10 @@ func run(c config) (int, error) {
 		c.clients, ms(p50), ms(p99), medianOf(len(ours)), runsRange(ours))
 	fmt.Printf("queued submit latency, split: each client's first submission, which opens its connection (the %d at once), p50 %v; every later one p99 %v\n",
 		c.clients, ms(median(firstP50s)), ms(median(laterP99s)))
+	fmt.Printf("the same storm on a daemon that has taken one already (%d new clients): p99 %v (%s), each client's first p50 %v, every later one p99 %v, server CPU %v per submission\n",
+		c.clients, ms(stormMedian(warm, stormP99)), stormRange(warm), ms(stormMedian(warm, stormFirst)), ms(stormMedian(warm, stormLater)), stormMedian(warm, stormCPU).Round(time.Microsecond))
+	fmt.Printf("the same storm against an HTTP server that answers at once (its floor): p99 %v (%s), each client's first p50 %v, every later one p99 %v, server CPU %v per submission\n",
+		ms(stormMedian(noop, stormP99)), stormRange(noop), ms(stormMedian(noop, stormFirst)), ms(stormMedian(noop, stormLater)), stormMedian(noop, stormCPU).Round(time.Microsecond))
 	fmt.Printf("queued, same run: server CPU %v (submission %v, drain %v); jobs' own CPU %v; peak RSS %s\n",
 		o.cpu, o.cpuSubmit, o.cpu-o.cpuSubmit, o.childCPU, queuedproc.MiB(o.peakRSS))
 	fmt.Printf("queued dispatch on an idle card, submit to the job's first command (median of %d): %v (p90 %v); the same spawn from Go: %v; the job's own record, submitted to started: %v; steal %s\n",

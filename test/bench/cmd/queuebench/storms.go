@@ -1,0 +1,233 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ttkit/ttkit/queued/api"
+	"github.com/ttkit/ttkit/test/stress/queuedproc"
+)
+
+// The storm's p99 (the submit target of issue 41) is measured on a fresh
+// daemon with fresh clients. Two more storms of the same shape say what it
+// is made of: the same clients against an HTTP server that answers at
+// once (what Go's HTTP costs on this machine with nothing behind it, the
+// storm's floor), and against a daemon that has taken one storm already
+// (its heap grown, its code paged in), with new clients.
+
+// stormResult is one storm's latencies and the server's CPU per
+// submission.
+type stormResult struct {
+	p99, firstP50, laterP99 time.Duration
+	cpu                     time.Duration
+}
+
+// measureStorm runs one storm of c.jobs submissions from c.clients fresh
+// clients against d and reads d's CPU around it.
+func measureStorm(ctx context.Context, c config, d *queuedproc.Daemon, cwd string) (stormResult, error) {
+	var r stormResult
+	u0, err := d.Usage()
+	if err != nil {
+		return r, err
+	}
+	subs, err := queuedproc.Storm(ctx, d, c.clients, c.jobs, func(int) api.QueueRequest {
+		return api.QueueRequest{Cmd: "/bin/true", Cwd: cwd}
+	})
+	if err != nil {
+		return r, err
+	}
+	u1, err := d.Usage()
+	if err != nil {
+		return r, err
+	}
+	lat := make([]time.Duration, len(subs))
+	for i, s := range subs {
+		lat[i] = s.Latency
+	}
+	first, later := queuedproc.FirstAndLater(subs)
+	r.p99 = queuedproc.Percentile(lat, 99)
+	r.firstP50, r.laterP99 = queuedproc.Percentile(first, 50), queuedproc.Percentile(later, 99)
+	r.cpu = (u1.CPU - u0.CPU) / time.Duration(len(subs))
+	return r, nil
+}
+
+// warmStorms runs c.runs times: a fresh daemon takes one storm, then the
+// measured one from new clients.
+func warmStorms(c config) ([]stormResult, error) {
+	var out []stormResult
+	for i := range c.runs {
+		r, err := func() (stormResult, error) {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			g, err := startGated(ctx, c, "queued-warm-"+strconv.Itoa(i),
+				"TT_DEVICE_MAX_QUEUED_JOBS="+strconv.Itoa(2*c.jobs+1))
+			if err != nil {
+				return stormResult{}, err
+			}
+			defer g.Close()
+			if _, err := measureStorm(ctx, c, g.d, g.work); err != nil {
+				return stormResult{}, fmt.Errorf("first storm: %w", err)
+			}
+			return measureStorm(ctx, c, g.d, g.work)
+		}()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// floorStorms runs c.runs storms, each against a fresh no-op server.
+func floorStorms(c config) ([]stormResult, error) {
+	var out []stormResult
+	for range c.runs {
+		r, err := func() (stormResult, error) {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			d, stop, err := startNoopServer()
+			if err != nil {
+				return stormResult{}, err
+			}
+			r, err := measureStorm(ctx, c, d, c.work)
+			if serr := stop(); err == nil && serr != nil {
+				err = serr
+			}
+			return r, err
+		}()
+		if err != nil {
+			return nil, fmt.Errorf("the no-op server's storm: %w", err)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// noopServerFlag runs queuebench as the no-op server (startNoopServer).
+const noopServerFlag = "-noop-server"
+
+// startNoopServer runs this program again as a no-op server, a process
+// of its own as queued is, and returns it as a Daemon for queuedproc's
+// storms; stop ends it, and says so if the server did not end by itself
+// once its input closed.
+func startNoopServer() (*queuedproc.Daemon, func() error, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, nil, err
+	}
+	cmd := exec.Command(self, noopServerFlag)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return nil, nil, fmt.Errorf("starting %s %s: %w", self, noopServerFlag, err)
+	}
+	stop := func() error {
+		stdin.Close() // the server exits at the end of its input
+		return waitOrKill(cmd, 5*time.Second)
+	}
+	addr, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		stop()
+		return nil, nil, fmt.Errorf("reading the no-op server's address: %w", err)
+	}
+	return &queuedproc.Daemon{Pid: cmd.Process.Pid, URL: "http://" + strings.TrimSpace(addr), Token: "none"}, stop, nil
+}
+
+// waitOrKill waits for cmd, killing it after grace.
+func waitOrKill(cmd *exec.Cmd, grace time.Duration) error {
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(grace):
+		cmd.Process.Kill()
+		<-done
+		return fmt.Errorf("still running %v after its input closed; killed", grace)
+	}
+}
+
+// noopAnswer is what the no-op server answers every request with: a
+// POST /queue answer of the size queued sends.
+var noopAnswer = func() []byte {
+	b, err := json.Marshal(api.QueueResponse{JobID: "0123456789abcdef", DeviceID: "0", State: "queued", Position: 1,
+		OutputFile: "/var/lib/queued/logs/0123456789abcdef.log", Repeat: 1, Timeout: 3600, Mode: "run"})
+	if err != nil {
+		panic(err)
+	}
+	return append(b, '\n')
+}()
+
+// noopHandler reads the request's body and answers 201 with noopAnswer,
+// taking no other step.
+func noopHandler(w http.ResponseWriter, r *http.Request) {
+	if _, err := io.Copy(io.Discard, r.Body); err != nil {
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusCreated)
+	w.Write(noopAnswer)
+}
+
+// serveNoop is the no-op server's process: it listens on a free loopback
+// port, writes the address on stdout and serves until its stdin ends.
+func serveNoop() error {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	go func() {
+		io.Copy(io.Discard, os.Stdin)
+		ln.Close()
+	}()
+	fmt.Println(ln.Addr().String())
+	if err := http.Serve(ln, http.HandlerFunc(noopHandler)); !errors.Is(err, net.ErrClosed) {
+		return err
+	}
+	return nil
+}
+
+// The figures of a storm that stormMedian picks.
+func stormP99(r stormResult) time.Duration   { return r.p99 }
+func stormFirst(r stormResult) time.Duration { return r.firstP50 }
+func stormLater(r stormResult) time.Duration { return r.laterP99 }
+func stormCPU(r stormResult) time.Duration   { return r.cpu }
+
+// stormMedian is the median over rs of the figure f picks.
+func stormMedian(rs []stormResult, f func(stormResult) time.Duration) time.Duration {
+	ds := make([]time.Duration, len(rs))
+	for i, r := range rs {
+		ds[i] = f(r)
+	}
+	return median(ds)
+}
+
+// stormRange names the runs behind a p99: one run, or the median's range.
+func stormRange(rs []stormResult) string {
+	if len(rs) == 1 {
+		return "one run"
+	}
+	lo, hi := rs[0].p99, rs[0].p99
+	for _, r := range rs {
+		lo, hi = min(lo, r.p99), max(hi, r.p99)
+	}
+	return fmt.Sprintf("median of %d runs, %v to %v", len(rs), ms(lo), ms(hi))
+}
