@@ -281,13 +281,11 @@ func ourMemory(c config) (memResult, error) {
 	return r, nil
 }
 
+// curvePoint is one storm of the submission curve.
 type curvePoint struct {
-	clients  int
-	rate     float64
-	p50, p99 time.Duration
-	laterP99 time.Duration // the p99 after each client's first submission
-	cpu      time.Duration // server CPU per submission
-	steal    float64
+	stormResult
+	clients int
+	steal   float64
 }
 
 // ourSubmitCurve submits c.jobs jobs behind a gate at several client
@@ -304,34 +302,10 @@ func ourSubmitCurve(c config) ([]curvePoint, error) {
 				return p, err
 			}
 			defer g.Close()
-			d, work := g.d, g.work
-			u0, err := d.Usage()
-			if err != nil {
-				return p, err
-			}
-			t0, steal := time.Now(), queuedproc.StartSteal()
-			subs, err := queuedproc.Storm(ctx, d, clients, c.jobs, func(int) api.QueueRequest {
-				return api.QueueRequest{Cmd: "/bin/true", Cwd: work}
-			})
-			el := time.Since(t0)
+			steal := queuedproc.StartSteal()
+			p.stormResult, err = measureStorm(ctx, g.d, clients, c.jobs, g.work)
 			p.steal = steal.Stop()
-			if err != nil {
-				return p, err
-			}
-			u1, err := d.Usage()
-			if err != nil {
-				return p, err
-			}
-			lat := make([]time.Duration, len(subs))
-			for i, s := range subs {
-				lat[i] = s.Latency
-			}
-			p.rate = float64(len(subs)) / el.Seconds()
-			p.p50, p.p99 = queuedproc.Percentile(lat, 50), queuedproc.Percentile(lat, 99)
-			_, later := queuedproc.FirstAndLater(subs)
-			p.laterP99 = queuedproc.Percentile(later, 99)
-			p.cpu = (u1.CPU - u0.CPU) / time.Duration(len(subs))
-			return p, nil
+			return p, err
 		}()
 		cancel()
 		if err != nil {

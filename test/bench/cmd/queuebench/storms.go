@@ -26,24 +26,28 @@ import (
 // storm's floor), and against a daemon that has taken one storm already
 // (its heap grown, its code paged in), with new clients.
 
-// stormResult is one storm's latencies and the server's CPU per
+// stormResult is one storm's rate, latencies and the server's CPU per
 // submission.
 type stormResult struct {
-	p99, firstP50, laterP99 time.Duration
-	cpu                     time.Duration
+	rate               float64 // submissions a second
+	p50, p99           time.Duration
+	firstP50, laterP99 time.Duration // each client's first submission, and the rest
+	cpu                time.Duration
 }
 
-// measureStorm runs one storm of c.jobs submissions from c.clients fresh
+// measureStorm runs one storm of n submissions from clients fresh
 // clients against d and reads d's CPU around it.
-func measureStorm(ctx context.Context, c config, d *queuedproc.Daemon, cwd string) (stormResult, error) {
+func measureStorm(ctx context.Context, d *queuedproc.Daemon, clients, n int, cwd string) (stormResult, error) {
 	var r stormResult
 	u0, err := d.Usage()
 	if err != nil {
 		return r, err
 	}
-	subs, err := queuedproc.Storm(ctx, d, c.clients, c.jobs, func(int) api.QueueRequest {
+	t0 := time.Now()
+	subs, err := queuedproc.Storm(ctx, d, clients, n, func(int) api.QueueRequest {
 		return api.QueueRequest{Cmd: "/bin/true", Cwd: cwd}
 	})
+	el := time.Since(t0)
 	if err != nil {
 		return r, err
 	}
@@ -56,7 +60,8 @@ func measureStorm(ctx context.Context, c config, d *queuedproc.Daemon, cwd strin
 		lat[i] = s.Latency
 	}
 	first, later := queuedproc.FirstAndLater(subs)
-	r.p99 = queuedproc.Percentile(lat, 99)
+	r.rate = float64(len(subs)) / el.Seconds()
+	r.p50, r.p99 = queuedproc.Percentile(lat, 50), queuedproc.Percentile(lat, 99)
 	r.firstP50, r.laterP99 = queuedproc.Percentile(first, 50), queuedproc.Percentile(later, 99)
 	r.cpu = (u1.CPU - u0.CPU) / time.Duration(len(subs))
 	return r, nil
@@ -76,10 +81,10 @@ func warmStorms(c config) ([]stormResult, error) {
 				return stormResult{}, err
 			}
 			defer g.Close()
-			if _, err := measureStorm(ctx, c, g.d, g.work); err != nil {
+			if _, err := measureStorm(ctx, g.d, c.clients, c.jobs, g.work); err != nil {
 				return stormResult{}, fmt.Errorf("first storm: %w", err)
 			}
-			return measureStorm(ctx, c, g.d, g.work)
+			return measureStorm(ctx, g.d, c.clients, c.jobs, g.work)
 		}()
 		if err != nil {
 			return nil, err
@@ -100,7 +105,7 @@ func floorStorms(c config) ([]stormResult, error) {
 			if err != nil {
 				return stormResult{}, err
 			}
-			r, err := measureStorm(ctx, c, d, c.work)
+			r, err := measureStorm(ctx, d, c.clients, c.jobs, c.work)
 			if serr := stop(); err == nil && serr != nil {
 				err = serr
 			}
