@@ -78,18 +78,24 @@ func TestRun_KillLadder(t *testing.T) {
 	})
 	t.Run("timeout climbs the ladder too", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, 1<<20)
-		rec := filepath.Join(b.dir, "signals")
-		spec := b.spec(trapScript(rec, true))
-		spec.Timeout = 500 * time.Millisecond
-		spec.KillGrace, spec.TermGrace = 200*time.Millisecond, 200*time.Millisecond
-		res := Run(spec, b.log, nil)
-		if res.ExitCode != -9 || !res.TimedOut || res.KillSignal != syscall.SIGKILL {
-			t.Fatalf("%+v", res)
-		}
-		if got, _ := os.ReadFile(rec); strings.Join(strings.Fields(string(got)), " ") != "INT TERM" {
-			t.Fatalf("the job saw %q, want INT then TERM", got)
-		}
+		untilStartedInTime(t, 500*time.Millisecond, func(timeout time.Duration) bool {
+			b := setup(t, 1<<20)
+			rec := filepath.Join(b.dir, "signals")
+			spec := b.spec(trapScript(rec, true))
+			spec.Timeout = timeout
+			spec.KillGrace, spec.TermGrace = 200*time.Millisecond, 200*time.Millisecond
+			res := Run(spec, b.log, nil)
+			if !strings.Contains(b.output(t), "ready") {
+				return false // its traps were not set yet when the ladder began
+			}
+			if res.ExitCode != -9 || !res.TimedOut || res.KillSignal != syscall.SIGKILL {
+				t.Fatalf("%+v", res)
+			}
+			if got, _ := os.ReadFile(rec); strings.Join(strings.Fields(string(got)), " ") != "INT TERM" {
+				t.Fatalf("the job saw %q, want INT then TERM", got)
+			}
+			return true
+		})
 	})
 }
 

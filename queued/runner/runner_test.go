@@ -160,23 +160,47 @@ func TestRun_StartErrorIsMinusOne(t *testing.T) {
 
 func TestRun_TimeoutKillsWholeGroup(t *testing.T) {
 	t.Parallel()
-	b := setup(t, 1<<20)
-	spec := b.spec("sleep 1000 & echo $!; wait")
-	spec.Timeout = 300 * time.Millisecond
-	var leader Proc
-	spec.OnStart = func(p Proc) { leader = p }
-	res := Run(spec, b.log, nil)
-	if res.ExitCode != -9 || !res.TimedOut {
-		t.Fatalf("%+v", res)
+	untilStartedInTime(t, 300*time.Millisecond, func(timeout time.Duration) bool {
+		b := setup(t, 1<<20)
+		spec := b.spec("sleep 1000 & echo $!; wait")
+		spec.Timeout = timeout
+		var leader Proc
+		spec.OnStart = func(p Proc) { leader = p }
+		res := Run(spec, b.log, nil)
+		out := strings.TrimSpace(b.output(t))
+		if out == "" {
+			return false // ended before its echo: no child to look for
+		}
+		if res.ExitCode != -9 || !res.TimedOut {
+			t.Fatalf("%+v", res)
+		}
+		if leader.PID == 0 || leader.Start == 0 {
+			t.Fatalf("OnStart got %+v", leader)
+		}
+		child, err := strconv.Atoi(out)
+		if err != nil {
+			t.Fatalf("output %q: %v", out, err)
+		}
+		waitFor(t, "background child to die", func() bool { return dead(child) })
+		return true
+	})
+}
+
+// untilStartedInTime runs a test of a job's timeout with a timeout of
+// first, and again with twice the last, up to 16 times first, while try
+// reports that the job's program had not yet reached the step the test
+// needs (its first output) when the timeout fired: on a machine loaded
+// with a whole suite under the race detector, bash alone can take longer
+// than a timeout short enough for a quick test. A program that never gets
+// there fails the test.
+func untilStartedInTime(t *testing.T, first time.Duration, try func(timeout time.Duration) bool) {
+	t.Helper()
+	for timeout := first; !try(timeout); timeout *= 2 {
+		if timeout >= 16*first {
+			t.Fatalf("the job had not reached its first output when its timeout of %v fired, nor in any shorter try", timeout)
+		}
+		t.Logf("the job had not reached its first output within its timeout of %v; again with %v", timeout, 2*timeout)
 	}
-	if leader.PID == 0 || leader.Start == 0 {
-		t.Fatalf("OnStart got %+v", leader)
-	}
-	child, err := strconv.Atoi(strings.TrimSpace(b.output(t)))
-	if err != nil {
-		t.Fatalf("output %q: %v", b.output(t), err)
-	}
-	waitFor(t, "background child to die", func() bool { return dead(child) })
 }
 
 func TestRun_RepeatStopsAtFirstFailure(t *testing.T) {
