@@ -35,12 +35,48 @@ func escaperPID(t *testing.T, pidFile string) int {
 	t.Helper()
 	var pid int
 	waitFor(t, "the escaper to start", func() bool {
-		b, err := os.ReadFile(pidFile)
-		pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
-		return err == nil && pid > 0
+		pid = readPIDFile(pidFile)
+		return pid > 0
 	})
 	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
 	return pid
+}
+
+// readPIDFile is the pid the escaper wrote, or 0 before it has.
+func readPIDFile(path string) int {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	return pid
+}
+
+// escaperOrEnd waits for the escaper to write its pid or for the job to
+// end, whichever comes first: pid is 0 when the job ended before an
+// escaper was started (its timeout fired first on a loaded machine).
+func escaperOrEnd(t *testing.T, pidFile string, done <-chan Result) (pid int, res Result, ended bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if pid = readPIDFile(pidFile); pid > 0 {
+			t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+			return pid, res, ended
+		}
+		if ended {
+			return 0, res, true // read once more after the end: nothing
+		}
+		select {
+		case res = <-done:
+			ended = true
+			continue
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("timed out waiting for the escaper to start")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // Without a delegated cgroup, a process that leaves its job's session,
@@ -57,26 +93,35 @@ func TestRun_EscaperWithoutMarkerOrSessionDiesWithItsJob(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			b := setup(t, 1<<20)
-			spec, pidFile := escaperSpec(t, b, tc.then)
-			spec.Timeout = 10 * time.Second
+			first := 10 * time.Second
 			if tc.name == "timeout" {
-				spec.Timeout = time.Second
+				first = time.Second
 			}
-			done := runAsync(spec, b, nil)
-			pid := escaperPID(t, pidFile)
-			res := within(t, done, 20*time.Second, killer(pid), "a job with an escaper")
-			if tc.name == "end" && res.ExitCode != 0 || tc.name == "timeout" && !res.TimedOut {
-				t.Fatalf("%+v: %s", res, b.output(t))
-			}
-			deadline := time.Now().Add(30 * time.Second)
-			for !dead(pid) {
-				if time.Now().After(deadline) {
-					st, _ := readStat("/proc", pid)
-					t.Fatalf("the escaper %d (session %d) outlived its job", pid, st.session)
+			untilStartedInTime(t, first, func(timeout time.Duration) bool {
+				b := setup(t, 1<<20)
+				spec, pidFile := escaperSpec(t, b, tc.then)
+				spec.Timeout = timeout
+				done := runAsync(spec, b, nil)
+				pid, res, ended := escaperOrEnd(t, pidFile, done)
+				if pid == 0 {
+					return false // its timeout fired before the escaper was started
 				}
-				time.Sleep(10 * time.Millisecond)
-			}
+				if !ended {
+					res = within(t, done, 20*time.Second, killer(pid), "a job with an escaper")
+				}
+				if tc.name == "end" && res.ExitCode != 0 || tc.name == "timeout" && !res.TimedOut {
+					t.Fatalf("%+v: %s", res, b.output(t))
+				}
+				deadline := time.Now().Add(30 * time.Second)
+				for !dead(pid) {
+					if time.Now().After(deadline) {
+						st, _ := readStat("/proc", pid)
+						t.Fatalf("the escaper %d (session %d) outlived its job", pid, st.session)
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+				return true
+			})
 		})
 	}
 }

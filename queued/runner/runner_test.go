@@ -188,18 +188,18 @@ func TestRun_TimeoutKillsWholeGroup(t *testing.T) {
 
 // untilStartedInTime runs a test of a job's timeout with a timeout of
 // first, and again with twice the last, up to 16 times first, while try
-// reports that the job's program had not yet reached the step the test
-// needs (its first output) when the timeout fired: on a machine loaded
-// with a whole suite under the race detector, bash alone can take longer
-// than a timeout short enough for a quick test. A program that never gets
-// there fails the test.
+// reports that the job's program had not yet got as far as the test needs
+// (its first output, its escaper's start) when the timeout fired: on a
+// machine loaded with a whole suite under the race detector, bash alone
+// can take longer than a timeout short enough for a quick test. A program
+// that never gets there fails the test.
 func untilStartedInTime(t *testing.T, first time.Duration, try func(timeout time.Duration) bool) {
 	t.Helper()
 	for timeout := first; !try(timeout); timeout *= 2 {
 		if timeout >= 16*first {
-			t.Fatalf("the job had not reached its first output when its timeout of %v fired, nor in any shorter try", timeout)
+			t.Fatalf("the job had not got as far as the test needs when its timeout of %v fired, nor in any shorter try", timeout)
 		}
-		t.Logf("the job had not reached its first output within its timeout of %v; again with %v", timeout, 2*timeout)
+		t.Logf("the job had not got as far as the test needs within its timeout of %v; again with %v", timeout, 2*timeout)
 	}
 }
 
