@@ -107,12 +107,12 @@ func printComparison(c config, label string, runs []pairRun) {
 		}
 		fmt.Printf("%-4d %-6s %14s %14s %16s %16s %14s %14s\n", i+1, first,
 			ms(perJob(r.a.drain, c.jobs)), ms(perJob(r.b.drain, c.jobs)),
-			ms(perJob(r.a.cpu-r.a.cpuSubmit, c.jobs)), ms(perJob(r.b.cpu-r.b.cpuSubmit, c.jobs)),
+			ms(perJob(r.a.cpu-r.a.storm.cpu, c.jobs)), ms(perJob(r.b.cpu-r.b.storm.cpu, c.jobs)),
 			ms(r.dispA.median), ms(r.dispB.median))
 		job = append(job, ratio(r.a.drain, r.b.drain))
-		cpu = append(cpu, ratio(r.a.cpu-r.a.cpuSubmit, r.b.cpu-r.b.cpuSubmit))
+		cpu = append(cpu, ratio(r.a.cpu-r.a.storm.cpu, r.b.cpu-r.b.storm.cpu))
 		disp = append(disp, ratio(r.dispA.median, r.dispB.median))
-		p99 = append(p99, ratio(r.a.p99, r.b.p99))
+		p99 = append(p99, ratio(r.a.storm.p99, r.b.storm.p99))
 		floorA, floorB = append(floorA, ratio(r.a.drain, r.floor)), append(floorB, ratio(r.b.drain, r.floor))
 		spawnA, spawnB = append(spawnA, ratio(r.dispA.median, r.dispA.floor)), append(spawnB, ratio(r.dispB.median, r.dispB.floor))
 	}

@@ -176,15 +176,13 @@ func run(c config) (int, error) {
 		return 0, err
 	}
 
-	// Each run's storm gives its own p50 and p99; the figures are their
-	// medians, so one run that met a stall on a shared machine does not
-	// decide them alone, and the range shows the spread.
-	var p50s, p99s, firstP50s, laterP99s []time.Duration
-	for _, r := range ours {
-		p50s, p99s = append(p50s, r.p50), append(p99s, r.p99)
-		firstP50s, laterP99s = append(firstP50s, r.firstP50), append(laterP99s, r.laterP99)
+	// Each run's storm gives its own figures; the report gives their
+	// medians (medianStorm), and the range shows the spread.
+	storms := make([]stormResult, len(ours))
+	for i, r := range ours {
+		storms[i] = r.storm
 	}
-	p50, p99 := median(p50s), median(p99s)
+	sm, wm, nm := medianStorm(storms), medianStorm(warm), medianStorm(noop)
 	sort.Slice(ours, func(i, j int) bool { return ours[i].drain < ours[j].drain })
 	o := ours[len(ours)/2]
 	fl := median(floor)
@@ -204,17 +202,17 @@ func run(c config) (int, error) {
 	rep.line("queued (bbolt, every transition durable)", o.drain, o.drain, "")
 	fmt.Println()
 	fmt.Printf("queued, same run: %d jobs submitted by %d clients in %v (%.0f/s), host CPU steal %s; drain steal %s\n",
-		c.jobs, c.clients, o.submit.Round(time.Millisecond), float64(c.jobs)/o.submit.Seconds(), pct(o.stealSubmit), pct(o.stealDrain))
+		c.jobs, c.clients, o.storm.elapsed.Round(time.Millisecond), o.storm.rate(), pct(o.stealSubmit), pct(o.stealDrain))
 	fmt.Printf("queued submit latency with %d clients: p50 %v, p99 %v (%s; %s)\n",
-		c.clients, ms(p50), ms(p99), medianOf(len(ours)), runsRange(ours))
+		c.clients, ms(sm.p50), ms(sm.p99), medianOf(len(ours)), runsRange(ours))
 	fmt.Printf("queued submit latency, split: each client's first submission, which opens its connection (the %d at once), p50 %v; every later one p99 %v\n",
-		c.clients, ms(median(firstP50s)), ms(median(laterP99s)))
+		c.clients, ms(sm.firstP50), ms(sm.laterP99))
 	fmt.Printf("the same storm on a daemon that has taken one already (%d new clients): p99 %v (%s), each client's first p50 %v, every later one p99 %v, server CPU %v per submission\n",
-		c.clients, ms(stormMedian(warm, stormP99)), stormRange(warm), ms(stormMedian(warm, stormFirst)), ms(stormMedian(warm, stormLater)), stormMedian(warm, stormCPU).Round(time.Microsecond))
+		c.clients, ms(wm.p99), stormRange(warm), ms(wm.firstP50), ms(wm.laterP99), wm.cpuEach().Round(time.Microsecond))
 	fmt.Printf("the same storm against an HTTP server that answers at once (its floor): p99 %v (%s), each client's first p50 %v, every later one p99 %v, server CPU %v per submission\n",
-		ms(stormMedian(noop, stormP99)), stormRange(noop), ms(stormMedian(noop, stormFirst)), ms(stormMedian(noop, stormLater)), stormMedian(noop, stormCPU).Round(time.Microsecond))
+		ms(nm.p99), stormRange(noop), ms(nm.firstP50), ms(nm.laterP99), nm.cpuEach().Round(time.Microsecond))
 	fmt.Printf("queued, same run: server CPU %v (submission %v, drain %v); jobs' own CPU %v; peak RSS %s\n",
-		o.cpu, o.cpuSubmit, o.cpu-o.cpuSubmit, o.childCPU, queuedproc.MiB(o.peakRSS))
+		o.cpu, o.storm.cpu, o.cpu-o.storm.cpu, o.childCPU, queuedproc.MiB(o.peakRSS))
 	fmt.Printf("queued dispatch on an idle card, submit to the job's first command (median of %d): %v (p90 %v); the same spawn from Go: %v; the job's own record, submitted to started: %v; steal %s\n",
 		c.dispatchSamples, ms(disp.median), ms(disp.p90), ms(disp.floor), ms(disp.recorded), pct(disp.steal))
 	fmt.Printf("queued memory: idle %s; with %d jobs queued %s (peak %s)\n",
@@ -227,7 +225,7 @@ func run(c config) (int, error) {
 			split = fmt.Sprintf(" (after each client's first: %s)", ms(p.laterP99))
 		}
 		fmt.Printf("queued submission with %2d clients always waiting: %6.0f/s, p50 %s, p99 %s%s, server CPU %v per submission, steal %s\n",
-			p.clients, p.rate, ms(p.p50), ms(p.p99), split, p.cpu.Round(time.Microsecond), pct(p.steal))
+			p.clients, p.rate(), ms(p.p50), ms(p.p99), split, p.cpuEach().Round(time.Microsecond), pct(p.steal))
 	}
 	fmt.Println()
 
@@ -236,10 +234,10 @@ func run(c config) (int, error) {
 		rep.target("drain no slower than tsp", o.drain <= median(tsp), fmt.Sprintf("%.2fx", ratio(o.drain, median(tsp))))
 	}
 	rep.target("server CPU < 2 s", o.cpu < 2*time.Second, o.cpu.String())
-	perJob := (o.cpu - o.cpuSubmit) / time.Duration(c.jobs)
+	perJob := (o.cpu - o.storm.cpu) / time.Duration(c.jobs)
 	rep.target("queued CPU a job < 1 ms", perJob < time.Millisecond, ms(perJob))
 	rep.target("peak RSS < 40 MiB", o.peakRSS < 40<<20, queuedproc.MiB(o.peakRSS))
-	rep.target("submit p99 < 20 ms", p99 < 20*time.Millisecond, ms(p99))
+	rep.target("submit p99 < 20 ms", sm.p99 < 20*time.Millisecond, ms(sm.p99))
 	rep.target("dispatch <= 1.5x Go's spawn", disp.median <= disp.floor*3/2, fmt.Sprintf("%.2fx", ratio(disp.median, disp.floor)))
 	if worst := maxSteal(ours, disp); worst > stealWarn {
 		fmt.Printf("\nnote: the hypervisor took up to %s of this machine's CPU during the runs; figures measured then say more about the neighbours than about queued\n", pct(worst))
@@ -306,14 +304,14 @@ func medianOf(runs int) string {
 func runsRange(rs []drainResult) string {
 	lo, hi := rs[0], rs[0]
 	for _, r := range rs {
-		if r.p99 < lo.p99 {
+		if r.storm.p99 < lo.storm.p99 {
 			lo = r
 		}
-		if r.p99 > hi.p99 {
+		if r.storm.p99 > hi.storm.p99 {
 			hi = r
 		}
 	}
-	return fmt.Sprintf("lowest %s at %s steal, highest %s at %s steal", ms(lo.p99), pct(lo.stealSubmit), ms(hi.p99), pct(hi.stealSubmit))
+	return fmt.Sprintf("lowest %s at %s steal, highest %s at %s steal", ms(lo.storm.p99), pct(lo.stealSubmit), ms(hi.storm.p99), pct(hi.stealSubmit))
 }
 
 func ms(d time.Duration) string {

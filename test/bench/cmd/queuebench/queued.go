@@ -15,15 +15,13 @@ import (
 )
 
 type drainResult struct {
-	drain, submit time.Duration
-	p50, p99      time.Duration
-	// firstP50 is the median latency of each client's first submission
-	// (which opens its connection, the 64 at once), laterP99 the p99 of
-	// the rest: the storm's p99 is its first wave.
-	firstP50, laterP99 time.Duration
-	cpu, cpuSubmit     time.Duration
-	childCPU           time.Duration
-	peakRSS            int64
+	// storm is the submission of the jobs behind the gate: the storm's
+	// p99 is its first wave (stormResult).
+	storm    stormResult
+	drain    time.Duration
+	cpu      time.Duration // the server's, over the storm and the drain
+	childCPU time.Duration
+	peakRSS  int64
 	// stealSubmit and stealDrain are the shares of the machine's CPU the
 	// hypervisor gave elsewhere during the storm and the drain.
 	stealSubmit, stealDrain float64
@@ -99,11 +97,10 @@ func ourDrain(c config, run int) (drainResult, error) {
 	if err != nil {
 		return r, err
 	}
-	t0, steal := time.Now(), queuedproc.StartSteal()
-	subs, err := queuedproc.Storm(ctx, d, c.clients, c.jobs, func(int) api.QueueRequest {
-		return api.QueueRequest{Cmd: "/bin/true", Cwd: work}
-	})
-	r.submit, r.stealSubmit = time.Since(t0), steal.Stop()
+	steal := queuedproc.StartSteal()
+	var subs []queuedproc.Submission
+	r.storm, subs, err = measureStorm(ctx, d, c.clients, c.jobs, work)
+	r.stealSubmit = steal.Stop()
 	if err != nil {
 		return r, err
 	}
@@ -115,11 +112,8 @@ func ourDrain(c config, run int) (drainResult, error) {
 		return r, fmt.Errorf("%d jobs queued after the storm, want %d", st.Queued, c.jobs)
 	}
 	last := st.Cards[0].Pending[c.jobs-1].ID
-	u1, err := d.Usage()
-	if err != nil {
-		return r, err
-	}
-	t1, steal := time.Now(), queuedproc.StartSteal()
+	t1 := time.Now()
+	steal = queuedproc.StartSteal()
 	if err := g.gate.Open(ctx); err != nil {
 		return r, err
 	}
@@ -131,11 +125,9 @@ func ourDrain(c config, run int) (drainResult, error) {
 	if err != nil {
 		return r, err
 	}
-	ids := make([]string, 0, len(subs))
-	lat := make([]time.Duration, 0, len(subs))
-	for _, s := range subs {
-		ids = append(ids, s.JobID)
-		lat = append(lat, s.Latency)
+	ids := make([]string, len(subs))
+	for i, s := range subs {
+		ids[i] = s.JobID
 	}
 	jobs, err := queuedproc.WaitDone(ctx, d, ids, 16)
 	if err != nil {
@@ -146,10 +138,7 @@ func ourDrain(c config, run int) (drainResult, error) {
 			return r, fmt.Errorf("job %s ended %v: %s", id, j.ExitCode, j.Error)
 		}
 	}
-	r.p50, r.p99 = queuedproc.Percentile(lat, 50), queuedproc.Percentile(lat, 99)
-	first, later := queuedproc.FirstAndLater(subs)
-	r.firstP50, r.laterP99 = queuedproc.Percentile(first, 50), queuedproc.Percentile(later, 99)
-	r.cpu, r.cpuSubmit, r.childCPU, r.peakRSS = u2.CPU-u0.CPU, u1.CPU-u0.CPU, u2.ChildCPU-u0.ChildCPU, u2.PeakRSS
+	r.cpu, r.childCPU, r.peakRSS = u2.CPU-u0.CPU, u2.ChildCPU-u0.ChildCPU, u2.PeakRSS
 	return r, nil
 }
 
@@ -303,7 +292,7 @@ func ourSubmitCurve(c config) ([]curvePoint, error) {
 			}
 			defer g.Close()
 			steal := queuedproc.StartSteal()
-			p.stormResult, err = measureStorm(ctx, g.d, clients, c.jobs, g.work)
+			p.stormResult, _, err = measureStorm(ctx, g.d, clients, c.jobs, g.work)
 			p.steal = steal.Stop()
 			return p, err
 		}()

@@ -26,97 +26,125 @@ import (
 // storm's floor), and against a daemon that has taken one storm already
 // (its heap grown, its code paged in), with new clients.
 
-// stormResult is one storm's rate, latencies and the server's CPU per
-// submission.
+// stormResult is one storm: its size and length, its latencies and the
+// server's CPU over it.
 type stormResult struct {
-	rate               float64 // submissions a second
+	n                  int
+	elapsed            time.Duration
 	p50, p99           time.Duration
 	firstP50, laterP99 time.Duration // each client's first submission, and the rest
 	cpu                time.Duration
 }
 
+// rate is the storm's submissions a second.
+func (r stormResult) rate() float64 { return float64(r.n) / r.elapsed.Seconds() }
+
+// cpuEach is the server's CPU a submission.
+func (r stormResult) cpuEach() time.Duration { return r.cpu / time.Duration(r.n) }
+
 // measureStorm runs one storm of n submissions from clients fresh
-// clients against d and reads d's CPU around it.
-func measureStorm(ctx context.Context, d *queuedproc.Daemon, clients, n int, cwd string) (stormResult, error) {
+// clients against d, reads d's CPU around it, and returns the figures
+// and the acknowledged submissions.
+func measureStorm(ctx context.Context, d *queuedproc.Daemon, clients, n int, cwd string) (stormResult, []queuedproc.Submission, error) {
 	var r stormResult
 	u0, err := d.Usage()
 	if err != nil {
-		return r, err
+		return r, nil, err
 	}
 	t0 := time.Now()
 	subs, err := queuedproc.Storm(ctx, d, clients, n, func(int) api.QueueRequest {
 		return api.QueueRequest{Cmd: "/bin/true", Cwd: cwd}
 	})
-	el := time.Since(t0)
+	r.elapsed = time.Since(t0)
 	if err != nil {
-		return r, err
+		return r, nil, err
 	}
 	u1, err := d.Usage()
 	if err != nil {
-		return r, err
+		return r, nil, err
 	}
 	lat := make([]time.Duration, len(subs))
 	for i, s := range subs {
 		lat[i] = s.Latency
 	}
 	first, later := queuedproc.FirstAndLater(subs)
-	r.rate = float64(len(subs)) / el.Seconds()
+	r.n, r.cpu = len(subs), u1.CPU-u0.CPU
 	r.p50, r.p99 = queuedproc.Percentile(lat, 50), queuedproc.Percentile(lat, 99)
 	r.firstP50, r.laterP99 = queuedproc.Percentile(first, 50), queuedproc.Percentile(later, 99)
-	r.cpu = (u1.CPU - u0.CPU) / time.Duration(len(subs))
-	return r, nil
+	return r, subs, nil
 }
 
-// warmStorms runs c.runs times: a fresh daemon takes one storm, then the
-// measured one from new clients.
-func warmStorms(c config) ([]stormResult, error) {
-	var out []stormResult
+// medianStorm is the median of each figure over rs, so that one storm
+// that met a stall on a shared machine does not decide a figure alone.
+func medianStorm(rs []stormResult) stormResult {
+	pick := func(f func(stormResult) time.Duration) time.Duration {
+		ds := make([]time.Duration, len(rs))
+		for i, r := range rs {
+			ds[i] = f(r)
+		}
+		return median(ds)
+	}
+	return stormResult{
+		n:        rs[0].n,
+		elapsed:  pick(func(r stormResult) time.Duration { return r.elapsed }),
+		p50:      pick(func(r stormResult) time.Duration { return r.p50 }),
+		p99:      pick(func(r stormResult) time.Duration { return r.p99 }),
+		firstP50: pick(func(r stormResult) time.Duration { return r.firstP50 }),
+		laterP99: pick(func(r stormResult) time.Duration { return r.laterP99 }),
+		cpu:      pick(func(r stormResult) time.Duration { return r.cpu }),
+	}
+}
+
+// eachRun measures one storm c.runs times, each within its own two
+// minutes.
+func eachRun(c config, one func(ctx context.Context, run int) (stormResult, error)) ([]stormResult, error) {
+	out := make([]stormResult, c.runs)
 	for i := range c.runs {
-		r, err := func() (stormResult, error) {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			defer cancel()
-			g, err := startGated(ctx, c, "queued-warm-"+strconv.Itoa(i),
-				"TT_DEVICE_MAX_QUEUED_JOBS="+strconv.Itoa(2*c.jobs+1))
-			if err != nil {
-				return stormResult{}, err
-			}
-			defer g.Close()
-			if _, err := measureStorm(ctx, g.d, c.clients, c.jobs, g.work); err != nil {
-				return stormResult{}, fmt.Errorf("first storm: %w", err)
-			}
-			return measureStorm(ctx, g.d, c.clients, c.jobs, g.work)
-		}()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		r, err := one(ctx, i)
+		cancel()
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, r)
+		out[i] = r
 	}
 	return out, nil
 }
 
-// floorStorms runs c.runs storms, each against a fresh no-op server.
-func floorStorms(c config) ([]stormResult, error) {
-	var out []stormResult
-	for range c.runs {
-		r, err := func() (stormResult, error) {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			defer cancel()
-			d, stop, err := startNoopServer()
-			if err != nil {
-				return stormResult{}, err
-			}
-			r, err := measureStorm(ctx, d, c.clients, c.jobs, c.work)
-			if serr := stop(); err == nil && serr != nil {
-				err = serr
-			}
-			return r, err
-		}()
+// warmStorms: a fresh daemon takes one storm, then the measured one
+// from new clients.
+func warmStorms(c config) ([]stormResult, error) {
+	return eachRun(c, func(ctx context.Context, run int) (stormResult, error) {
+		g, err := startGated(ctx, c, "queued-warm-"+strconv.Itoa(run),
+			"TT_DEVICE_MAX_QUEUED_JOBS="+strconv.Itoa(2*c.jobs+1))
 		if err != nil {
-			return nil, fmt.Errorf("the no-op server's storm: %w", err)
+			return stormResult{}, err
 		}
-		out = append(out, r)
-	}
-	return out, nil
+		defer g.Close()
+		if _, _, err := measureStorm(ctx, g.d, c.clients, c.jobs, g.work); err != nil {
+			return stormResult{}, fmt.Errorf("warm storms, the first: %w", err)
+		}
+		r, _, err := measureStorm(ctx, g.d, c.clients, c.jobs, g.work)
+		return r, err
+	})
+}
+
+// floorStorms: each storm against a fresh no-op server.
+func floorStorms(c config) ([]stormResult, error) {
+	return eachRun(c, func(ctx context.Context, _ int) (stormResult, error) {
+		d, stop, err := startNoopServer()
+		if err != nil {
+			return stormResult{}, err
+		}
+		r, _, err := measureStorm(ctx, d, c.clients, c.jobs, c.work)
+		if serr := stop(); err == nil {
+			err = serr
+		}
+		if err != nil {
+			return r, fmt.Errorf("the no-op server's storm: %w", err)
+		}
+		return r, nil
+	})
 }
 
 // noopServerFlag runs queuebench as the no-op server (startNoopServer).
@@ -131,22 +159,32 @@ func startNoopServer() (*queuedproc.Daemon, func() error, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	cmd := exec.Command(self, noopServerFlag)
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, self, noopServerFlag)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
+		cancel()
 		return nil, nil, err
 	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
+		cancel()
 		return nil, nil, err
 	}
 	cmd.Stderr = os.Stderr
+	// Stopping closes its input, at whose end it exits; one that does not
+	// is killed after WaitDelay.
+	cmd.Cancel, cmd.WaitDelay = stdin.Close, 5*time.Second
 	if err := cmd.Start(); err != nil {
+		cancel()
 		return nil, nil, fmt.Errorf("starting %s %s: %w", self, noopServerFlag, err)
 	}
 	stop := func() error {
-		stdin.Close() // the server exits at the end of its input
-		return waitOrKill(cmd, 5*time.Second)
+		cancel()
+		if err := cmd.Wait(); err != nil && !errors.Is(err, context.Canceled) {
+			return fmt.Errorf("the no-op server did not end when its input closed: %w", err)
+		}
+		return nil
 	}
 	addr, err := bufio.NewReader(stdout).ReadString('\n')
 	if err != nil {
@@ -154,20 +192,6 @@ func startNoopServer() (*queuedproc.Daemon, func() error, error) {
 		return nil, nil, fmt.Errorf("reading the no-op server's address: %w", err)
 	}
 	return &queuedproc.Daemon{Pid: cmd.Process.Pid, URL: "http://" + strings.TrimSpace(addr), Token: "none"}, stop, nil
-}
-
-// waitOrKill waits for cmd, killing it after grace.
-func waitOrKill(cmd *exec.Cmd, grace time.Duration) error {
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		return err
-	case <-time.After(grace):
-		cmd.Process.Kill()
-		<-done
-		return fmt.Errorf("still running %v after its input closed; killed", grace)
-	}
 }
 
 // noopAnswer is what the no-op server answers every request with: a
@@ -208,21 +232,6 @@ func serveNoop() error {
 		return err
 	}
 	return nil
-}
-
-// The figures of a storm that stormMedian picks.
-func stormP99(r stormResult) time.Duration   { return r.p99 }
-func stormFirst(r stormResult) time.Duration { return r.firstP50 }
-func stormLater(r stormResult) time.Duration { return r.laterP99 }
-func stormCPU(r stormResult) time.Duration   { return r.cpu }
-
-// stormMedian is the median over rs of the figure f picks.
-func stormMedian(rs []stormResult, f func(stormResult) time.Duration) time.Duration {
-	ds := make([]time.Duration, len(rs))
-	for i, r := range rs {
-		ds[i] = f(r)
-	}
-	return median(ds)
 }
 
 // stormRange names the runs behind a p99: one run, or the median's range.

@@ -30,14 +30,14 @@ func TestFloorStorm_AnswersEverySubmissionAndEnds(t *testing.T) {
 		t.Fatal(err)
 	}
 	pid := d.Pid
-	r, err := measureStorm(context.Background(), d, c.clients, c.jobs, c.work)
+	r, subs, err := measureStorm(context.Background(), d, c.clients, c.jobs, c.work)
 	if serr := stop(); serr != nil {
 		t.Errorf("stopping the no-op server: %v", serr)
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.p50 <= 0 || r.p99 <= 0 || r.firstP50 <= 0 || r.laterP99 <= 0 || r.rate <= 0 {
+	if r.p50 <= 0 || r.p99 <= 0 || r.firstP50 <= 0 || r.laterP99 <= 0 || r.rate() <= 0 || r.n != c.jobs || len(subs) != c.jobs {
 		t.Errorf("storm figures %+v: every latency should be measured", r)
 	}
 	if err := syscall.Kill(pid, 0); err == nil {
