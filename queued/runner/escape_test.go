@@ -33,49 +33,34 @@ func escaperSpec(t *testing.T, b *bundle, then string) (Spec, string) {
 // escaperPID waits for the escaper to write its pid.
 func escaperPID(t *testing.T, pidFile string) int {
 	t.Helper()
-	var pid int
-	waitFor(t, "the escaper to start", func() bool {
-		pid = readPIDFile(pidFile)
-		return pid > 0
-	})
-	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
-	return pid
-}
-
-// readPIDFile is the pid the escaper wrote, or 0 before it has.
-func readPIDFile(path string) int {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return 0
-	}
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	pid, _, _ := escaperOrEnd(t, pidFile, nil)
 	return pid
 }
 
 // escaperOrEnd waits for the escaper to write its pid or for the job to
-// end, whichever comes first: pid is 0 when the job ended before an
-// escaper was started (its timeout fired first on a loaded machine).
+// end (done; nil when the caller waits for the escaper alone), whichever
+// comes first: pid is 0 when the job ended before an escaper was started
+// (its timeout fired first on a loaded machine). The escaper is killed
+// when the test ends.
 func escaperOrEnd(t *testing.T, pidFile string, done <-chan Result) (pid int, res Result, ended bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.After(10 * time.Second)
 	for {
-		if pid = readPIDFile(pidFile); pid > 0 {
+		b, _ := os.ReadFile(pidFile)
+		if pid, _ = strconv.Atoi(strings.TrimSpace(string(b))); pid > 0 {
 			t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
 			return pid, res, ended
 		}
-		if ended {
-			return 0, res, true // read once more after the end: nothing
+		if ended { // read once more after the end: nothing
+			return 0, res, true
 		}
 		select {
 		case res = <-done:
 			ended = true
-			continue
-		default:
-		}
-		if time.Now().After(deadline) {
+		case <-time.After(5 * time.Millisecond):
+		case <-deadline:
 			t.Fatal("timed out waiting for the escaper to start")
 		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 
