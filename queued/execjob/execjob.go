@@ -141,6 +141,12 @@ func execJob() int {
 		fmt.Fprintln(os.Stderr, "queued exec helper: no status descriptor; this is queued's own helper, not a command")
 		return 2
 	}
+	if typ, err := unix.GetsockoptInt(3, unix.SOL_SOCKET, unix.SO_TYPE); err == nil && typ == unix.SOCK_SEQPACKET {
+		// queued asks for a spawner (runner's spawner.go), which only the
+		// C build is: ending at once tells it so.
+		fmt.Fprintln(os.Stderr, "queued exec helper: descriptor 3 is a socket: only the C build of queued-exec makes spares")
+		return 2
+	}
 	// Executed through a descriptor, the helper would show in ps and top
 	// by the descriptor's number ("5") until its execve, which may be long
 	// for a working directory that never answers. Writing the comm of

@@ -4,8 +4,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/ttkit/ttkit/internal/usertest"
 	"github.com/ttkit/ttkit/queued/account"
@@ -135,5 +139,65 @@ func BenchmarkSweepAfterJob(b *testing.B) {
 			marks: marksOf("bench-none", uint32(os.Geteuid()))}, clock)
 		b.StopTimer()
 		cmd.Wait()
+	}
+}
+
+// BenchmarkStartSpare is one spare helper made ready (its first status
+// line read) and ended: forked by queued-exec's spawner, as queued makes
+// them, against started by queued as before the spawner (issue 41). It
+// reports, beside the time, queued's CPU a spare (this process's) and
+// the spare's own (its children's, once reaped) and the spawner's.
+func BenchmarkStartSpare(b *testing.B) {
+	helper := buildHelper(b)
+	for _, tc := range []struct {
+		name string
+		key  string
+	}{{"spawner", helper}, {"started", helper + "-started"}} {
+		b.Run(tc.name, func(b *testing.B) {
+			h := helperExec{argv: []string{helper}}
+			if tc.name == "started" {
+				spawners.Lock()
+				if spawners.byHelper == nil {
+					spawners.byHelper = map[string]*spawner{}
+				}
+				spawners.byHelper[tc.key] = nil // a helper known to be no spawner
+				spawners.Unlock()
+			} else if spawnerFor(tc.key, h) == nil {
+				b.Fatal("queued-exec is no spawner")
+			}
+			spawnerCPU := func() int64 { return 0 }
+			if sp := spawnerFor(tc.key, h); sp != nil {
+				path := "/proc/" + strconv.Itoa(sp.cmd.Process.Pid) + "/schedstat"
+				spawnerCPU = func() int64 {
+					b, _ := os.ReadFile(path) // nanoseconds on the CPU first
+					ns, _ := strconv.ParseInt(strings.Fields(string(b) + " 0")[0], 10, 64)
+					return ns
+				}
+			}
+			fork0 := spawnerCPU()
+			var self0, kids0 unix.Rusage
+			unix.Getrusage(unix.RUSAGE_SELF, &self0)
+			unix.Getrusage(unix.RUSAGE_CHILDREN, &kids0)
+			line := make([]byte, 64)
+			for b.Loop() {
+				sp, err := startSpare(tc.key, h)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if n, err := sp.sr.Read(line); err != nil || n == 0 {
+					b.Fatalf("the spare's first status: %q, %v", line[:n], err)
+				}
+				sp.discard()
+			}
+			var self1, kids1 unix.Rusage
+			unix.Getrusage(unix.RUSAGE_SELF, &self1)
+			unix.Getrusage(unix.RUSAGE_CHILDREN, &kids1)
+			cpu := func(a, z unix.Rusage) float64 {
+				return float64(z.Utime.Nano()+z.Stime.Nano()-a.Utime.Nano()-a.Stime.Nano()) / float64(b.N) / 1e3
+			}
+			b.ReportMetric(cpu(self0, self1), "queued-µs/op")
+			b.ReportMetric(cpu(kids0, kids1), "spare-µs/op")
+			b.ReportMetric(float64(spawnerCPU()-fork0)/float64(b.N)/1e3, "spawner-µs/op")
+		})
 	}
 }

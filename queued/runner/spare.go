@@ -116,7 +116,7 @@ func refillSpares(spec *Spec) {
 	if waiting(spec.Helper) >= maxSpares {
 		return
 	}
-	sp, err := startSpare(helperOf(spec))
+	sp, err := startSpare(spec.Helper, helperOf(spec))
 	if err != nil {
 		return
 	}
@@ -132,21 +132,41 @@ func refillSpares(spec *Spec) {
 	spares.byHelper[spec.Helper] = append(spares.byHelper[spec.Helper], sp)
 }
 
-// startSpare starts helper waiting for its request on a pipe.
-func startSpare(helper helperExec) (*spare, error) {
+// startSpare starts helper (known as key) waiting for its request on a
+// pipe: forked by the helper's spawner where it has one (spawner.go),
+// else started here. A spawner that fails a request may have forked
+// before it failed, so the spare started instead gets pipes of its own:
+// such a fork reads the end of its request and exits.
+func startSpare(key string, helper helperExec) (*spare, error) {
+	if sp := spawnerFor(key, helper); sp != nil {
+		s, err := sparePipes(func(rr, sw, pw *os.File) (*exec.Cmd, error) { return sp.spawn(rr, sw, pw) })
+		if err == nil {
+			return s, nil
+		}
+		dropSpawner(key, sp)
+	}
+	return sparePipes(func(rr, sw, pw *os.File) (*exec.Cmd, error) {
+		cmd := helper.command(rr, sw)
+		cmd.Args[0] = execjob.Name
+		cmd.Env = []string{}
+		cmd.Dir = "/"
+		cmd.Stdout, cmd.Stderr = pw, pw
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		return cmd, cmd.Start()
+	})
+}
+
+// sparePipes makes a spare's pipes and starts it with start, given the
+// ends that are the spare's: the request's read end rr, the status
+// pipe's write end sw and the output's write end pw.
+func sparePipes(start func(rr, sw, pw *os.File) (*exec.Cmd, error)) (*spare, error) {
 	var files [6]*os.File // request r/w, status r/w, output r/w
 	if err := pipes(files[:]); err != nil {
 		return nil, err
 	}
 	rr, rw, sr, sw, pr, pw := files[0], files[1], files[2], files[3], files[4], files[5]
-	cmd := helper.command(rr, sw)
-	cmd.Args[0] = execjob.Name
-	cmd.Env = []string{}
-	cmd.Dir = "/"
-	cmd.Stdout, cmd.Stderr = pw, pw
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	clock := readPIDClock("/proc") // before the start: every PID of its job comes after
-	err := cmd.Start()
+	cmd, err := start(rr, sw, pw)
 	rr.Close()
 	sw.Close()
 	pw.Close()

@@ -16,12 +16,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -44,6 +46,11 @@
 
 #define REQ_FD 3
 #define STATUS_FD 4
+
+// As in package runner (spawner.go).
+#define QX_SPAWNER_FD 3
+#define QX_SPAWNER_NAME "queued-spawn"
+#define QX_SPAWNER_HELLO "qxs1"
 
 #define KEYCTL_JOIN_SESSION_KEYRING_ 1
 #define CLOSE_RANGE_CLOEXEC_ 4
@@ -238,10 +245,106 @@ static void qx_default_signals(void) {
 	}
 }
 
+static void qx_helper(void) __attribute__((noreturn));
+static void qx_spawner(void) __attribute__((noreturn));
+
+// qx_is_spawner says whether queued started this process as its spawner
+// (spawner.go): descriptor 3 is then a socket of packets; a helper's is
+// its request pipe.
+static int qx_is_spawner(void) {
+	int type = 0;
+	socklen_t len = sizeof type;
+	return getsockopt(QX_SPAWNER_FD, SOL_SOCKET, SO_TYPE, &type, &len) == 0 && type == SOCK_SEQPACKET;
+}
+
 __attribute__((constructor)) static void qx_start(void) {
+	if (qx_is_spawner())
+		qx_spawner();
 	// Run by hand, without queued's descriptors: Go's main refuses.
 	if (fcntl(STATUS_FD, F_GETFD) < 0)
 		return;
+	qx_helper();
+}
+
+// qx_spare is a process just forked by the spawner, given its request,
+// status and output descriptors: it puts them where a helper started by
+// queued has them (request 3, status 4, output 1 and 2), closes every
+// other one (the spawner's socket first), leaves the spawner's session
+// for a session of its own, as a spare started by queued does (Setsid),
+// and goes on as that helper.
+static void qx_spare(int req, int status, int out) __attribute__((noreturn));
+static void qx_spare(int req, int status, int out) {
+	// Above every number they are moved to, so no dup2 below overwrites
+	// a descriptor still to be moved.
+	int r = fcntl(req, F_DUPFD, 16), st = fcntl(status, F_DUPFD, 16), o = fcntl(out, F_DUPFD, 16);
+	if (r < 0 || st < 0 || o < 0 || dup2(r, REQ_FD) < 0 || dup2(st, STATUS_FD) < 0 || dup2(o, 1) < 0 || dup2(o, 2) < 0)
+		_exit(QX_FAIL_CODE);
+	if (syscall(SYS_close_range, STATUS_FD + 1, ~0u, 0) != 0)
+		_exit(QX_FAIL_CODE);
+	if (setsid() < 0)
+		_exit(QX_FAIL_CODE);
+	qx_helper();
+}
+
+// qx_spawner makes spare helpers for queued by forking itself (issue
+// 41): a spare started by queued is a fork of queued and the execve of
+// this static binary, about 1.5 ms of CPU and 33 page faults of a
+// helper's start on our machines beside the job it precedes; a fork of
+// this small process costs a fraction. Each message from queued carries
+// a spare's three descriptors (request, status, output) and is answered
+// with the new process's PID (as 4 bytes, a negative errno when the fork
+// failed). The fork is made with CLONE_PARENT, so every spare is queued's
+// child, as one it started is: queued waits for it, keeps it a zombie
+// and reaps it as its own. The spawner reads nothing else; it ends when
+// queued closes the socket, or dies.
+static void qx_spawner(void) {
+	signal(SIGPIPE, SIG_IGN);
+	qx_write_file("/proc/self/comm", QX_SPAWNER_NAME);
+	if (write(QX_SPAWNER_FD, QX_SPAWNER_HELLO, 4) != 4)
+		_exit(QX_FAIL_CODE);
+	for (;;) {
+		char byte;
+		union {
+			struct cmsghdr h;
+			char b[CMSG_SPACE(3 * sizeof(int))];
+		} control;
+		struct iovec iov = {.iov_base = &byte, .iov_len = 1};
+		struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.b, .msg_controllen = sizeof control.b};
+		ssize_t n = recvmsg(QX_SPAWNER_FD, &msg, MSG_CMSG_CLOEXEC);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			_exit(0);
+		int fds[3], nfds = 0;
+		for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+			if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+				continue;
+			size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+			int *got = (int *)CMSG_DATA(c);
+			for (size_t i = 0; i < k; i++) {
+				if (nfds < 3)
+					fds[nfds++] = got[i];
+				else
+					close(got[i]);
+			}
+		}
+		int32_t reply = -EINVAL;
+		if (nfds == 3 && !(msg.msg_flags & MSG_CTRUNC)) {
+			long pid = syscall(SYS_clone, CLONE_PARENT | SIGCHLD, 0, 0, 0, 0);
+			if (pid == 0)
+				qx_spare(fds[0], fds[1], fds[2]);
+			reply = pid > 0 ? (int32_t)pid : -errno;
+		}
+		for (int i = 0; i < nfds; i++)
+			close(fds[i]);
+		if (write(QX_SPAWNER_FD, &reply, sizeof reply) != (ssize_t)sizeof reply)
+			_exit(0);
+	}
+}
+
+// qx_helper takes the steps of a helper whose request is on descriptor 3
+// and status pipe on 4: it executes the program or ends.
+static void qx_helper(void) {
 	// A write to a status pipe queued closed must fail, not end the
 	// helper: execJob's writes do (Go ignores SIGPIPE but on 1 and 2).
 	// Every signal ignored here or before is made default again before

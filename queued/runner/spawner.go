@@ -1,0 +1,163 @@
+package runner
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// A spare helper started by queued is a fork of queued and the execve of
+// queued-exec: on our machines about 1.5 ms of the helper's CPU and 33
+// page faults, beside the job it follows, and the fork's share of
+// queued's own CPU (issue 41). The spawner is one queued-exec, started
+// once and kept, that makes each spare by forking itself (start.c,
+// qx_spawner): the spare is a copy of a small static process, already
+// past its start, and with CLONE_PARENT it is queued's child all the
+// same, so everything that holds a spare (its wait, its zombie kept for
+// the sweep, its kill ladder) is unchanged. Only the C build of
+// queued-exec has one; with the Go build, or a spawner that does not
+// answer, spares are started as before.
+
+// spawnerName is the spawner's argv[0]; spawnerHello is its first
+// message, which says it is one. As in start.c.
+const (
+	spawnerName  = "queued-spawn"
+	spawnerHello = "qxs1"
+)
+
+// spawnerTimeout bounds each wait for the spawner's answer: a spawner
+// that does not answer (stopped, say) is killed, and spares are started
+// as before until a new one answers. A variable for the tests.
+var spawnerTimeout = 5 * time.Second
+
+// errNoSpawner means the helper cannot make spares by forking itself.
+var errNoSpawner = errors.New("the exec helper is no spawner")
+
+// spawner is queued's end of a spawner's socket.
+type spawner struct {
+	mu  sync.Mutex // one request and its answer at a time
+	fd  int        // queued's end of the socket pair (SOCK_SEQPACKET)
+	cmd *exec.Cmd
+}
+
+// spawners holds each helper's spawner (Spec.Helper), started on first
+// use; a nil entry is a helper that cannot be one, not asked again.
+var spawners struct {
+	sync.Mutex
+	byHelper map[string]*spawner
+}
+
+// spawnerFor returns the spawner of helper, known as key, starting it on
+// first use; nil where the helper cannot be one.
+func spawnerFor(key string, helper helperExec) *spawner {
+	spawners.Lock()
+	defer spawners.Unlock()
+	if sp, ok := spawners.byHelper[key]; ok {
+		return sp
+	}
+	if spawners.byHelper == nil {
+		spawners.byHelper = map[string]*spawner{}
+	}
+	sp, err := startSpawner(helper)
+	if err != nil {
+		sp = nil
+	}
+	spawners.byHelper[key] = sp
+	return sp
+}
+
+// dropSpawner ends sp, which failed a request: the next spare starts a
+// new spawner.
+func dropSpawner(key string, sp *spawner) {
+	spawners.Lock()
+	if spawners.byHelper[key] == sp {
+		delete(spawners.byHelper, key)
+	}
+	spawners.Unlock()
+	sp.close()
+}
+
+// startSpawner starts helper as a spawner and waits for its hello.
+func startSpawner(helper helperExec) (*spawner, error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("making the spawner's socket: %w", err)
+	}
+	theirs := os.NewFile(uintptr(fds[1]), "spawner socket")
+	cmd := helper.command(theirs)
+	cmd.Args[0] = spawnerName
+	cmd.Env = []string{}
+	cmd.Dir = "/"
+	err = cmd.Start()
+	theirs.Close()
+	if err != nil {
+		unix.Close(fds[0])
+		return nil, fmt.Errorf("starting the spawner: %w", err)
+	}
+	sp := &spawner{fd: fds[0], cmd: cmd}
+	tv := unix.NsecToTimeval(spawnerTimeout.Nanoseconds())
+	if err := unix.SetsockoptTimeval(sp.fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
+		sp.close()
+		return nil, fmt.Errorf("setting the spawner's timeout: %w", err)
+	}
+	b := make([]byte, 16)
+	n, err := readRetry(sp.fd, b)
+	if err != nil || string(b[:n]) != spawnerHello {
+		sp.close()
+		return nil, fmt.Errorf("%w: it answered %q, %v", errNoSpawner, b[:max(n, 0)], err)
+	}
+	return sp, nil
+}
+
+// spawn asks for a spare with the request pipe's read end req, the status
+// pipe's write end status and the output pipe's write end out as its
+// descriptors 3, 4, 1 and 2, and returns the spare, queued's child.
+func (sp *spawner) spawn(req, status, out *os.File) (*exec.Cmd, error) {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	rights := unix.UnixRights(int(req.Fd()), int(status.Fd()), int(out.Fd()))
+	if err := unix.Sendmsg(sp.fd, []byte{'s'}, rights, nil, 0); err != nil {
+		return nil, fmt.Errorf("asking the spawner for a spare: %w", err)
+	}
+	var b [4]byte
+	n, err := readRetry(sp.fd, b[:])
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("reading the spawner's answer: %w", err)
+	case n != len(b):
+		return nil, fmt.Errorf("the spawner answered %d bytes, not %d", n, len(b))
+	}
+	pid := int32(binary.NativeEndian.Uint32(b[:]))
+	if pid <= 0 {
+		return nil, fmt.Errorf("the spawner could not fork: %w", syscall.Errno(-pid))
+	}
+	p, err := os.FindProcess(int(pid))
+	if err != nil {
+		return nil, fmt.Errorf("holding spare %d: %w", pid, err)
+	}
+	return &exec.Cmd{Process: p}, nil
+}
+
+// close ends the spawner: it reads the end of its socket and exits.
+func (sp *spawner) close() {
+	unix.Close(sp.fd)
+	sp.cmd.Process.Kill()
+	sp.cmd.Wait()
+}
+
+// readRetry reads fd once, again after an interrupted call.
+func readRetry(fd int, b []byte) (int, error) {
+	for {
+		n, err := unix.Read(fd, b)
+		if !errors.Is(err, unix.EINTR) {
+			return n, err
+		}
+	}
+}
