@@ -37,9 +37,6 @@ const (
 // as before until a new one answers. A variable for the tests.
 var spawnerTimeout = 5 * time.Second
 
-// errNoSpawner means the helper cannot make spares by forking itself.
-var errNoSpawner = errors.New("the exec helper is no spawner")
-
 // spawner is queued's end of a spawner's socket.
 type spawner struct {
 	mu  sync.Mutex // one request and its answer at a time
@@ -65,10 +62,9 @@ func spawnerFor(key string, helper helperExec) *spawner {
 	if spawners.byHelper == nil {
 		spawners.byHelper = map[string]*spawner{}
 	}
-	sp, err := startSpawner(helper)
-	if err != nil {
-		sp = nil
-	}
+	// A helper that cannot be one (the Go build) is no error: its spares
+	// are started, as a spare that cannot be made is.
+	sp, _ := startSpawner(helper)
 	spawners.byHelper[key] = sp
 	return sp
 }
@@ -111,7 +107,7 @@ func startSpawner(helper helperExec) (*spawner, error) {
 	n, err := readRetry(sp.fd, b)
 	if err != nil || string(b[:n]) != spawnerHello {
 		sp.close()
-		return nil, fmt.Errorf("%w: it answered %q, %v", errNoSpawner, b[:max(n, 0)], err)
+		return nil, fmt.Errorf("the exec helper is no spawner: it answered %q, %v", b[:max(n, 0)], err)
 	}
 	return sp, nil
 }
@@ -145,7 +141,8 @@ func (sp *spawner) spawn(req, status, out *os.File) (*exec.Cmd, error) {
 	return &exec.Cmd{Process: p}, nil
 }
 
-// close ends the spawner: it reads the end of its socket and exits.
+// close ends the spawner: a running one would read the end of its socket
+// and exit, a stopped one would not, so it is killed too, and reaped.
 func (sp *spawner) close() {
 	unix.Close(sp.fd)
 	sp.cmd.Process.Kill()
