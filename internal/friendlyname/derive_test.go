@@ -78,7 +78,8 @@ var deriveCases = []struct {
 	{"env A=1 B-C=2 ./d=e prog", "prog"}, // env takes any operand with '=' as an assignment
 	{"env -S python3 -u x.py", "x.py"},   // #!/usr/bin/env -S python3 -u
 	{"env -Spython3 x.py", "x.py"},
-	{"env -Spython -c0", "python -c"}, // found by FuzzDerive: the interpreter is -S's value
+	{"env -Spython -c0", "python -c"},   // found by FuzzDerive: the interpreter is -S's value
+	{"env -S-Spython -c0", "python -c"}, // found by FuzzDerive in CI: -S's value is a -S again, split once more
 	{"env -iS A=1 python3 x.py", "x.py"},
 	{"env --split-string=python3 x.py", "x.py"},
 	{"env -S -i python3 x.py", "x.py"}, // the split string goes on with env's options

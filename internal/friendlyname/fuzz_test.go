@@ -31,9 +31,16 @@ func FuzzDerive(f *testing.F) {
 			// Only a Python interpreter given -c (alone or in a cluster
 			// such as -uc) earns the name. The interpreter may be the
 			// value of env's -S, which env splits into the command:
-			// env -Spython -c0 runs python -c 0.
+			// env -Spython -c0 runs python -c 0; and that value may be
+			// a -S again, which env splits once more: env -S-Spython
+			// -c0 runs python -c 0 too.
 			if !anyToken(line, func(tok string) bool {
-				return isPython(basename(tok)) || isPython(basename(splitStringValue(tok)))
+				for v := tok; v != ""; v = splitStringValue(v) {
+					if isPython(basename(v)) {
+						return true
+					}
+				}
+				return false
 			}) ||
 				!anyToken(line, func(tok string) bool {
 					return isOption(tok) && !strings.HasPrefix(tok, "--") && strings.Contains(tok, "c")
