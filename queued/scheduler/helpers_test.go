@@ -37,6 +37,17 @@ type faultStore struct {
 	markFault func(jobs []store.Job) error
 	// marks counts the starts the scheduler asked the start log to mark.
 	marks atomic.Int64
+	// specFault, when set, is what reading a job's spec returns instead
+	// of the spec.
+	specFault atomic.Pointer[error]
+}
+
+// Spec reads a job's spec, unless specFault says otherwise.
+func (f *faultStore) Spec(id string) (store.Spec, error) {
+	if err := f.specFault.Load(); err != nil {
+		return store.Spec{}, *err
+	}
+	return f.Store.Spec(id)
 }
 
 func (f *faultStore) set(fault func([]store.Job) error) {

@@ -96,25 +96,19 @@ func (s jobIndex) record(id string) (JobInfo, error) {
 	return info, nil
 }
 
-// errNoSpec is a job whose command or environment the store does not
-// hold; it fails rather than run a preview.
-var errNoSpec = errors.New("its whole command and environment are not in the store")
-
 // wholeRecord is rec, a brief record from memory, with its command and
 // environment read from the store, for a job about to start; a reset or
-// a hold runs nothing of its record and is returned as it is.
+// a hold runs nothing of its record and is returned as it is. Only the
+// spec is read: the rest of the record is rec.
 func (s *core) wholeRecord(rec store.Job) (store.Job, error) {
 	if rec.Kind != store.KindJob || !rec.Brief {
 		return rec, nil
 	}
-	whole, err := s.st.Job(rec.ID)
-	if err == nil && whole.Brief && (whole.CmdTruncated() || whole.EnvVars > 0) {
-		err = errNoSpec
-	}
+	sp, err := s.st.Spec(rec.ID)
 	if err != nil {
 		return rec, fmt.Errorf("reading the command and environment of job %s from the store: %w", rec.ID, err)
 	}
-	return rec.WithSpec(whole.Spec()), nil
+	return rec.WithSpec(sp), nil
 }
 
 // Watch is a job's state and output at one moment, with channels that close

@@ -28,6 +28,9 @@ type Store interface {
 	// Job reads one whole record, its spec (command, environment)
 	// included; store.ErrNotFound when there is none.
 	Job(id string) (store.Job, error)
+	// Spec reads what one job runs, its command and environment, and
+	// nothing else of its record: a start's read (core.wholeRecord).
+	Spec(id string) (store.Spec, error)
 	// Brief reads one record without its spec (store.Job.Briefed).
 	Brief(id string) (store.Job, error)
 	// Owners reads the owner uid of each of ids that has one.

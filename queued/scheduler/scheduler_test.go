@@ -453,3 +453,32 @@ func TestScheduler_Retention(t *testing.T) {
 	}
 	b.waitDone(b.submit(0, "true").ID)
 }
+
+// TestScheduler_AJobWhoseSpecCannotBeReadFailsUnrun: a start reads only
+// the job's spec from the store (its brief record is in memory); when
+// that read fails (here the store holds no spec for a brief record), the
+// job fails saying so and its program never runs, not even the preview
+// of its command. The next job, whose spec reads, runs.
+func TestScheduler_AJobWhoseSpecCannotBeReadFailsUnrun(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	missing := fmt.Errorf("job record: %w", store.ErrNoSpec)
+	b.fs.specFault.Store(&missing)
+	ran := filepath.Join(b.work, "ran")
+	info := b.submit(0, "touch "+ran)
+	done := b.waitDone(info.ID)
+	if done.Outcome != store.OutcomeFailure || !strings.Contains(done.Error, "command and environment") || !strings.Contains(done.Error, info.ID) || done.Iterations != 0 {
+		t.Errorf("job whose spec is missing: %s %q (%d iterations)", done.Outcome, done.Error, done.Iterations)
+	}
+	if _, err := os.Stat(ran); err == nil {
+		t.Fatal("a job whose spec could not be read ran")
+	}
+	b.fs.specFault.Store(nil)
+	info = b.submit(0, "touch "+ran)
+	if done := b.waitDone(info.ID); done.Outcome != store.OutcomeSuccess {
+		t.Fatalf("the next job: %s %q", done.Outcome, done.Error)
+	}
+	if _, err := os.Stat(ran); err != nil {
+		t.Fatalf("the next job did not run: %v", err)
+	}
+}

@@ -1,6 +1,8 @@
 package store
 
 import (
+	"fmt"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -143,4 +145,41 @@ func BenchmarkMarkStart(b *testing.B) {
 		}
 		i++
 	}
+}
+
+// BenchmarkStartRead is what a job's start reads from the store: its
+// spec alone (Spec, since issue 41), against the whole record as it was
+// read before (Job: the brief record decoded again, then the spec). The
+// job is a typical submission's: a short command and a shell's
+// environment of 30 variables.
+func BenchmarkStartRead(b *testing.B) {
+	s, err := Open(b.TempDir(), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	j := job(1, StateQueued)
+	j.Cmd = "python3 train.py --epochs 3"
+	j.Owner, j.Env = "alice", map[string]string{}
+	for i := range 30 {
+		j.Env[fmt.Sprintf("VAR_%d", i)] = strings.Repeat("v", 40)
+	}
+	j.EnvFromShell = []string{"VAR_0", "VAR_1"}
+	if err := s.Put(j); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("spec", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := s.Spec(j.ID); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("record", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := s.Job(j.ID); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -278,5 +279,54 @@ func TestRelease_RecordsReadAgain(t *testing.T) {
 	<-done
 	if got, err := s.Recent(1); err != nil || len(got) != 1 || got[0].ID != j.ID {
 		t.Fatalf("Recent after Release: %v", err)
+	}
+}
+
+// TestStore_SpecReadsWhatAJobRuns: Spec, a start's read, gives the whole
+// command and environment from specs/, large or small, or from a record
+// that carries its own; a brief record with nothing behind it is
+// ErrNoSpec, never its preview, and an unknown id ErrNotFound.
+func TestStore_SpecReadsWhatAJobRuns(t *testing.T) {
+	t.Parallel()
+	s := open(t, t.TempDir())
+	small := job(1, StateQueued)
+	small.Env = map[string]string{"PATH": "/usr/bin"}
+	big := bigJob(2, StateQueued)
+	if err := s.Put(small, big); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []Job{small, big} {
+		sp, err := s.Spec(want.ID)
+		if err != nil || sp.Cmd != want.Cmd || len(sp.Env) != len(want.Env) || sp.Env["PATH"] != "/usr/bin" || len(sp.EnvFromShell) != len(want.EnvFromShell) {
+			t.Fatalf("Spec(%s) = %d bytes of command, %d variables, %v", want.ID[:8], len(sp.Cmd), len(sp.Env), err)
+		}
+	}
+	// A record that carries its own spec, and one brief with none.
+	own, cut := bigJob(3, StateQueued), bigJob(4, StateQueued).Briefed()
+	if err := s.db.Update(func(tx *bolt.Tx) error {
+		for _, j := range []Job{own, cut} {
+			v, err := json.Marshal(j)
+			if err != nil {
+				return err
+			}
+			if err := tx.Bucket(BucketJobs).Put(seqKey(j.Seq), v); err != nil {
+				return err
+			}
+			if err := tx.Bucket(BucketIDs).Put([]byte(j.ID), seqKey(j.Seq)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if sp, err := s.Spec(own.ID); err != nil || sp.Cmd != own.Cmd || sp.Env["BIG"] != own.Env["BIG"] {
+		t.Fatalf("Spec of a record carrying its own = %d bytes of command, %d variables, %v", len(sp.Cmd), len(sp.Env), err)
+	}
+	if sp, err := s.Spec(cut.ID); !errors.Is(err, ErrNoSpec) || sp.Cmd != "" {
+		t.Fatalf("Spec of a brief record with no spec = %d bytes of command, %v; want ErrNoSpec", len(sp.Cmd), err)
+	}
+	if _, err := s.Spec("no-such-job"); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "no-such-job") {
+		t.Fatalf("Spec of an unknown id = %v; want ErrNotFound naming it", err)
 	}
 }

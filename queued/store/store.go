@@ -103,6 +103,10 @@ var (
 	ErrLocked = errors.New("store locked")
 	// ErrVersion means the file has a schema version this build cannot read.
 	ErrVersion = errors.New("unknown store schema version")
+	// ErrNoSpec means a job's record is brief (its command cut or its
+	// environment left out) and no spec holds the rest: it must fail
+	// rather than run a preview.
+	ErrNoSpec = errors.New("its whole command and environment are not in the store")
 )
 
 // probeBytes is the size of the value Probe writes: larger than a page, so
