@@ -32,11 +32,11 @@ func markable(log StartLog, next *job, commitOnly bool) bool {
 }
 
 // markAndPrepare marks the start of rec (next's record as taken) in
-// card's slot and prepares the start meanwhile; with an error from the
-// start log, the caller commits the start instead and uses the same
+// card's slot and prepares the start meanwhile on p; with an error from
+// the start log, the caller commits the start instead and uses the same
 // preparation.
-func (s starter) markAndPrepare(card int, rec *store.Job) (*launchPrep, error) {
-	return s.prepareBeside(rec, "dispatch: mark the start", func() error { return s.opt.Starts.MarkStart(card, rec.ID, rec.AttemptNo()) })
+func (s starter) markAndPrepare(p *preparer, card int, rec *store.Job) (*launchPrep, error) {
+	return p.prepareBeside(rec, "dispatch: mark the start", func() error { return s.opt.Starts.MarkStart(card, rec.ID, rec.AttemptNo()) })
 }
 
 // endsCommit is a worker's commit of the jobs that ended on its card

@@ -30,28 +30,57 @@ type launchPrep struct {
 }
 
 // commitAndPrepare commits recs (and cards) and, meanwhile, prepares the
-// start of next (rec, its record as taken), when it is a job; it
+// start of next (rec, its record as taken) on p, when it is a job; it
 // returns the preparation (nil for a reset or a hold) and the commit's
 // error.
-func (s starter) commitAndPrepare(next *job, rec *store.Job, cards []store.Card, recs []store.Job) (*launchPrep, error) {
+func (s starter) commitAndPrepare(p *preparer, next *job, rec *store.Job, cards []store.Card, recs []store.Job) (*launchPrep, error) {
 	if next == nil || rec.Kind != store.KindJob {
 		return nil, s.st.Commit(cards, recs...)
 	}
-	return s.prepareBeside(rec, "dispatch: commit the start", func() error { return s.st.Commit(cards, recs...) })
+	return p.prepareBeside(rec, "dispatch: commit the start", func() error { return s.st.Commit(cards, recs...) })
 }
+
+// preparer prepares a card's starts on a goroutine that lives as long
+// as the card's worker, not one started for each: a preparation goes
+// deep (decoding the spec, the user database), and a goroutine's stack
+// starts small and is copied each time it doubles, which cost a
+// goroutine started for each start a tenth of queued's CPU a job in a
+// drain (issue 41). The kept goroutine's stack stays grown.
+type preparer struct {
+	reqs chan prepRequest
+}
+
+// prepRequest is one start to prepare and where its preparation goes.
+type prepRequest struct {
+	rec store.Job
+	out chan<- *launchPrep
+}
+
+// startPreparer starts a card's preparer; its worker stops it.
+func (s starter) startPreparer() *preparer {
+	p := &preparer{reqs: make(chan prepRequest)}
+	go func() {
+		for r := range p.reqs {
+			region := trace.StartRegion(context.Background(), "dispatch: prepare the start")
+			r.out <- s.prepare(r.rec)
+			region.End()
+		}
+	}()
+	return p
+}
+
+// stop ends the preparer's goroutine once it is idle.
+func (p *preparer) stop() { close(p.reqs) }
 
 // prepareBeside prepares rec's start while write makes it durable (a
 // commit, or a mark in the start log), and returns both outcomes. The
-// write runs here and the preparation beside it: a goroutine just started
-// waits for another thread to wake (a tenth of a millisecond on our
-// machines), and the write is the longer of the two, so it begins at
-// once. region names the write in an execution trace.
-func (s starter) prepareBeside(rec *store.Job, region string, write func() error) (*launchPrep, error) {
+// write runs here and the preparation beside it: the preparer waits for
+// another thread to wake (a tenth of a millisecond on our machines), and
+// the write is the longer of the two, so it begins at once. region names
+// the write in an execution trace.
+func (p *preparer) prepareBeside(rec *store.Job, region string, write func() error) (*launchPrep, error) {
 	prepared := make(chan *launchPrep, 1)
-	go func() {
-		defer trace.StartRegion(context.Background(), "dispatch: prepare the start").End()
-		prepared <- s.prepare(*rec)
-	}()
+	p.reqs <- prepRequest{rec: *rec, out: prepared}
 	r := trace.StartRegion(context.Background(), region)
 	err := write()
 	r.End()

@@ -26,6 +26,8 @@ type dispatcher struct{ *core }
 // waits while a process outside the queue holds the card.
 func (s dispatcher) work(c *card) {
 	defer s.workers.Done()
+	prep := starter{s.core}.startPreparer()
+	defer prep.stop()
 	var done []*job // finished jobs whose final records are not settled yet
 	var doneRecs []store.Job
 	// markPending says the job the card's slot in the start log names
@@ -106,7 +108,7 @@ func (s dispatcher) work(c *card) {
 		var pre *launchPrep
 		var err error
 		if mark {
-			pre, err = starter{s.core}.markAndPrepare(c.id, &nextRec)
+			pre, err = starter{s.core}.markAndPrepare(prep, c.id, &nextRec)
 			if err == nil {
 				var ok bool
 				done, doneRecs, ok = runMarked(s, c, next, pre, endsCommit{done, doneRecs, cards, revs, recs})
@@ -118,7 +120,7 @@ func (s dispatcher) work(c *card) {
 			s.log.Debug("the start log refused a start; committing it", "job", nextRec.ID, "err", err)
 			err = s.st.Commit(cards, recs...)
 		} else {
-			pre, err = starter{s.core}.commitAndPrepare(next, &nextRec, cards, recs)
+			pre, err = starter{s.core}.commitAndPrepare(prep, next, &nextRec, cards, recs)
 		}
 
 		s.mu.Lock()
