@@ -86,8 +86,10 @@ type keptFile struct {
 
 // endedFile is a job that ended and the size of its output then.
 type endedFile struct {
-	id   string
-	size int64
+	id    string
+	size  int64
+	owner uint32 // whose the job is, when owned
+	owned bool
 }
 
 type orderedFile struct {
@@ -112,10 +114,16 @@ func (b *outputBudget) kicked() <-chan struct{} {
 // ended notes that a job's output file, of size bytes, is complete and
 // starts a round; the worker calls it as the job ends, when the job's
 // output leaves the running jobs' count. Status counts size until the
-// round counts the file itself.
-func (b *outputBudget) ended(id string, size int64) {
+// round counts the file itself. owner is the job's owner (nil for none)
+// as its record in memory says, so that the round need not read each
+// record again from the store to learn it (issue 41).
+func (b *outputBudget) ended(id string, size int64, owner *uint32) {
+	e := endedFile{id: id, size: size}
+	if owner != nil {
+		e.owner, e.owned = *owner, true
+	}
 	b.mu.Lock()
-	b.pending = append(b.pending, endedFile{id, size})
+	b.pending = append(b.pending, e)
 	b.ending += size
 	k := b.kickLocked()
 	b.mu.Unlock()
@@ -312,11 +320,12 @@ func (b *outputBudget) enforce() {
 	pending := b.pending
 	b.pending = nil
 	b.mu.Unlock()
-	ids := make([]string, len(pending))
-	for i, e := range pending {
-		ids[i] = e.id
+	owners := map[string]uint32{}
+	for _, e := range pending {
+		if e.owned {
+			owners[e.id] = e.owner
+		}
 	}
-	owners := b.owners(ids)
 	for _, e := range pending {
 		fi, err := os.Stat(s.outputPath(e.id))
 		// The file takes the place of the size noted at the job's end,

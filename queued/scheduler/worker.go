@@ -321,7 +321,7 @@ func (s dispatcher) run(c *card, j *job, pre *launchPrep) (done []*job, recs []s
 			return
 		}
 		if reset {
-			s.budget.ended(j.rec.ID, ls.Disk)
+			s.budget.ended(j.rec.ID, ls.Disk, j.rec.OwnerUID)
 			done, recs = s.resets.finishLocked(c, j, out, ls, now)
 			return
 		}
@@ -331,7 +331,7 @@ func (s dispatcher) run(c *card, j *job, pre *launchPrep) (done []*job, recs []s
 			// interrupted. A reset that came once its start was committed
 			// (its helper prepared) interrupts it, as it interrupts a job
 			// whose helper had started.
-			s.budget.ended(j.rec.ID, ls.Disk)
+			s.budget.ended(j.rec.ID, ls.Disk, j.rec.OwnerUID)
 			s.requeueLocked(c, j)
 			done, recs = []*job{j}, []store.Job{j.rec}
 			return
@@ -350,7 +350,7 @@ func (s dispatcher) run(c *card, j *job, pre *launchPrep) (done []*job, recs []s
 		}
 		// Counted once its last attempt is over: the output budget
 		// never deletes the file of a job that will run again.
-		s.budget.ended(j.rec.ID, ls.Disk)
+		s.budget.ended(j.rec.ID, ls.Disk, j.rec.OwnerUID)
 		for _, cd := range cards {
 			cd.learn(j.key, &rec)
 		}
