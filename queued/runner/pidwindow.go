@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"strconv"
+	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -42,8 +44,46 @@ type pidClock struct {
 	after int
 }
 
-// readPIDClock reads the PID counters of procRoot's kernel.
+// A spare's start reads the PID clock (its job's window starts after
+// it), and so does the sweep after every job: in a drain of short jobs
+// they come a few milliseconds apart, and each reading is three files
+// of /proc, /proc/stat among them (it sums every CPU's counters). Any
+// clock read before a leader's start bounds its window soundly, an
+// older one only more loosely (more forks since), so readPIDClock takes
+// the clock read last, by a start or a sweep, while it is younger than
+// clockReuse (issue 41).
+const clockReuse = time.Second
+
+// stampedClock is a PID clock and when it was read.
+type stampedClock struct {
+	c  pidClock
+	at time.Time
+}
+
+// lastClocks holds, for each /proc root read (the real one; a test's
+// fake trees), the PID clock read last there (see clockReuse).
+var lastClocks sync.Map // root → *stampedClock
+
+// keepClock notes c, just read from procRoot, for readPIDClock.
+func keepClock(procRoot string, c pidClock) {
+	if c.ok {
+		lastClocks.Store(procRoot, &stampedClock{c: c, at: time.Now()})
+	}
+}
+
+// readPIDClock is the PID counters of procRoot's kernel, read now or
+// within clockReuse.
 func readPIDClock(procRoot string) pidClock {
+	if l, ok := lastClocks.Load(procRoot); ok && time.Since(l.(*stampedClock).at) < clockReuse {
+		return l.(*stampedClock).c
+	}
+	c := readPIDClockNow(procRoot)
+	keepClock(procRoot, c)
+	return c
+}
+
+// readPIDClockNow reads the PID counters of procRoot's kernel.
+func readPIDClockNow(procRoot string) pidClock {
 	var c pidClock
 	var ok1, ok2, ok3 bool
 	buf := make([]byte, 4096)
@@ -128,6 +168,12 @@ func windowSince(procRoot string, leader int, c pidClock) *pidWindow {
 	// Read after the last PID, the forks count every PID up to it.
 	forks, ok1 := forksSinceBoot(procRoot, buf)
 	pidMax, ok2 := readInt(procRoot+"/sys/kernel/pid_max", buf)
+	if ok1 && ok2 {
+		// Read after the forks, the tasks alive make this reading a clock
+		// for the next start (see clockReuse).
+		tasks, ok3 := tasksAlive(procRoot, buf)
+		keepClock(procRoot, pidClock{forks: forks, tasks: tasks, pidMax: pidMax, ok: ok3 && pidMax > reservedPIDs})
+	}
 	switch {
 	case !ok1 || !ok2 || pidMax != c.pidMax || forks < c.forks:
 		return nil

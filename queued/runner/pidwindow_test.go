@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // fakeProc is a /proc tree in a temporary directory: the PID counters
@@ -152,5 +153,54 @@ func TestScanJob_WindowOnAHostWithALongProcStat(t *testing.T) {
 	}
 	if got := scanJob(p.root, tr, 1); !slices.Equal(got, []int{1005}) {
 		t.Fatalf("scanJob took %v; want [1005]", got)
+	}
+}
+
+// A start takes the PID clock read last, by a start or by a sweep, while
+// it is younger than clockReuse, instead of reading /proc again; an
+// older clock is read afresh. A reused clock is older than the start,
+// so it bounds the window only more loosely: enough forks since it
+// still leave no window (the sweep looks at every process).
+func TestPIDClock_AStartTakesTheClockReadLast(t *testing.T) {
+	const leader = 20000
+	p := newFakeProc(t, leader-1, 32768, 1000, 200)
+	first := readPIDClock(p.root)
+	if !first.ok || first.forks != 1000 || first.tasks != 200 || first.pidMax != 32768 {
+		t.Fatalf("clock %+v; want 1000 forks, 200 tasks, pid_max 32768", first)
+	}
+	p.setCounters(leader+10, 1100)
+	p.write("loadavg", "0.10 0.20 0.30 1/300 20010\n")
+	if c := readPIDClock(p.root); c != first {
+		t.Fatalf("clock read again within clockReuse: %+v; want the one read before, %+v", c, first)
+	}
+	// A sweep's reading (its forks, then the tasks alive) is the next
+	// start's clock.
+	if w := windowSince(p.root, leader, first); w == nil || w.lo != leader || w.hi != leader+10 {
+		t.Fatalf("window %+v; want (%d, %d]", w, leader, leader+10)
+	}
+	if c := readPIDClock(p.root); c.forks != 1100 || c.tasks != 300 || !c.ok {
+		t.Fatalf("clock after a sweep: %+v; want the sweep's 1100 forks and 300 tasks", c)
+	}
+	// Another /proc's clock is never taken, nor does it displace this one.
+	other := newFakeProc(t, 100, 32768, 5, 7)
+	if c := readPIDClock(other.root); c.forks != 5 || c.tasks != 7 {
+		t.Fatalf("clock of another /proc: %+v; want its own", c)
+	}
+	if c := readPIDClock(p.root); c.forks != 1100 {
+		t.Fatalf("clock after another /proc's: %+v; want the sweep's still", c)
+	}
+	// Too old, it is read afresh.
+	lastClocks.Store(p.root, &stampedClock{c: first, at: time.Now().Add(-2 * clockReuse)})
+	p.setCounters(leader+20, 1200)
+	if c := readPIDClock(p.root); c.forks != 1200 {
+		t.Fatalf("clock after clockReuse: %+v; want one read afresh (1200 forks)", c)
+	}
+	// A reused clock bounds no window once the forks since it could have
+	// taken the PIDs all the way round.
+	lastClocks.Store(p.root, &stampedClock{c: first, at: time.Now()})
+	c := readPIDClock(p.root)
+	p.setCounters(leader+30, 1000+20000)
+	if w := windowSince(p.root, leader, c); w != nil {
+		t.Fatalf("window %+v after 20000 forks since the clock; want none", *w)
 	}
 }
