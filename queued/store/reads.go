@@ -13,8 +13,8 @@ import (
 )
 
 // Job reads one job's whole record, its spec included; ErrNotFound when
-// there is none. It is the one read that touches a spec: for GET /job, a
-// job's start, a resubmit.
+// there is none. With Spec, it is the one read that touches a spec: for
+// GET /job and a resubmit (a job's start reads the spec alone).
 func (s *Store) Job(id string) (j Job, err error) {
 	err = s.db.View(func(tx *bolt.Tx) error { j, err = readJob(tx, id, true); return err })
 	return j, err

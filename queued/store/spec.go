@@ -22,7 +22,7 @@ import (
 // apart: jobs/ holds each record brief (the command cut to PreviewBytes,
 // with its length and digest, and the environment's size), specs/ holds
 // each job's spec, written once with the job's first record and read only
-// for that one job (Job: GET /job, a job's start, a resubmit). Listing,
+// for that one job (Job: GET /job, a resubmit; Spec: a job's start). Listing,
 // recovering the queues at start, seeding the estimates and keeping the
 // queued jobs in memory all work on brief records, so what they cost
 // does not grow with the size of anybody's command.
