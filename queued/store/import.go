@@ -24,17 +24,6 @@ var ErrNotImportable = errors.New("not a record this import may update")
 // tell a database that changed since from one already imported.
 var KeyImports = []byte("imports")
 
-// Import durably adds records brought over from another tool, all in one
-// transaction or none: the jobs get sequence numbers after the last stored
-// one, in the order given (so queued jobs keep their order behind the
-// store's own), and a card record is written only where the store has none
-// yet, since the store's own is newer. It refuses the whole lot with
-// ErrExists when any job id is already stored, so the same import cannot
-// happen twice. It returns the ids of the cards whose records it kept.
-func (s *Store) Import(cards []Card, jobs []Job) (kept []int, err error) {
-	return s.ImportBatch(ImportBatch{Cards: cards, Add: jobs})
-}
-
 // ImportBatch is one import's writes; see Store.ImportBatch.
 type ImportBatch struct {
 	// Cards are written where the store has no record of the card yet.
@@ -53,8 +42,14 @@ type ImportBatch struct {
 	Record []byte
 }
 
-// ImportBatch writes b in one transaction, or nothing. It returns the ids
-// of the cards whose records it kept.
+// ImportBatch durably writes b, records brought over from another tool,
+// in one transaction or not at all: new jobs get sequence numbers after
+// the last stored one, in the order given (so queued jobs keep their
+// order behind the store's own), and a card record is written only where
+// the store has none yet, since the store's own is newer. A new job whose
+// id is already stored refuses the whole batch with ErrExists, so the
+// same import cannot happen twice. It returns the ids of the cards whose
+// records it kept.
 func (s *Store) ImportBatch(b ImportBatch) (kept []int, err error) {
 	cardVals, err := encodeCards(b.Cards)
 	if err != nil {

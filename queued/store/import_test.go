@@ -28,7 +28,7 @@ func TestImport_AllOrNothingAfterTheStoresOwn(t *testing.T) {
 		t.Fatal(err)
 	}
 	a, b := job(store.NewID()), job(store.NewID())
-	kept, err := st.Import([]store.Card{{ID: 0, State: store.CardDead}, {ID: 1, State: store.CardDead, DeadReason: "old"}}, []store.Job{a, b})
+	kept, err := st.ImportBatch(store.ImportBatch{Cards: []store.Card{{ID: 0, State: store.CardDead}, {ID: 1, State: store.CardDead, DeadReason: "old"}}, Add: []store.Job{a, b}})
 	if err != nil || len(kept) != 1 || kept[0] != 0 {
 		t.Fatalf("Import: kept %v, %v", kept, err)
 	}
@@ -41,7 +41,7 @@ func TestImport_AllOrNothingAfterTheStoresOwn(t *testing.T) {
 		t.Fatalf("cards after import: %+v", cards)
 	}
 	c := job(store.NewID())
-	if _, err := st.Import(nil, []store.Job{c, a}); !errors.Is(err, store.ErrExists) {
+	if _, err := st.ImportBatch(store.ImportBatch{Add: []store.Job{c, a}}); !errors.Is(err, store.ErrExists) {
 		t.Fatalf("importing a stored id: %v", err)
 	}
 	if _, err := st.Job(c.ID); !errors.Is(err, store.ErrNotFound) {
