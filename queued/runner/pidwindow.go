@@ -74,8 +74,10 @@ func keepClock(procRoot string, c pidClock) {
 // readPIDClock is the PID counters of procRoot's kernel, read now or
 // within clockReuse.
 func readPIDClock(procRoot string) pidClock {
-	if l, ok := lastClocks.Load(procRoot); ok && time.Since(l.(*stampedClock).at) < clockReuse {
-		return l.(*stampedClock).c
+	if l, ok := lastClocks.Load(procRoot); ok {
+		if last := l.(*stampedClock); time.Since(last.at) < clockReuse {
+			return last.c
+		}
 	}
 	c := readPIDClockNow(procRoot)
 	keepClock(procRoot, c)

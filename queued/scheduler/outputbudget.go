@@ -88,8 +88,7 @@ type keptFile struct {
 type endedFile struct {
 	id    string
 	size  int64
-	owner uint32 // whose the job is, when owned
-	owned bool
+	owner *uint32 // whose the job is, as its record says; nil for none
 }
 
 type orderedFile struct {
@@ -118,12 +117,8 @@ func (b *outputBudget) kicked() <-chan struct{} {
 // as its record in memory says, so that the round need not read each
 // record again from the store to learn it (issue 41).
 func (b *outputBudget) ended(id string, size int64, owner *uint32) {
-	e := endedFile{id: id, size: size}
-	if owner != nil {
-		e.owner, e.owned = *owner, true
-	}
 	b.mu.Lock()
-	b.pending = append(b.pending, e)
+	b.pending = append(b.pending, endedFile{id, size, owner})
 	b.ending += size
 	k := b.kickLocked()
 	b.mu.Unlock()
@@ -322,8 +317,8 @@ func (b *outputBudget) enforce() {
 	b.mu.Unlock()
 	owners := map[string]uint32{}
 	for _, e := range pending {
-		if e.owned {
-			owners[e.id] = e.owner
+		if e.owner != nil {
+			owners[e.id] = *e.owner
 		}
 	}
 	for _, e := range pending {

@@ -45,24 +45,21 @@ func (s starter) commitAndPrepare(p *preparer, next *job, rec *store.Job, cards 
 // deep (decoding the spec, the user database), and a goroutine's stack
 // starts small and is copied each time it doubles: with a goroutine
 // started for each start, the copies were about 7% of queued's CPU in a
-// drain (issue 41). The kept goroutine's stack stays grown.
+// drain (issue 41). The kept goroutine's stack stays grown. Its worker
+// asks for one preparation at a time and takes it before the next, so
+// one channel carries every answer.
 type preparer struct {
-	reqs chan prepRequest
-}
-
-// prepRequest is one start to prepare and where its preparation goes.
-type prepRequest struct {
-	rec store.Job
-	out chan<- *launchPrep
+	reqs chan store.Job   // the record, as taken, of the start to prepare
+	out  chan *launchPrep // its preparation
 }
 
 // startPreparer starts a card's preparer; its worker stops it.
 func (s starter) startPreparer() *preparer {
-	p := &preparer{reqs: make(chan prepRequest)}
+	p := &preparer{reqs: make(chan store.Job), out: make(chan *launchPrep, 1)}
 	go func() {
-		for r := range p.reqs {
+		for rec := range p.reqs {
 			region := trace.StartRegion(context.Background(), "dispatch: prepare the start")
-			r.out <- s.prepare(r.rec)
+			p.out <- s.prepare(rec)
 			region.End()
 		}
 	}()
@@ -79,13 +76,12 @@ func (p *preparer) stop() { close(p.reqs) }
 // the write is the longer of the two, so it begins at once. region names
 // the write in an execution trace.
 func (p *preparer) prepareBeside(rec *store.Job, region string, write func() error) (*launchPrep, error) {
-	prepared := make(chan *launchPrep, 1)
-	p.reqs <- prepRequest{rec: *rec, out: prepared}
+	p.reqs <- *rec
 	r := trace.StartRegion(context.Background(), region)
 	err := write()
 	r.End()
 	defer trace.StartRegion(context.Background(), "dispatch: wait for the preparation").End()
-	return <-prepared, err
+	return <-p.out, err
 }
 
 // prepare makes a job's start: output file, spec and prepared helper.
