@@ -1,12 +1,16 @@
 package runner
 
 import (
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // TestRun_StopNeverReadsAsSuccess stops a fast repeating program at once
@@ -125,4 +129,85 @@ func TestWaitExited_LeavesTheLeaderUnreaped(t *testing.T) {
 			t.Fatal("leader still not reaped after finish")
 		}
 	}
+}
+
+// TestWaitExited_HoldsNoThreadWhileItWaits: a wait for a job's leader
+// parks in Go's poller on the leader's pidfd; it does not block a thread
+// in a system call for the whole of the job (issue 41: a thread held in
+// waitid keeps the runtime's monitor awake as long as any job runs). Each
+// wait still ends when its process exits and leaves it unreaped, and so
+// does the blocking wait kept for kernels without pidfds.
+func TestWaitExited_HoldsNoThreadWhileItWaits(t *testing.T) {
+	t.Parallel()
+	const n = 8
+	cmds := make([]*exec.Cmd, n)
+	for i := range cmds {
+		cmds[i] = exec.Command("sleep", "1000")
+		if err := cmds[i].Start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		for _, c := range cmds {
+			c.Process.Kill()
+			c.Wait()
+		}
+	})
+	errs := make(chan error, n)
+	for i, c := range cmds {
+		wait := waitExited
+		if i == n-1 {
+			wait = waitExitedBlocking
+		}
+		go func() { errs <- wait(c.Process.Pid) }()
+	}
+	// Every poller wait parks as "IO wait"; one in waitid shows "syscall".
+	waitFor(t, "the waits to park in the poller", func() bool { return parkedIn("waitExited(", "IO wait") == n-1 })
+	for _, c := range cmds {
+		if err := c.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range n {
+		select {
+		case err := <-errs:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("a wait did not end when its process was killed")
+		}
+	}
+	for _, c := range cmds {
+		if st, err := readStat("/proc", c.Process.Pid); err != nil || st.state != 'Z' {
+			t.Fatalf("pid %d after its wait: %+v, %v; want an unreaped zombie", c.Process.Pid, st, err)
+		}
+	}
+}
+
+// TestWaitExited_NamesAProcessNotOurs: a wait for a process that is not
+// queued's child fails and names it, with or without a pidfd.
+func TestWaitExited_NamesAProcessNotOurs(t *testing.T) {
+	t.Parallel()
+	for name, wait := range map[string]func(int) error{"pidfd": waitExited, "blocking": waitExitedBlocking} {
+		err := wait(1)
+		if !errors.Is(err, syscall.ECHILD) || !strings.Contains(err.Error(), "pid 1") {
+			t.Errorf("%s: waiting for pid 1 gave %v; want ECHILD naming pid 1", name, err)
+		}
+	}
+}
+
+// parkedIn counts the goroutines whose stack holds fn and whose state is
+// state.
+func parkedIn(fn, state string) int {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	count := 0
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		head, _, _ := strings.Cut(g, "\n")
+		if strings.Contains(g, fn) && strings.Contains(head, "["+state) {
+			count++
+		}
+	}
+	return count
 }
