@@ -160,25 +160,20 @@ func startSpare(key string, helper helperExec) (*spare, error) {
 // ends that are the spare's: the request's read end rr, the status
 // pipe's write end sw and the output's write end pw.
 func sparePipes(start func(rr, sw, pw *os.File) (*exec.Cmd, error)) (*spare, error) {
-	var files [6]*os.File // request r/w, status r/w, output r/w
-	if err := pipes(files[:]); err != nil {
+	p, err := newHelperPipes()
+	if err != nil {
 		return nil, err
 	}
-	rr, rw, sr, sw, pr, pw := files[0], files[1], files[2], files[3], files[4], files[5]
 	clock := readPIDClock("/proc") // before the start: every PID of its job comes after
-	cmd, err := start(rr, sw, pw)
-	rr.Close()
-	sw.Close()
-	pw.Close()
+	cmd, err := start(p.rr, p.sw, p.pw)
+	p.closeTheirs()
 	if err != nil {
-		rw.Close()
-		sr.Close()
-		pr.Close()
+		p.closeOurs()
 		return nil, fmt.Errorf("starting a spare exec helper: %w", err)
 	}
 	st, _ := StartTime("/proc", cmd.Process.Pid)
 	waitingSpares.Store(cmd.Process.Pid, struct{}{})
-	return &spare{cmd: cmd, req: rw, sr: sr, pr: pr, proc: Proc{PID: cmd.Process.Pid, Start: st}, clock: clock}, nil
+	return &spare{cmd: cmd, req: p.rw, sr: p.sr, pr: p.pr, proc: Proc{PID: cmd.Process.Pid, Start: st}, clock: clock}, nil
 }
 
 // alive reports whether the spare has not exited (it is our child, not

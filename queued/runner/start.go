@@ -87,18 +87,12 @@ func start(spec *Spec, out *Log, spareOnly bool) (*running, error) {
 	if spareOnly {
 		return nil, nil
 	}
-	var files [6]*os.File // request r/w, status r/w, output r/w
-	if err := pipes(files[:]); err != nil {
+	p, err := newHelperPipes()
+	if err != nil {
 		return nil, err
 	}
-	rr, rw, sr, sw, pr, pw := files[0], files[1], files[2], files[3], files[4], files[5]
-	closeAll := func() {
-		for _, f := range []*os.File{rr, rw, sr, pr} {
-			f.Close()
-		}
-	}
 	marker := markerOf(spec.Env)
-	cmd := helperOf(spec).command(rr, sw)
+	cmd := helperOf(spec).command(p.rr, p.sw)
 	cmd.Args[0] = execjob.Name
 	cmd.Env = []string{} // nothing of queued's: the request carries the program's
 	if marker != "" {
@@ -107,7 +101,7 @@ func start(spec *Spec, out *Log, spareOnly bool) (*running, error) {
 		cmd.Env = []string{JobEnvVar + "=" + marker}
 	}
 	cmd.Dir = "/"
-	cmd.Stdout, cmd.Stderr = pw, pw
+	cmd.Stdout, cmd.Stderr = p.pw, p.pw
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	// Where queued's cgroup is delegated, the iteration starts in a cgroup
 	// of its own, so a kill reaches its whole process tree (setsid or not)
@@ -118,9 +112,8 @@ func start(spec *Spec, out *Log, spareOnly bool) (*running, error) {
 	if spec.TasksMax > 0 {
 		if err := cg.LimitTasks(spec.TasksMax); err != nil && !errors.Is(err, jobcgroup.ErrNoController) {
 			cg.Close()
-			closeAll()
-			pw.Close()
-			sw.Close()
+			p.closeTheirs()
+			p.closeOurs()
 			return nil, fmt.Errorf("limiting the job to %d tasks: %w", spec.TasksMax, err)
 		}
 	}
@@ -131,39 +124,92 @@ func start(spec *Spec, out *Log, spareOnly bool) (*running, error) {
 		// so every PID of the job comes after.
 		clock = readPIDClock("/proc")
 	}
-	err := cmd.Start()
-	pw.Close()
-	sw.Close()
+	err = cmd.Start()
+	p.closeTheirs()
 	if err != nil {
 		cg.Close()
-		closeAll()
+		p.closeOurs()
 		return nil, fmt.Errorf("starting queued's exec helper: %w", err)
 	}
-	rr.Close()
 	pid := cmd.Process.Pid
 	// Read the start time before anything can reap the child: until then
 	// the PID is still its own. The program keeps it across the execve.
 	st, _ := StartTime("/proc", pid)
-	r := &running{cmd: cmd, pr: pr, proc: Proc{PID: pid, Start: st}, copied: make(chan struct{}), cg: cg,
-		marker: marker, uid: uid, start: watchStart(sr), clock: clock, handOff: sendRequest(rw, &req)}
+	r := &running{cmd: cmd, pr: p.pr, proc: Proc{PID: pid, Start: st}, copied: make(chan struct{}), cg: cg,
+		marker: marker, uid: uid, start: watchStart(p.sr), clock: clock, handOff: sendRequest(p.rw, &req)}
 	go r.drain(out)
 	return r, nil
 }
 
-// pipes fills files with pipes, each read end before its write end, all
-// or none.
-func pipes(files []*os.File) error {
-	for i := 0; i+1 < len(files); i += 2 {
-		r, w, err := os.Pipe()
-		if err != nil {
-			for _, f := range files[:i] {
-				f.Close()
-			}
-			return fmt.Errorf("creating the exec helper's pipes: %w", err)
-		}
-		files[i], files[i+1] = r, w
+// helperPipes are an exec helper's three pipes: its request (the helper
+// reads rr, queued writes rw), its status (the helper writes sw, queued
+// reads sr) and its output (pw and pr).
+type helperPipes struct {
+	rr, rw, sr, sw, pr, pw *os.File
+}
+
+// newHelperPipes makes a helper's pipes, all or none. Queued's ends are
+// non-blocking and held by Go's poller (read with deadlines, no thread
+// blocked on them); the helper's are left blocking and never handed to
+// the poller. os.Pipe would make both ends non-blocking and register
+// them, and handing them to the helper would make its ends blocking
+// again and unregister them: fifteen system calls a start that served
+// nothing (issue 41).
+func newHelperPipes() (helperPipes, error) {
+	var p helperPipes
+	var err error
+	if p.rr, p.rw, err = helperPipe(false); err != nil {
+		return p, err
 	}
-	return nil
+	if p.sr, p.sw, err = helperPipe(true); err != nil {
+		p.rr.Close()
+		p.rw.Close()
+		return p, err
+	}
+	if p.pr, p.pw, err = helperPipe(true); err != nil {
+		p.closeTheirs()
+		p.closeOurs()
+		return p, err
+	}
+	return p, nil
+}
+
+// helperPipe makes one pipe whose read end is queued's when weRead, else
+// its write end.
+func helperPipe(weRead bool) (r, w *os.File, err error) {
+	var fds [2]int
+	if err := unix.Pipe2(fds[:], unix.O_CLOEXEC); err != nil {
+		return nil, nil, fmt.Errorf("creating the exec helper's pipes: %w", err)
+	}
+	ours := fds[1]
+	if weRead {
+		ours = fds[0]
+	}
+	// A new pipe's end has no status flag but its access mode, which
+	// F_SETFL leaves alone: one call sets O_NONBLOCK.
+	if _, err := unix.FcntlInt(uintptr(ours), unix.F_SETFL, unix.O_NONBLOCK); err != nil {
+		unix.Close(fds[0])
+		unix.Close(fds[1])
+		return nil, nil, fmt.Errorf("creating the exec helper's pipes: %w", err)
+	}
+	// os.NewFile hands a non-blocking descriptor to the poller, and
+	// leaves a blocking one out of it.
+	return os.NewFile(uintptr(fds[0]), "|0"), os.NewFile(uintptr(fds[1]), "|1"), nil
+}
+
+// closeTheirs closes the helper's ends: once it holds them, or when it
+// will not start.
+func (p helperPipes) closeTheirs() {
+	p.rr.Close()
+	p.sw.Close()
+	p.pw.Close()
+}
+
+// closeOurs closes queued's ends, when the helper did not start.
+func (p helperPipes) closeOurs() {
+	p.rw.Close()
+	p.sr.Close()
+	p.pr.Close()
 }
 
 // helperOf is the exec helper spec names, or queued's default one.
