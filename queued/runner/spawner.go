@@ -39,9 +39,14 @@ var spawnerTimeout = 5 * time.Second
 
 // spawner is queued's end of a spawner's socket.
 type spawner struct {
-	mu  sync.Mutex // one request and its answer at a time
-	fd  int        // queued's end of the socket pair (SOCK_SEQPACKET)
-	cmd *exec.Cmd
+	mu sync.Mutex // one request and its answer at a time
+	// sock is queued's end of the socket pair (SOCK_SEQPACKET),
+	// non-blocking and held by Go's poller: a wait for the spawner's
+	// answer (its fork) parks the goroutine instead of holding a thread
+	// and its P in a read (issue 41), and a deadline bounds the wait.
+	sock    *os.File
+	timeout time.Duration // spawnerTimeout when it started
+	cmd     *exec.Cmd
 }
 
 // spawners holds each helper's spawner (Spec.Helper), started on first
@@ -86,6 +91,12 @@ func startSpawner(helper helperExec) (*spawner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("making the spawner's socket: %w", err)
 	}
+	if _, err := unix.FcntlInt(uintptr(fds[0]), unix.F_SETFL, unix.O_NONBLOCK); err != nil {
+		unix.Close(fds[0])
+		unix.Close(fds[1])
+		return nil, fmt.Errorf("making the spawner's socket: %w", err)
+	}
+	sock := os.NewFile(uintptr(fds[0]), "spawner socket") // non-blocking: the poller holds it
 	theirs := os.NewFile(uintptr(fds[1]), "spawner socket")
 	cmd := helper.command(theirs)
 	cmd.Args[0] = spawnerName
@@ -94,17 +105,12 @@ func startSpawner(helper helperExec) (*spawner, error) {
 	err = cmd.Start()
 	theirs.Close()
 	if err != nil {
-		unix.Close(fds[0])
+		sock.Close()
 		return nil, fmt.Errorf("starting the spawner: %w", err)
 	}
-	sp := &spawner{fd: fds[0], cmd: cmd}
-	tv := unix.NsecToTimeval(spawnerTimeout.Nanoseconds())
-	if err := unix.SetsockoptTimeval(sp.fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
-		sp.close()
-		return nil, fmt.Errorf("setting the spawner's timeout: %w", err)
-	}
+	sp := &spawner{sock: sock, timeout: spawnerTimeout, cmd: cmd}
 	b := make([]byte, 16)
-	n, err := readRetry(sp.fd, b)
+	n, err := sp.answer(b)
 	if err != nil || string(b[:n]) != spawnerHello {
 		sp.close()
 		return nil, fmt.Errorf("the exec helper is no spawner: it answered %q, %v", b[:max(n, 0)], err)
@@ -119,11 +125,11 @@ func (sp *spawner) spawn(req, status, out *os.File) (*exec.Cmd, error) {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	rights := unix.UnixRights(int(req.Fd()), int(status.Fd()), int(out.Fd()))
-	if err := unix.Sendmsg(sp.fd, []byte{'s'}, rights, nil, 0); err != nil {
+	if err := sp.ask(rights); err != nil {
 		return nil, fmt.Errorf("asking the spawner for a spare: %w", err)
 	}
 	var b [4]byte
-	n, err := readRetry(sp.fd, b[:])
+	n, err := sp.answer(b[:])
 	switch {
 	case err != nil:
 		return nil, fmt.Errorf("reading the spawner's answer: %w", err)
@@ -141,20 +147,60 @@ func (sp *spawner) spawn(req, status, out *os.File) (*exec.Cmd, error) {
 	return &exec.Cmd{Process: p}, nil
 }
 
+// ask sends the spawner one request, for a spare with rights as its
+// descriptors.
+func (sp *spawner) ask(rights []byte) error {
+	rc, err := sp.sock.SyscallConn()
+	if err != nil {
+		return err
+	}
+	if err := sp.sock.SetWriteDeadline(time.Now().Add(sp.timeout)); err != nil {
+		return err
+	}
+	var serr error
+	if err := rc.Write(func(fd uintptr) bool {
+		serr = ignoringEINTR(func() error { return unix.Sendmsg(int(fd), []byte{'s'}, rights, nil, 0) })
+		return !errors.Is(serr, unix.EAGAIN)
+	}); err != nil {
+		return err
+	}
+	return serr
+}
+
+// answer reads one message of the spawner into b, waiting for it no
+// longer than its timeout.
+func (sp *spawner) answer(b []byte) (int, error) {
+	rc, err := sp.sock.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	if err := sp.sock.SetReadDeadline(time.Now().Add(sp.timeout)); err != nil {
+		return 0, err
+	}
+	var n int
+	var rerr error
+	if err := rc.Read(func(fd uintptr) bool {
+		rerr = ignoringEINTR(func() (err error) { n, err = unix.Read(int(fd), b); return err })
+		return !errors.Is(rerr, unix.EAGAIN)
+	}); err != nil {
+		return 0, err
+	}
+	return n, rerr
+}
+
 // close ends the spawner: a running one would read the end of its socket
 // and exit, a stopped one would not, so it is killed too, and reaped.
 func (sp *spawner) close() {
-	unix.Close(sp.fd)
+	sp.sock.Close()
 	sp.cmd.Process.Kill()
 	sp.cmd.Wait()
 }
 
-// readRetry reads fd once, again after an interrupted call.
-func readRetry(fd int, b []byte) (int, error) {
+// ignoringEINTR calls f again while it is interrupted.
+func ignoringEINTR(f func() error) error {
 	for {
-		n, err := unix.Read(fd, b)
-		if !errors.Is(err, unix.EINTR) {
-			return n, err
+		if err := f(); !errors.Is(err, unix.EINTR) {
+			return err
 		}
 	}
 }

@@ -176,3 +176,50 @@ func spawnerOf(t *testing.T, key string) *spawner {
 	}
 	return sp
 }
+
+// TestSpawner_WaitsForItsAnswerInThePoller: a wait for the spawner's
+// answer parks in Go's poller, not in a read that holds a thread (issue
+// 41), and the spare comes once the spawner answers.
+func TestSpawner_WaitsForItsAnswerInThePoller(t *testing.T) {
+	if os.Getenv(helperEnv) == "" {
+		t.Skip("the Go build of queued-exec has no spawner")
+	}
+	sp := spawnerFor("poller-test", defaultHelper())
+	if sp == nil {
+		t.Fatal("no spawner")
+	}
+	defer dropSpawner("poller-test", sp)
+	p, err := newHelperPipes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.closeOurs()
+	defer p.closeTheirs()
+	if err := syscall.Kill(sp.cmd.Process.Pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	type spawned struct {
+		pid int
+		err error
+	}
+	done := make(chan spawned, 1)
+	go func() {
+		cmd, err := sp.spawn(p.rr, p.sw, p.pw)
+		if err != nil {
+			done <- spawned{err: err}
+			return
+		}
+		done <- spawned{pid: cmd.Process.Pid}
+		cmd.Process.Kill()
+		cmd.Wait()
+	}()
+	waitFor(t, "the wait for the spawner's answer to park in the poller", func() bool {
+		return parkedIn("(*spawner).spawn(", "IO wait") == 1
+	})
+	if err := syscall.Kill(sp.cmd.Process.Pid, syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-done; got.err != nil || got.pid <= 0 {
+		t.Fatalf("spawn once the spawner went on: %+v", got)
+	}
+}
