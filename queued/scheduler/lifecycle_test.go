@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -310,4 +311,67 @@ func TestScheduler_AmbiguousPrefixNamesTheMatches(t *testing.T) {
 	if _, err := b.s.Resolve(two); n > 1 && (err == nil || !strings.Contains(err.Error(), ids[0])) {
 		t.Fatalf("Resolve(%q) with %d matches: %v; want them named", two, n, err)
 	}
+}
+
+// TestScheduler_ALongJobsProcessIsRecordedWhileItRuns: once a job has run
+// pidWriteDelay since its process started, its durable record names that
+// process (so a crash finds its group by record), and again for each
+// iteration of a repeated job; a job that ends sooner carries its process
+// in its done record. No goroutine is left behind (goleak, TestMain).
+func TestScheduler_ALongJobsProcessIsRecordedWhileItRuns(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	gate, release := b.gate()
+	info, err := b.s.Submit(JobSpec{Card: 0, Cmd: gate + "; echo $$ >> pids", Cwd: b.work, Repeat: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	durable := func() store.Job {
+		rec, err := b.st.Job(info.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rec
+	}
+	b.waitOutput(info.ID, "started")
+	poll(t, "the first iteration's process in the durable record", func() bool {
+		rec := durable()
+		return rec.State == store.StateRunning && rec.PGID > 0 && rec.LeaderStart > 0 && rec.Iterations == 1
+	})
+	first := durable().PGID
+	release() // the gate stays open: the second iteration echoes and waits no more
+	poll(t, "the second iteration's process in the durable record", func() bool {
+		rec := durable()
+		return rec.Iterations == 2 && rec.PGID > 0 && rec.PGID != first || rec.State == store.StateDone
+	})
+	done := b.waitDone(info.ID)
+	if done.ExitCode == nil || *done.ExitCode != 0 {
+		t.Fatalf("the job ended %+v", done.Job)
+	}
+	pids, err := os.ReadFile(filepath.Join(b.work, "pids"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec := durable(); rec.State != store.StateDone || strconv.Itoa(rec.PGID) != lastWord(string(pids)) {
+		t.Fatalf("the done record names process %d after iterations %q; want the last one's", rec.PGID, pids)
+	}
+
+	short := b.submit(0, "echo $$ > short")
+	b.waitDone(short.ID)
+	pid, err := os.ReadFile(filepath.Join(b.work, "short"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := b.st.Job(short.ID); err != nil || strconv.Itoa(rec.PGID) != strings.TrimSpace(string(pid)) {
+		t.Fatalf("a short job's done record names process %d (%v); it ran as %s", rec.PGID, err, pid)
+	}
+}
+
+// lastWord is the last word of s.
+func lastWord(s string) string {
+	words := strings.Fields(s)
+	if len(words) == 0 {
+		return ""
+	}
+	return words[len(words)-1]
 }
