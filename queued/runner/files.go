@@ -22,7 +22,10 @@ func createFile(path string, flag int) (*os.File, error) {
 	if err := syscall.Unlink(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("replacing %s: %w", path, err)
 	}
-	return os.OpenFile(path, flag|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+	// O_NONBLOCK, which a regular file ignores, spares os.OpenFile making
+	// the descriptor non-blocking for its poller, which refuses a regular
+	// file, and blocking again: four system calls for each job's log.
+	return os.OpenFile(path, flag|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o600)
 }
 
 // openExisting opens the file at path with flag, not following a symlink,

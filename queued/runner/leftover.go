@@ -290,14 +290,14 @@ func hasMark(procRoot, name string, marks []mark) bool {
 // thread exited answers ESRCH for it while its other threads run on:
 // their environment, the process's, is read instead (see procthread).
 func environ(procRoot, name string) ([]byte, error) {
-	env, err := os.ReadFile(filepath.Join(procRoot, name, "environ"))
+	env, err := readWhole(filepath.Join(procRoot, name, "environ"), make([]byte, 4096))
 	if !errors.Is(err, syscall.ESRCH) {
 		return env, err
 	}
 	var thread []byte
 	if procthread.Other(filepath.Join(procRoot, name), func(td string) bool {
 		var terr error
-		thread, terr = os.ReadFile(filepath.Join(td, "environ"))
+		thread, terr = readWhole(filepath.Join(td, "environ"), make([]byte, 4096))
 		return terr == nil
 	}) == "" {
 		return nil, err
@@ -311,7 +311,7 @@ func environ(procRoot, name string) ([]byte, error) {
 // environment, which any user can write into their own processes: root
 // kills by it only what the job's own user could have killed.
 func signalableBy(procRoot, name string, uid uint32) bool {
-	b, err := os.ReadFile(filepath.Join(procRoot, name, "status"))
+	b, err := readWhole(filepath.Join(procRoot, name, "status"), make([]byte, 4096))
 	if err != nil {
 		return false
 	}

@@ -3,6 +3,7 @@ package runner
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 	"time"
@@ -196,8 +197,8 @@ func windowSince(procRoot string, leader int, c pidClock) *pidWindow {
 // fits: on a host with many CPUs and interrupts it runs to tens of
 // kilobytes before that line.
 func forksSinceBoot(procRoot string, buf []byte) (uint64, bool) {
-	b, ok := readWhole(procRoot+"/stat", buf)
-	if !ok {
+	b, err := readWhole(procRoot+"/stat", buf)
+	if err != nil {
 		return 0, false
 	}
 	_, rest, found := bytes.Cut(b, []byte("\nprocesses "))
@@ -209,23 +210,24 @@ func forksSinceBoot(procRoot string, buf []byte) (uint64, bool) {
 	return n, err == nil
 }
 
-// procStatMax bounds what readWhole reads of /proc/stat.
-const procStatMax = 16 << 20
+// procFileMax bounds what readWhole reads of a /proc file: /proc/stat,
+// and a process's environ (the kernel bounds the argument vector and
+// environment together well below it).
+const procFileMax = 16 << 20
 
 // readWhole reads the file at path whole, into buf while it fits, else
-// into a larger buffer, up to procStatMax.
-func readWhole(path string, buf []byte) ([]byte, bool) {
+// into a larger buffer, up to procFileMax, with a plain open, read and
+// close: os.ReadFile's fstat and its poller steps (five system calls on
+// a /proc file) cost more than the read (issue 41).
+func readWhole(path string, buf []byte) ([]byte, error) {
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
 	if err != nil {
-		return nil, false
+		return nil, fmt.Errorf("reading %s: %w", path, err)
 	}
 	defer unix.Close(fd)
 	b := buf[:0]
 	for {
 		if len(b) == cap(b) {
-			if cap(b) >= procStatMax {
-				return nil, false
-			}
 			b = append(b, make([]byte, cap(b)+4096)...)[:len(b)]
 		}
 		n, err := unix.Read(fd, b[len(b):cap(b)])
@@ -233,11 +235,13 @@ func readWhole(path string, buf []byte) ([]byte, bool) {
 		case errors.Is(err, unix.EINTR):
 			continue
 		case err != nil:
-			return nil, false
+			return nil, fmt.Errorf("reading %s: %w", path, err)
 		case n == 0:
-			return b, len(b) > 0
+			return b, nil
 		}
-		b = b[:len(b)+n]
+		if b = b[:len(b)+n]; len(b) > procFileMax {
+			return nil, fmt.Errorf("reading %s: longer than %d bytes", path, procFileMax)
+		}
 	}
 }
 

@@ -1,6 +1,8 @@
 package runner
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -112,5 +114,36 @@ func TestParseStat(t *testing.T) {
 	}
 	if _, err := readStatFile("/proc/0/stat", buf); err == nil {
 		t.Fatal("read /proc/0/stat")
+	}
+}
+
+// TestReadWhole_ReadsPastItsBufferAndNamesWhatFails: a /proc file read
+// with plain system calls comes whole whatever buf's size, a process's
+// environment too (the marker scan's read), and a missing file or one
+// past the bound fails naming its path.
+func TestReadWhole_ReadsPastItsBufferAndNamesWhatFails(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	big := strings.Repeat("x", 10000)
+	if err := os.WriteFile(filepath.Join(dir, "big"), []byte(big), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := readWhole(filepath.Join(dir, "big"), make([]byte, 16)); err != nil || string(got) != big {
+		t.Fatalf("read %d bytes, %v; want %d", len(got), err, len(big))
+	}
+	env, err := environ("/proc", strconv.Itoa(os.Getpid()))
+	if err != nil || !strings.Contains(string(env), "PATH=") {
+		t.Fatalf("this process's environment: %d bytes, %v", len(env), err)
+	}
+	missing := filepath.Join(dir, "missing")
+	if _, err := readWhole(missing, nil); !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), missing) {
+		t.Fatalf("a missing file: %v", err)
+	}
+	huge := filepath.Join(dir, "huge")
+	if err := os.WriteFile(huge, make([]byte, procFileMax+1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readWhole(huge, nil); err == nil || !strings.Contains(err.Error(), huge) {
+		t.Fatalf("a file past the bound: %v", err)
 	}
 }
