@@ -2,8 +2,6 @@ package runner
 
 import (
 	"bytes"
-	"errors"
-	"fmt"
 	"strconv"
 	"sync"
 	"time"
@@ -208,41 +206,6 @@ func forksSinceBoot(procRoot string, buf []byte) (uint64, bool) {
 	line, _, _ := bytes.Cut(rest, []byte{'\n'})
 	n, err := strconv.ParseUint(string(bytes.TrimSpace(line)), 10, 64)
 	return n, err == nil
-}
-
-// procFileMax bounds what readWhole reads of a /proc file: /proc/stat,
-// and a process's environ (the kernel bounds the argument vector and
-// environment together well below it).
-const procFileMax = 16 << 20
-
-// readWhole reads the file at path whole, into buf while it fits, else
-// into a larger buffer, up to procFileMax, with a plain open, read and
-// close: os.ReadFile's fstat and its poller steps (five system calls on
-// a /proc file) cost more than the read (issue 41).
-func readWhole(path string, buf []byte) ([]byte, error) {
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", path, err)
-	}
-	defer unix.Close(fd)
-	b := buf[:0]
-	for {
-		if len(b) == cap(b) {
-			b = append(b, make([]byte, cap(b)+4096)...)[:len(b)]
-		}
-		n, err := unix.Read(fd, b[len(b):cap(b)])
-		switch {
-		case errors.Is(err, unix.EINTR):
-			continue
-		case err != nil:
-			return nil, fmt.Errorf("reading %s: %w", path, err)
-		case n == 0:
-			return b, nil
-		}
-		if b = b[:len(b)+n]; len(b) > procFileMax {
-			return nil, fmt.Errorf("reading %s: longer than %d bytes", path, procFileMax)
-		}
-	}
 }
 
 // tasksAlive is the number of tasks (processes and threads) alive, from

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -46,6 +47,41 @@ func readStatFile(path string, buf []byte) (procStat, error) {
 		return procStat{}, fmt.Errorf("reading %s: longer than %d bytes", path, len(buf))
 	}
 	return parseStat(path, buf[:n])
+}
+
+// procFileMax bounds what readWhole reads of a /proc file: /proc/stat,
+// and a process's environ (the kernel bounds the argument vector and
+// environment together well below it).
+const procFileMax = 16 << 20
+
+// readWhole reads the file at path whole, into buf while it fits, else
+// into a larger buffer, up to procFileMax, with a plain open, read and
+// close: os.ReadFile's fstat and its poller steps (five system calls on
+// a /proc file) cost more than the read (issue 41).
+func readWhole(path string, buf []byte) ([]byte, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	defer unix.Close(fd)
+	b := buf[:0]
+	for {
+		if len(b) == cap(b) {
+			b = append(b, make([]byte, cap(b)+4096)...)[:len(b)]
+		}
+		n, err := unix.Read(fd, b[len(b):cap(b)])
+		switch {
+		case errors.Is(err, unix.EINTR):
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("reading %s: %w", path, err)
+		case n == 0:
+			return b, nil
+		}
+		if b = b[:len(b)+n]; len(b) > procFileMax {
+			return nil, fmt.Errorf("reading %s: longer than %d bytes", path, procFileMax)
+		}
+	}
 }
 
 // parseStat reads the fields procStat holds from the text of path, a

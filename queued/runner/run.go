@@ -204,11 +204,9 @@ func waitExited(pid int) error {
 	// without waiting and without reaping.
 	err = rc.Read(func(fd uintptr) bool {
 		var info unix.Siginfo
-		err := unix.Waitid(unix.P_PIDFD, int(fd), &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
-		switch {
-		case errors.Is(err, syscall.EINTR):
-			return false
-		case err != nil:
+		if err := ignoringEINTR(func() error {
+			return unix.Waitid(unix.P_PIDFD, int(fd), &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
+		}); err != nil {
 			werr = fmt.Errorf("waiting for pid %d: %w", pid, err)
 			return true
 		}
@@ -223,14 +221,18 @@ func waitExited(pid int) error {
 
 // waitExitedBlocking is waitExited in a waitid that blocks.
 func waitExitedBlocking(pid int) error {
+	var info unix.Siginfo
+	if err := ignoringEINTR(func() error { return unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil) }); err != nil {
+		return fmt.Errorf("waiting for pid %d: %w", pid, err)
+	}
+	return nil
+}
+
+// ignoringEINTR calls f again while it is interrupted.
+func ignoringEINTR(f func() error) error {
 	for {
-		var info unix.Siginfo
-		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
-		if err == nil {
-			return nil
-		}
-		if !errors.Is(err, syscall.EINTR) {
-			return fmt.Errorf("waiting for pid %d: %w", pid, err)
+		if err := f(); !errors.Is(err, unix.EINTR) {
+			return err
 		}
 	}
 }

@@ -45,7 +45,8 @@ type spawner struct {
 	// answer (its fork) parks the goroutine instead of holding a thread
 	// and its P in a read (issue 41), and a deadline bounds the wait.
 	sock    *os.File
-	timeout time.Duration // spawnerTimeout when it started
+	conn    syscall.RawConn // sock's, for its reads and writes
+	timeout time.Duration   // spawnerTimeout when it started
 	cmd     *exec.Cmd
 }
 
@@ -108,7 +109,14 @@ func startSpawner(helper helperExec) (*spawner, error) {
 		sock.Close()
 		return nil, fmt.Errorf("starting the spawner: %w", err)
 	}
-	sp := &spawner{sock: sock, timeout: spawnerTimeout, cmd: cmd}
+	conn, err := sock.SyscallConn()
+	if err != nil {
+		sock.Close()
+		cmd.Process.Kill()
+		cmd.Wait()
+		return nil, fmt.Errorf("making the spawner's socket: %w", err)
+	}
+	sp := &spawner{sock: sock, conn: conn, timeout: spawnerTimeout, cmd: cmd}
 	b := make([]byte, 16)
 	n, err := sp.answer(b)
 	if err != nil || string(b[:n]) != spawnerHello {
@@ -148,38 +156,28 @@ func (sp *spawner) spawn(req, status, out *os.File) (*exec.Cmd, error) {
 }
 
 // ask sends the spawner one request, for a spare with rights as its
-// descriptors.
+// descriptors. Its requests go one at a time, each answered before the
+// next (sp.mu), so its socket never holds more than one and a send never
+// has to wait: one that would is an error, and the spawner is dropped.
 func (sp *spawner) ask(rights []byte) error {
-	rc, err := sp.sock.SyscallConn()
-	if err != nil {
-		return err
+	var err error
+	if cerr := sp.conn.Control(func(fd uintptr) {
+		err = ignoringEINTR(func() error { return unix.Sendmsg(int(fd), []byte{'s'}, rights, nil, 0) })
+	}); cerr != nil {
+		return cerr
 	}
-	if err := sp.sock.SetWriteDeadline(time.Now().Add(sp.timeout)); err != nil {
-		return err
-	}
-	var serr error
-	if err := rc.Write(func(fd uintptr) bool {
-		serr = ignoringEINTR(func() error { return unix.Sendmsg(int(fd), []byte{'s'}, rights, nil, 0) })
-		return !errors.Is(serr, unix.EAGAIN)
-	}); err != nil {
-		return err
-	}
-	return serr
+	return err
 }
 
 // answer reads one message of the spawner into b, waiting for it no
 // longer than its timeout.
 func (sp *spawner) answer(b []byte) (int, error) {
-	rc, err := sp.sock.SyscallConn()
-	if err != nil {
-		return 0, err
-	}
 	if err := sp.sock.SetReadDeadline(time.Now().Add(sp.timeout)); err != nil {
 		return 0, err
 	}
 	var n int
 	var rerr error
-	if err := rc.Read(func(fd uintptr) bool {
+	if err := sp.conn.Read(func(fd uintptr) bool {
 		rerr = ignoringEINTR(func() (err error) { n, err = unix.Read(int(fd), b); return err })
 		return !errors.Is(rerr, unix.EAGAIN)
 	}); err != nil {
@@ -194,13 +192,4 @@ func (sp *spawner) close() {
 	sp.sock.Close()
 	sp.cmd.Process.Kill()
 	sp.cmd.Wait()
-}
-
-// ignoringEINTR calls f again while it is interrupted.
-func ignoringEINTR(f func() error) error {
-	for {
-		if err := f(); !errors.Is(err, unix.EINTR) {
-			return err
-		}
-	}
 }

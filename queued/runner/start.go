@@ -155,23 +155,21 @@ type helperPipes struct {
 // them, and handing them to the helper would make its ends blocking
 // again and unregister them: fifteen system calls a start that served
 // nothing (issue 41).
-func newHelperPipes() (helperPipes, error) {
-	var p helperPipes
-	var err error
+func newHelperPipes() (p helperPipes, err error) {
+	defer func() {
+		if err != nil { // closing the pipes not made is a no-op
+			p.closeTheirs()
+			p.closeOurs()
+		}
+	}()
 	if p.rr, p.rw, err = helperPipe(false); err != nil {
 		return p, err
 	}
 	if p.sr, p.sw, err = helperPipe(true); err != nil {
-		p.rr.Close()
-		p.rw.Close()
 		return p, err
 	}
-	if p.pr, p.pw, err = helperPipe(true); err != nil {
-		p.closeTheirs()
-		p.closeOurs()
-		return p, err
-	}
-	return p, nil
+	p.pr, p.pw, err = helperPipe(true)
+	return p, err
 }
 
 // helperPipe makes one pipe whose read end is queued's when weRead, else

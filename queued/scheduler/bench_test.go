@@ -77,7 +77,7 @@ func BenchmarkDrain900(b *testing.B) {
 		}
 		before := st.Stats()
 		cpuBefore := cpuTime()
-		wakes := startWakeCount()
+		switches0, goroutines0 := wakes()
 		if _, err := s.Kill(gate.ID); err != nil {
 			b.Fatal(err)
 		}
@@ -103,7 +103,7 @@ func BenchmarkDrain900(b *testing.B) {
 		drain := last.Sub(gateEnd)
 		after := st.Stats()
 		cpu := cpuTime() - cpuBefore
-		switches, goroutines := wakes.stop()
+		switches, goroutines := wakes()
 		s.Stop()
 		st.Close()
 		starts.Close()
@@ -112,38 +112,21 @@ func BenchmarkDrain900(b *testing.B) {
 		b.ReportMetric(drain.Seconds()/floor.Seconds(), "x-floor")
 		b.ReportMetric(float64(after.Commits-before.Commits)/n, "commits/job")
 		b.ReportMetric(cpu.Seconds(), "cpu-s")
-		b.ReportMetric(switches/n, "vcsw/job")
-		b.ReportMetric(goroutines/n, "goroutines/job")
+		b.ReportMetric((switches-switches0)/n, "vcsw/job")
+		b.ReportMetric((goroutines-goroutines0)/n, "goroutines/job")
 	}
 }
 
-// wakeCount counts, between its start and its stop, this process's
-// voluntary context switches (every thread's: each time one went to
-// sleep) and the goroutines it started: figures that, unlike its CPU,
-// do not move with a shared host's load (docs/queue-wakeups.md).
-type wakeCount struct {
-	vcsw, goroutines uint64
-}
-
-func (w *wakeCount) read() {
+// wakes is how often this process's threads have gone to sleep
+// (getrusage's voluntary context switches, every thread's) and how many
+// goroutines it has started: figures that, unlike its CPU, do not move
+// with a shared host's load (docs/queue-wakeups.md).
+func wakes() (switches, goroutines float64) {
 	var ru syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	created := []rtmetrics.Sample{{Name: "/sched/goroutines-created:goroutines"}}
 	rtmetrics.Read(created)
-	w.vcsw, w.goroutines = uint64(ru.Nvcsw), created[0].Value.Uint64()
-}
-
-func startWakeCount() wakeCount {
-	var w wakeCount
-	w.read()
-	return w
-}
-
-// stop returns the switches and goroutines since w started.
-func (w wakeCount) stop() (switches, goroutines float64) {
-	var now wakeCount
-	now.read()
-	return float64(now.vcsw - w.vcsw), float64(now.goroutines - w.goroutines)
+	return float64(ru.Nvcsw), float64(created[0].Value.Uint64())
 }
 
 // cpuTime is this process's user+system CPU time (children excluded).
