@@ -110,6 +110,10 @@ type Request struct {
 	// before the switch, so the kernel's OOM killer takes the program
 	// before queued and the user cannot lower it again.
 	OOMScoreAdj *int
+	// CPUs, when set, are the CPUs the program may run on, set first: a
+	// queued kept to one CPU (package cpupin) hands on the ones it
+	// started with, which its helper, forked from it, did not inherit.
+	CPUs *unix.CPUSet
 }
 
 // Cred is a user's identity as the helper sets it.
@@ -177,6 +181,12 @@ func execJob() int {
 	// the status pipe, and the pipe itself, closes at the execve.
 	if err := unix.CloseRange(4, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
 		return fail(StageSetup, fmt.Errorf("marking descriptors close-on-exec: %w", err))
+	}
+	if req.CPUs != nil {
+		// This thread is the program (above): its CPUs are the program's.
+		if err := unix.SchedSetaffinity(0, req.CPUs); err != nil {
+			return fail(StageSetup, fmt.Errorf("taking the CPUs queued started with: %w", err))
+		}
 	}
 	if req.OOMScoreAdj != nil {
 		// Raising it is always allowed; lowering it needs privileges a

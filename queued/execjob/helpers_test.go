@@ -77,7 +77,7 @@ func probe() int {
 	line("keyring", desc)
 	status, _ := os.ReadFile("/proc/self/status")
 	for _, l := range strings.Split(string(status), "\n") {
-		if k, v, ok := strings.Cut(l, ":"); ok && (k == "SigIgn" || k == "SigBlk" || k == "NoNewPrivs") {
+		if k, v, ok := strings.Cut(l, ":"); ok && (k == "SigIgn" || k == "SigBlk" || k == "NoNewPrivs" || k == "Cpus_allowed_list") {
 			line(k, strings.TrimSpace(v))
 		}
 	}
@@ -314,6 +314,8 @@ func TestHelpers_RefuseBadRequestsAlike(t *testing.T) {
 		"NUL in the env":  {(&Request{Path: "/bin/true", Argv: []string{"true"}, Env: []string{"A=\x00"}, Dir: "/"}).Encode(), []byte{Go}, "exec invalid argument"},
 		"no such program": {(&Request{Path: "/nonexistent/prog", Argv: []string{"prog"}, Dir: "/"}).Encode(), []byte{Go}, "exec no such file or directory"},
 		"not a program":   {(&Request{Path: "/etc", Argv: []string{"etc"}, Dir: "/"}).Encode(), []byte{Go}, "exec permission denied"},
+		"too many CPUs":   {tooManyCPUs(), []byte{Go}, "a set of 1032 CPUs, over the 1024 a helper holds"},
+		"no CPU":          {(&Request{Path: "/bin/true", Argv: []string{"true"}, Dir: "/", CPUs: &unix.CPUSet{}}).Encode(), []byte{Go}, "setup invalid argument"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			o := same(t, c.req, c.after, c.want)
@@ -324,6 +326,41 @@ func TestHelpers_RefuseBadRequestsAlike(t *testing.T) {
 				t.Errorf("got %v, want a status %q", o, c.want)
 			}
 		})
+	}
+}
+
+// A queued kept to one CPU hands its helper the CPUs it started with
+// (package cpupin): both set them before the program runs, and without
+// them the program has the helper's.
+func TestHelpers_GiveTheProgramItsCPUsAlike(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ours unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &ours); err != nil {
+		t.Fatal(err)
+	}
+	last := -1
+	for cpu := range len(ours) * 64 {
+		if ours.IsSet(cpu) {
+			last = cpu
+		}
+	}
+	req := probeRequest(t, exe, t.TempDir())
+	req.CPUs = new(unix.CPUSet)
+	req.CPUs.Set(last)
+	o := same(t, req.Encode(), []byte{Go}, "")
+	if want := fmt.Sprintf("Cpus_allowed_list=%d\n", last); o.exit != 0 || !strings.Contains(o.out, want) {
+		t.Errorf("the program given CPU %d: %v; want %q", last, o, want)
+	}
+	req.CPUs = nil
+	status, _ := os.ReadFile("/proc/self/status")
+	_, list, _ := strings.Cut(string(status), "Cpus_allowed_list:")
+	list, _, _ = strings.Cut(list, "\n")
+	o = same(t, req.Encode(), []byte{Go}, "")
+	if want := "Cpus_allowed_list=" + strings.TrimSpace(list) + "\n"; o.exit != 0 || !strings.Contains(o.out, want) {
+		t.Errorf("the program given no CPUs: %v; want %q, this process's", o, want)
 	}
 }
 
@@ -450,6 +487,7 @@ func FuzzHelpersAgree(f *testing.F) {
 		{Path: "/bin/true", Argv: []string{"true"}, Env: []string{"A=1"}, Dir: "/"},
 		{Path: "/bin/true", Argv: []string{"true", ""}, Dir: "/tmp", Umask: 0o777, Keyring: true, AuditSession: true, OOMScoreAdj: &oom},
 		{Path: "/bin/true", Argv: []string{"true"}, Dir: "/", Cred: &Cred{UID: 64123, GID: 64124, Groups: []uint32{1, 2}}},
+		{Path: "/bin/true", Argv: []string{"true"}, Dir: "/", CPUs: &unix.CPUSet{0b101}},
 	} {
 		f.Add(req.Encode())
 	}

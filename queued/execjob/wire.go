@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // The wire between queued and its helper is a few length-prefixed
@@ -19,8 +21,9 @@ import (
 // Request, on descriptor 3: the magic "qx2\x00", the body's length
 // (uint32, little endian), the body, then one byte, Go. The body is, in
 // order: Path, Argv, Env, Dir, the flags (a byte: Cred, Keyring,
-// AuditSession, OOMScoreAdj present), Umask, then Cred's uid, gid and
-// groups and OOMScoreAdj where present. A string is its length (uint32)
+// AuditSession, OOMScoreAdj, CPUs present), Umask, then Cred's uid, gid
+// and groups, OOMScoreAdj and CPUs where present. CPUs is a string of at
+// most maxCPUBytes bytes, CPU n being bit n%8 of byte n/8. A string is its length (uint32)
 // and its bytes; a list is its count (uint32) and its strings. The
 // helper takes every step up to the execve, reports StageReady and reads
 // the Go byte: anything else, or the end of the descriptor, means the
@@ -44,7 +47,12 @@ const (
 	flagKeyring
 	flagAudit
 	flagOOM
+	flagCPUs
 )
+
+// maxCPUBytes bounds the CPUs field: the CPUs a unix.CPUSet (and C's
+// cpu_set_t) holds.
+const maxCPUBytes = len(unix.CPUSet{}) * 8
 
 // ErrCancelled is the helper's reason for not running its program: the
 // request's Go byte never came.
@@ -65,6 +73,9 @@ func (req *Request) Encode() []byte {
 	if req.OOMScoreAdj != nil {
 		flags |= flagOOM
 	}
+	if req.CPUs != nil {
+		flags |= flagCPUs
+	}
 	w := wireWriter{b: make([]byte, 8, 256+len(req.Path)+len(req.Dir)+sizeOf(req.Argv)+sizeOf(req.Env))}
 	w.str(req.Path)
 	w.strs(req.Argv)
@@ -83,9 +94,36 @@ func (req *Request) Encode() []byte {
 	if req.OOMScoreAdj != nil {
 		w.u32(uint32(int32(*req.OOMScoreAdj)))
 	}
+	if req.CPUs != nil {
+		w.str(string(cpuBytes(req.CPUs)))
+	}
 	copy(w.b, wireMagic)
 	binary.LittleEndian.PutUint32(w.b[4:8], uint32(len(w.b)-8))
 	return w.b
+}
+
+// cpuBytes is set as the wire has it, up to its last CPU.
+func cpuBytes(set *unix.CPUSet) []byte {
+	b := make([]byte, maxCPUBytes)
+	n := 0
+	for cpu := range maxCPUBytes * 8 {
+		if set.IsSet(cpu) {
+			b[cpu/8] |= 1 << (cpu % 8)
+			n = cpu/8 + 1
+		}
+	}
+	return b[:n]
+}
+
+// cpuSet is the set the wire's bytes b name.
+func cpuSet(b []byte) *unix.CPUSet {
+	set := new(unix.CPUSet)
+	for cpu := range len(b) * 8 {
+		if b[cpu/8]&(1<<(cpu%8)) != 0 {
+			set.Set(cpu)
+		}
+	}
+	return set
 }
 
 func sizeOf(list []string) int {
@@ -158,6 +196,13 @@ func (req *Request) decode(body []byte) error {
 	if flags&flagOOM != 0 {
 		v := int(int32(d.u32()))
 		req.OOMScoreAdj = &v
+	}
+	if flags&flagCPUs != 0 {
+		b := d.take(int(d.u32()))
+		if d.err == nil && len(b) > maxCPUBytes {
+			return fmt.Errorf("a set of %d CPUs, over the %d a helper holds", len(b)*8, maxCPUBytes*8)
+		}
+		req.CPUs = cpuSet(b)
 	}
 	switch {
 	case d.err != nil:

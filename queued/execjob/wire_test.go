@@ -2,16 +2,29 @@ package execjob
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"reflect"
 	"strings"
 	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestWire_RequestRoundTrips(t *testing.T) {
 	oom := -17
+	cpus := func(list ...int) *unix.CPUSet {
+		set := new(unix.CPUSet)
+		for _, c := range list {
+			set.Set(c)
+		}
+		return set
+	}
 	for _, req := range []Request{
+		{Path: "/bin/true", Argv: []string{"true"}, Dir: "/", CPUs: cpus(0, 1)},
+		{Path: "/bin/true", Argv: []string{"true"}, Dir: "/", CPUs: cpus(3, 64, 1023), OOMScoreAdj: &oom},
+		{Path: "/bin/true", Argv: []string{"true"}, Dir: "/", CPUs: cpus()},
 		{Path: "/bin/bash", Argv: []string{"bash", "-c", "--", "true"}, Dir: "/tmp", Umask: 0o022},
 		{Path: "/bin/bash", Argv: []string{"bash", "-c", "--", "echo 'a\tb'\n"}, Env: []string{"A=1", "EMPTY=", "TT_QUEUE_JOB_ID=abc"},
 			Dir: "/home/u", Cred: &Cred{UID: 1000, GID: 1000, Groups: []uint32{27, 1000}}, Keyring: true, AuditSession: true, OOMScoreAdj: &oom, Umask: 0o077},
@@ -64,12 +77,26 @@ func TestWire_BadRequestsAreRefusedByName(t *testing.T) {
 			t.Errorf("%s: %v, want an error saying %q", name, err, c.want)
 		}
 	}
+	if _, err := ReadRequest(bytes.NewReader(tooManyCPUs())); err == nil || !strings.Contains(err.Error(), "a set of 1032 CPUs, over the 1024") {
+		t.Errorf("a set of too many CPUs: %v", err)
+	}
 	trailing := append([]byte(nil), good...)
 	trailing = append(trailing[:8], append(trailing[8:], 'x')...)
 	trailing[4]++
 	if _, err := ReadRequest(bytes.NewReader(trailing)); err == nil || !strings.Contains(err.Error(), "past its end") {
 		t.Errorf("trailing bytes: %v", err)
 	}
+}
+
+// tooManyCPUs is a request whose CPUs field is a byte longer than a
+// helper holds, which Encode never writes.
+func tooManyCPUs() []byte {
+	b := (&Request{Path: "/bin/true", Argv: []string{"true"}, Dir: "/", Umask: 0o022}).Encode()
+	b[len(b)-5] |= flagCPUs // the flags, before the umask
+	b = binary.LittleEndian.AppendUint32(b, uint32(maxCPUBytes+1))
+	b = append(b, make([]byte, maxCPUBytes+1)...)
+	binary.LittleEndian.PutUint32(b[4:8], uint32(len(b)-8))
+	return b
 }
 
 func TestWire_StatusLines(t *testing.T) {

@@ -41,6 +41,8 @@
 #define QX_FLAG_KEYRING 2
 #define QX_FLAG_AUDIT 4
 #define QX_FLAG_OOM 8
+#define QX_FLAG_CPUS 16
+#define QX_MAX_CPU_BYTES 128
 #define QX_CANCELLED "the start was called off before the program ran"
 #define QX_NAME "queued-exec"
 
@@ -392,6 +394,13 @@ static void qx_helper(void) {
 	int32_t oom = 0;
 	if (flags & QX_FLAG_OOM)
 		oom = (int32_t)qx_u32(&d);
+	struct qx_str cpus = {"", 0, 0};
+	if (flags & QX_FLAG_CPUS) {
+		cpus = qx_string(&d);
+		if (!d.why[0] && cpus.len > QX_MAX_CPU_BYTES)
+			qx_fail_msg("setup", "decoding the request: a set of %zu CPUs, over the %u a helper holds",
+				    cpus.len * 8, QX_MAX_CPU_BYTES * 8);
+	}
 	if (d.why[0])
 		qx_fail_msg("setup", "decoding the request: %s", d.why);
 	if (d.left != 0)
@@ -403,6 +412,17 @@ static void qx_helper(void) {
 	// above the request, the status pipe too, closes at the execve.
 	if (syscall(SYS_close_range, STATUS_FD, ~0u, CLOSE_RANGE_CLOEXEC_) != 0)
 		qx_fail_errno("setup", errno);
+	if (flags & QX_FLAG_CPUS) {
+		// The CPUs queued started with, which a queued kept to one CPU
+		// hands on (package cpupin): CPU n is bit n%8 of byte n/8.
+		cpu_set_t set;
+		CPU_ZERO(&set);
+		for (size_t i = 0; i < cpus.len * 8; i++)
+			if ((unsigned char)cpus.s[i / 8] & (1u << (i % 8)))
+				CPU_SET(i, &set);
+		if (sched_setaffinity(0, sizeof set, &set) != 0)
+			qx_fail_errno("setup", errno);
+	}
 	char num[16];
 	if (flags & QX_FLAG_OOM) {
 		snprintf(num, sizeof num, "%d", oom);
