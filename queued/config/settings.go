@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ttkit/ttkit/queued/api"
+	"github.com/ttkit/ttkit/queued/cpupin"
 	"github.com/ttkit/ttkit/queued/defaults"
 )
 
@@ -328,6 +329,8 @@ func (s Setting) checkString(v string) error {
 	case "rungs":
 		_, err := ParseRecoveryCmds(v)
 		return err
+	case "cpu":
+		return cpupin.CheckSetting(v)
 	}
 	if set, ok := strings.CutPrefix(s.mustBe, "oneof="); ok {
 		if slices.Contains(strings.Split(set, "|"), v) {

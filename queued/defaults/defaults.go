@@ -63,6 +63,7 @@ const (
 	CrossCard                 = "warn"             // TT_DEVICE_CROSS_CARD
 	Enforce                   = "off"              // TT_DEVICE_ENFORCE: cooperative, as the seed has it
 	ChildOOMScoreAdj          = 500                // TT_DEVICE_CHILD_OOM_SCORE_ADJ
+	DaemonCPU                 = "auto"             // TT_DEVICE_DAEMON_CPU: queued's own threads on one CPU (package cpupin)
 	SlurmCheckIntervalSeconds = 60                 // TT_DEVICE_SLURM_CHECK_INTERVAL
 	// TT_DEVICE_GATE_INTERVAL: a read of a card's node, entry and
 	// heartbeat costs microseconds, so every 5 s costs nothing, and a
@@ -136,6 +137,7 @@ var Vars = map[string]any{
 	"CrossCard":                 CrossCard,
 	"Enforce":                   Enforce,
 	"ChildOOMScoreAdj":          ChildOOMScoreAdj,
+	"DaemonCPU":                 DaemonCPU,
 	"SlurmCheckIntervalSeconds": SlurmCheckIntervalSeconds,
 	"GateIntervalSeconds":       GateIntervalSeconds,
 	"GateTimeoutSeconds":        GateTimeoutSeconds,

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/ttkit/ttkit/queued/cpupin"
 	"github.com/ttkit/ttkit/queued/execjob"
 	"github.com/ttkit/ttkit/queued/jobcgroup"
 )
@@ -64,6 +65,9 @@ func start(spec *Spec, out *Log, spareOnly bool) (*running, error) {
 		Path: spec.Shell[0], Argv: append(append([]string(nil), spec.Shell...), spec.Cmd), Env: spec.Env, Dir: spec.Dir,
 		Umask: startUmask, OOMScoreAdj: spec.OOMScoreAdj, Keyring: spec.Keyring || spec.Account != nil,
 		AuditSession: true,
+	}
+	if cpus, ok := cpupin.JobCPUs(); ok {
+		req.CPUs = &cpus // queued is kept to one CPU: its jobs are not
 	}
 	if req.Dir == "" {
 		wd, err := os.Getwd()

@@ -24,6 +24,7 @@ import (
 
 	"github.com/ttkit/ttkit/queued/api"
 	"github.com/ttkit/ttkit/queued/config"
+	"github.com/ttkit/ttkit/queued/cpupin"
 	"github.com/ttkit/ttkit/queued/jobcgroup"
 	"github.com/ttkit/ttkit/queued/legacyimport"
 	"github.com/ttkit/ttkit/queued/runner"
@@ -234,6 +235,15 @@ func run(cfg config.Config, envErr error, log *slog.Logger) error {
 	cfg, err := configure(cfg, envErr)
 	if err != nil {
 		return err
+	}
+	// Before anything else starts a thread or a process: threads take
+	// their CPUs from the thread that starts them.
+	cpu, err := cpupin.Keep(cfg.DaemonCPU)
+	if err != nil {
+		return fmt.Errorf("TT_DEVICE_DAEMON_CPU=%s: %w", cfg.DaemonCPU, err)
+	}
+	if cpu >= 0 {
+		log.Info("queued's threads keep to one CPU; its jobs run on every CPU it started with", "cpu", cpu)
 	}
 	addr, extraHosts, err := listenAddr(cfg)
 	if err != nil {

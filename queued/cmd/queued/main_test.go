@@ -222,6 +222,8 @@ func TestQueued_RefusesBadConfiguration(t *testing.T) {
 		{"bad card list", nil, []string{"TT_DEVICE_IDS=0,zero"}, `TT_DEVICE_IDS="0,zero"`},
 		{"non-loopback", []string{"--listen", "0.0.0.0:0"}, []string{"TT_DEVICE_IDS=0"}, "--allow-non-loopback"},
 		{"bad flag", []string{"--http-workers", "many"}, []string{"TT_DEVICE_IDS=0"}, "--http-workers"},
+		{"bad daemon CPU", nil, []string{"TT_DEVICE_IDS=0", "TT_DEVICE_DAEMON_CPU=fast"}, `TT_DEVICE_DAEMON_CPU="fast": "fast" is not a CPU's number, auto or any`},
+		{"daemon CPU not ours", nil, []string{"TT_DEVICE_IDS=0", "TT_DEVICE_DAEMON_CPU=4000"}, "TT_DEVICE_DAEMON_CPU=4000: CPU 4000 is not one queued may use ("},
 	} {
 		cmd := exec.Command(bin, tc.args...)
 		cmd.Env = env(append(tc.env, "TT_DEVICE_LOG_DIR="+state)...)
