@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/ttkit/ttkit/queued/cpupin"
 	"github.com/ttkit/ttkit/queued/execjob"
 )
 
@@ -83,4 +84,18 @@ func holdHelper(path string) (helperExec, error) {
 		return helperExec{}, fmt.Errorf("opening the exec helper %s: %w", path, err)
 	}
 	return helperExec{argv: []string{path}, held: os.NewFile(uintptr(fd), path)}, nil
+}
+
+// offQueuedsCPU gives a helper queued has just started (pid) the CPUs
+// queued started with, where queued keeps its own threads to one
+// (package cpupin). A helper's request sets them again before its
+// program runs, but a spare waits for its request beside queued's work
+// for as long as the job before it runs, and the Go build starts a
+// runtime meanwhile; the spawner forks every spare. The call sets the
+// helper's main thread, which its later threads take them from; should
+// it fail, the helper waits on queued's CPU.
+func offQueuedsCPU(pid int) {
+	if cpus, ok := cpupin.JobCPUs(); ok {
+		unix.SchedSetaffinity(pid, &cpus)
+	}
 }

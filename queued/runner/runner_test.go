@@ -40,6 +40,9 @@ func TestMain(m *testing.M) {
 	if dir := os.Getenv(asQueuedEnv); dir != "" {
 		os.Exit(asQueuedMain(dir))
 	}
+	if cpu := os.Getenv(keptEnv); cpu != "" {
+		os.Exit(keptMain(cpu))
+	}
 	goleak.VerifyTestMain(m)
 }
 

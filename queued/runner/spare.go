@@ -152,7 +152,11 @@ func startSpare(key string, helper helperExec) (*spare, error) {
 		cmd.Dir = "/"
 		cmd.Stdout, cmd.Stderr = pw, pw
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-		return cmd, cmd.Start()
+		if err := cmd.Start(); err != nil {
+			return cmd, err
+		}
+		offQueuedsCPU(cmd.Process.Pid)
+		return cmd, nil
 	})
 }
 

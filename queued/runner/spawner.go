@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/ttkit/ttkit/queued/cpupin"
 )
 
 // A spare helper started by queued is a fork of queued and the execve of
@@ -107,12 +105,8 @@ func startSpawner(helper helperExec) (*spawner, error) {
 	cmd.Dir = "/"
 	err = cmd.Start()
 	theirs.Close()
-	if cpus, ok := cpupin.JobCPUs(); err == nil && ok {
-		// A queued kept to one CPU does not keep its spawner there: the
-		// forks it makes while a job runs go to any CPU (its spares take
-		// the CPUs of their request, as every helper does). The spawner
-		// is one thread; should this fail, it stays on queued's CPU.
-		unix.SchedSetaffinity(cmd.Process.Pid, &cpus)
+	if err == nil {
+		offQueuedsCPU(cmd.Process.Pid) // and so are the spares it forks
 	}
 	if err != nil {
 		sock.Close()

@@ -136,6 +136,7 @@ func start(spec *Spec, out *Log, spareOnly bool) (*running, error) {
 		return nil, fmt.Errorf("starting queued's exec helper: %w", err)
 	}
 	pid := cmd.Process.Pid
+	offQueuedsCPU(pid)
 	// Read the start time before anything can reap the child: until then
 	// the PID is still its own. The program keeps it across the execve.
 	st, _ := StartTime("/proc", pid)

@@ -1,0 +1,75 @@
+package runner
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ttkit/ttkit/queued/cpupin"
+)
+
+// keptEnv makes the test binary a stand-in for a queued that keeps its
+// threads to the CPU the variable names (package cpupin): it starts a
+// spare and prints the CPUs the spare may use while it waits.
+const keptEnv = "RUNNER_TEST_KEPT"
+
+func keptMain(cpu string) int {
+	if _, err := cpupin.Keep(cpu); err != nil {
+		fmt.Println("keeping:", err)
+		return 1
+	}
+	sp, err := startSpare("kept", defaultHelper())
+	if err != nil {
+		fmt.Println("starting a spare:", err)
+		return 1
+	}
+	defer sp.discard()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", sp.proc.PID))
+	if err != nil {
+		fmt.Println("reading the spare's status:", err)
+		return 1
+	}
+	_, v, _ := strings.Cut(string(b), "Cpus_allowed_list:")
+	v, _, _ = strings.Cut(v, "\n")
+	fmt.Printf("spare=%s\n", strings.TrimSpace(v))
+	return 0
+}
+
+// A spare waits for its job beside queued's work, for as long as the job
+// before it runs, and with the Go build of the helper it starts a Go
+// runtime meanwhile: a queued kept to one CPU must not keep its spares
+// there, whether its spawner forked them (the C build) or queued did.
+func TestSpare_WaitsOnEveryCPUQueuedStartedWith(t *testing.T) {
+	t.Parallel()
+	var ours unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &ours); err != nil {
+		t.Fatal(err)
+	}
+	if ours.Count() < 2 {
+		t.Skipf("this test may use only CPU %s: queued keeps to none", cpupin.List(ours))
+	}
+	last := 0
+	for cpu := range len(ours) * 64 {
+		if ours.IsSet(cpu) {
+			last = cpu
+		}
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(self)
+	cmd.Env = append(testEnv(), keptEnv+"="+strconv.Itoa(last))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the stand-in queued: %v\n%s", err, out)
+	}
+	if want := "spare=" + cpupin.List(ours) + "\n"; !strings.Contains(string(out), want) {
+		t.Errorf("a spare of a queued kept to CPU %d: %q, want %q", last, out, want)
+	}
+}
