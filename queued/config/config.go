@@ -114,7 +114,7 @@ type Config struct {
 
 	ChildOOMScoreAdj *int   `kong:"-" env:"TT_DEVICE_CHILD_OOM_SCORE_ADJ" default:"${ChildOOMScoreAdj}" min:"-1000" max:"1000" help:"Each job's oom_score_adj (-1000 to 1000, or none to keep queued's), set before it runs so its user cannot lower it: the kernel's OOM killer takes a job before queued, as with the Python tool."`
 	JobTasksMax      int    `kong:"-" env:"TT_DEVICE_JOB_TASKS_MAX" min:"1" help:"Processes and threads one job may have (pids.max of its cgroup; needs Delegate=yes, warned at start otherwise): on a shared host, one job's fork bomb then cannot take what queued and the other jobs need."`
-	DaemonCPU        string `kong:"-" env:"TT_DEVICE_DAEMON_CPU" check:"cpu" default:"${DaemonCPU}" help:"The CPU queued's own threads keep to: auto, the one it starts on (when it may use two or more); a CPU's number; or any, every CPU it may use. Its jobs, resets and checks run on every CPU queued was started with (the Slurm check's squeue on queued's): only the daemon's hand-offs between its threads stay on one CPU, which saves a sixth of its CPU a job on a virtual machine."`
+	DaemonCPU        string `kong:"-" env:"TT_DEVICE_DAEMON_CPU" check:"cpu" default:"${DaemonCPU}" help:"The CPU queued's own threads keep to: auto, the one it starts on (when it may use two or more); a CPU's number; or any, every CPU it may use. Its jobs, resets and checks run on every CPU queued was started with (the Slurm check's squeue on queued's): only the daemon's hand-offs between its threads stay on one CPU, which saved a quarter of its CPU a job on our virtual machines."`
 
 	// System mode: one root queued for every user of the host.
 

@@ -8,7 +8,7 @@
 // virtual machine a wakeup across CPUs leaves the guest (an
 // inter-processor interrupt, and the idle CPU's halt). With every thread
 // of queued on one CPU the hand-offs stay on it: on our 2-CPU machines
-// queued's CPU a job in a drain fell to 0.83 of what it was, the drain
+// queued's CPU a job in a drain fell to 0.74 of what it was, the drain
 // and the dispatch unchanged (issue 41, docs/queue-wakeups.md).
 //
 // A job must not inherit that: a process takes its affinity from the
@@ -49,8 +49,9 @@ var started, startErr = func() (unix.CPUSet, error) {
 	return set, err
 }()
 
-// pinned is the CPU queued's threads were kept to, plus one (0: none).
-var pinned atomic.Int32
+// pinned says whether queued's threads may be kept to one CPU: what
+// JobCPUs reads.
+var pinned atomic.Bool
 
 // CheckSetting says whether s is a setting of TT_DEVICE_DAEMON_CPU: auto,
 // any, or a CPU's number. Whether that CPU is one queued may use is
@@ -77,7 +78,8 @@ func cpuNumber(s string) (int, error) {
 // the CPU s names (or, for auto, the one this thread runs on) and
 // returns that CPU, or -1 when it keeps none (any, or auto where queued
 // may use only one CPU). A CPU queued may not use is an error naming the
-// ones it may. Call it once, early, from main: threads started later
+// ones it may; so is a failure to set the threads, after which they are
+// set back (see pin). Call it once, early, from main: threads started later
 // take their affinity from the thread that starts them.
 func Keep(s string) (int, error) {
 	if err := CheckSetting(s); err != nil {
@@ -127,14 +129,22 @@ func currentCPU() (int, error) {
 // GOMAXPROCS is fixed first at what it chose from every CPU, lest it
 // follow the affinity down to one P: a thread blocked in fdatasync
 // would then hold up every goroutine until the runtime took its P back.
+//
+// JobCPUs hands the CPUs on from before the first thread is set, so no
+// helper started meanwhile keeps a thread's one CPU; should setting fail
+// part way, every thread is set back to what it started with, and only
+// then does JobCPUs stop handing them on.
 func pin(cpu int) error {
 	runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	var one unix.CPUSet
 	one.Set(cpu)
+	pinned.Store(true)
 	if err := setEveryThread(one); err != nil {
+		if setEveryThread(started) == nil {
+			pinned.Store(false)
+		}
 		return fmt.Errorf("keeping queued to CPU %d: %w", cpu, err)
 	}
-	pinned.Store(int32(cpu) + 1)
 	return nil
 }
 
@@ -186,17 +196,11 @@ func threads() ([]int, error) {
 	return tids, nil
 }
 
-// Pinned is the CPU Keep kept queued to, and whether it kept it to one.
-func Pinned() (int, bool) {
-	p := int(pinned.Load())
-	return p - 1, p > 0
-}
-
 // JobCPUs is the set of CPUs a process queued starts must take back
 // before it runs anything of a user's, and whether it must: only once
 // Keep kept queued to one CPU do they differ from what it inherits.
 func JobCPUs() (unix.CPUSet, bool) {
-	if _, ok := Pinned(); !ok {
+	if !pinned.Load() {
 		return unix.CPUSet{}, false
 	}
 	return started, true

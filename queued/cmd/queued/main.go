@@ -239,7 +239,11 @@ func run(cfg config.Config, envErr error, log *slog.Logger) error {
 	// Before anything else starts a thread or a process: threads take
 	// their CPUs from the thread that starts them.
 	cpu, err := cpupin.Keep(cfg.DaemonCPU)
-	if err != nil {
+	switch {
+	case err != nil && cfg.DaemonCPU == cpupin.Auto:
+		// The default asks for a saving, not a placement: run unkept.
+		log.Warn("queued's threads are not kept to one CPU", "err", err)
+	case err != nil:
 		return fmt.Errorf("TT_DEVICE_DAEMON_CPU=%s: %w", cfg.DaemonCPU, err)
 	}
 	if cpu >= 0 {
