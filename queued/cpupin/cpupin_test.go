@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ttkit/ttkit/internal/cputest"
 )
 
 // keepEnv makes this test binary a process that applies the setting it
@@ -129,39 +131,9 @@ func keepIn(t *testing.T, setting string, cpus *unix.CPUSet) report {
 	return r
 }
 
-func ourCPUs(t *testing.T) unix.CPUSet {
-	t.Helper()
-	var set unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &set); err != nil {
-		t.Fatal(err)
-	}
-	return set
-}
-
-// needTwo skips where this process may use a single CPU: keeping queued
-// to one of one changes nothing, which TestKeep_OneCPUIsLeftAlone holds.
-func needTwo(t *testing.T) unix.CPUSet {
-	t.Helper()
-	set := ourCPUs(t)
-	if set.Count() < 2 {
-		t.Skipf("this process may use only CPU %s", List(set))
-	}
-	return set
-}
-
-func lastCPU(set unix.CPUSet) int {
-	last := -1
-	for cpu := range len(set) * 64 {
-		if set.IsSet(cpu) {
-			last = cpu
-		}
-	}
-	return last
-}
-
 func TestKeep_EveryThreadBeforeAndAfterGoesToTheCPUNamed(t *testing.T) {
-	set := needTwo(t)
-	cpu := lastCPU(set)
+	set := cputest.NeedTwo(t)
+	cpu := cputest.Last(set)
 	r := keepIn(t, fmt.Sprint(cpu), nil)
 	if r.Err != "" || r.CPU != cpu {
 		t.Fatalf("Keep(%d) = %d, %q", cpu, r.CPU, r.Err)
@@ -183,7 +155,7 @@ func TestKeep_EveryThreadBeforeAndAfterGoesToTheCPUNamed(t *testing.T) {
 }
 
 func TestKeep_AutoTakesACPUItMayUse(t *testing.T) {
-	set := needTwo(t)
+	set := cputest.NeedTwo(t)
 	r := keepIn(t, Auto, nil)
 	if r.Err != "" || r.CPU < 0 || !set.IsSet(r.CPU) {
 		t.Fatalf("Keep(auto) = %d, %q; want one of %s", r.CPU, r.Err, List(set))
@@ -199,7 +171,7 @@ func TestKeep_AutoTakesACPUItMayUse(t *testing.T) {
 }
 
 func TestKeep_AnyLeavesEveryThreadAlone(t *testing.T) {
-	set := needTwo(t)
+	set := cputest.NeedTwo(t)
 	r := keepIn(t, Any, nil)
 	if r.Err != "" || r.CPU != -1 || r.Jobs != "" {
 		t.Fatalf("Keep(any) = %d, %q, jobs %q; want -1, no error, no CPUs to hand on", r.CPU, r.Err, r.Jobs)
@@ -212,9 +184,9 @@ func TestKeep_AnyLeavesEveryThreadAlone(t *testing.T) {
 }
 
 func TestKeep_OneCPUIsLeftAlone(t *testing.T) {
-	set := ourCPUs(t)
+	set := cputest.Ours(t)
 	var one unix.CPUSet
-	one.Set(lastCPU(set))
+	one.Set(cputest.Last(set))
 	r := keepIn(t, Auto, &one)
 	if r.Err != "" || r.CPU != -1 || r.Jobs != "" {
 		t.Fatalf("Keep(auto) on one CPU = %d, %q, jobs %q; want -1, no error, nothing to hand on", r.CPU, r.Err, r.Jobs)
@@ -222,17 +194,11 @@ func TestKeep_OneCPUIsLeftAlone(t *testing.T) {
 }
 
 func TestKeep_ACPUItMayNotUseIsRefusedByNumber(t *testing.T) {
-	set := needTwo(t)
-	first := -1
-	for cpu := range len(set) * 64 {
-		if set.IsSet(cpu) {
-			first = cpu
-			break
-		}
-	}
+	set := cputest.NeedTwo(t)
+	first := cputest.First(set)
 	var one unix.CPUSet
 	one.Set(first)
-	other := lastCPU(set)
+	other := cputest.Last(set)
 	r := keepIn(t, fmt.Sprint(other), &one)
 	want := fmt.Sprintf("CPU %d is not one queued may use (%d)", other, first)
 	if r.CPU != -1 || r.Err != want {

@@ -8,8 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/ttkit/ttkit/internal/cputest"
 	"github.com/ttkit/ttkit/queued/cpupin"
 )
 
@@ -46,19 +45,8 @@ func keptMain(cpu string) int {
 // there, whether its spawner forked them (the C build) or queued did.
 func TestSpare_WaitsOnEveryCPUQueuedStartedWith(t *testing.T) {
 	t.Parallel()
-	var ours unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &ours); err != nil {
-		t.Fatal(err)
-	}
-	if ours.Count() < 2 {
-		t.Skipf("this test may use only CPU %s: queued keeps to none", cpupin.List(ours))
-	}
-	last := 0
-	for cpu := range len(ours) * 64 {
-		if ours.IsSet(cpu) {
-			last = cpu
-		}
-	}
+	ours := cputest.NeedTwo(t)
+	last := cputest.Last(ours)
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)

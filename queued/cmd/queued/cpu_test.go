@@ -8,8 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/ttkit/ttkit/internal/cputest"
 	"github.com/ttkit/ttkit/queued/cpupin"
 )
 
@@ -52,20 +51,9 @@ func spawnerOf(t *testing.T, queued int) int {
 // by spares its spawner forked.
 func TestQueued_KeepsItsThreadsToOneCPUAndNotItsJobs(t *testing.T) {
 	t.Parallel()
-	var ours unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &ours); err != nil {
-		t.Fatal(err)
-	}
-	if ours.Count() < 2 {
-		t.Skipf("this test may use only CPU %s: queued keeps to none", cpupin.List(ours))
-	}
+	ours := cputest.NeedTwo(t)
 	all := cpupin.List(ours)
-	last := 0
-	for cpu := range len(ours) * 64 {
-		if ours.IsSet(cpu) {
-			last = cpu
-		}
-	}
+	last := cputest.Last(ours)
 	for _, c := range []struct {
 		name, env string
 		kept      func(string) bool // queued's threads' list
