@@ -4,6 +4,10 @@
 package cputest
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -47,4 +51,20 @@ func Last(set unix.CPUSet) int {
 		}
 	}
 	return -1
+}
+
+// Allowed is the Cpus_allowed_list of the process or thread whose /proc
+// directory is dir ("0-1", "3"): a function of its own, not a test's
+// helper, for the processes tests start to report with.
+func Allowed(dir string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "status"))
+	if err != nil {
+		return "", err
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "Cpus_allowed_list:"); ok {
+			return strings.TrimSpace(v), nil
+		}
+	}
+	return "", fmt.Errorf("%s/status has no Cpus_allowed_list", dir)
 }

@@ -3,10 +3,12 @@
 package proctest
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -54,4 +56,45 @@ func WaitMainThreadExited(t testing.TB, pid int) {
 			t.Fatalf("%s never read Z (its main thread exited): %q, %v", path, b, err)
 		}
 	}
+}
+
+// Children is the set of parent's children: the processes whose
+// /proc/<pid>/stat names parent in its fourth field.
+func Children(t testing.TB, parent int) map[int]bool {
+	t.Helper()
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatalf("listing /proc: %v", err)
+	}
+	want := strconv.Itoa(parent)
+	kids := map[int]bool{}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue // it ended
+		}
+		// The name, in parentheses, may hold spaces: fields follow it.
+		if i := bytes.LastIndexByte(b, ')'); i >= 0 {
+			if f := strings.Fields(string(b[i+1:])); len(f) > 1 && f[1] == want {
+				kids[pid] = true
+			}
+		}
+	}
+	return kids
+}
+
+// ChildrenNamed is parent's children whose comm is name, in no order.
+func ChildrenNamed(t testing.TB, parent int, name string) []int {
+	t.Helper()
+	var pids []int
+	for pid := range Children(t, parent) {
+		if comm, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "comm")); err == nil && strings.TrimSpace(string(comm)) == name {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }

@@ -106,7 +106,7 @@ func Keep(s string) (int, error) {
 		cpu = c
 	} else {
 		cpu, _ = cpuNumber(s)
-		if cpu >= len(started)*64 || !started.IsSet(cpu) {
+		if !started.IsSet(cpu) { // false past the set's end too
 			return -1, fmt.Errorf("CPU %d is not one queued may use (%s)", cpu, List(started))
 		}
 	}

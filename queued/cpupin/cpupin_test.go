@@ -84,12 +84,7 @@ func keepAndReport(s string) int {
 	}
 	r.Threads = map[string]string{}
 	for _, tid := range tids {
-		b, _ := os.ReadFile(fmt.Sprintf("/proc/self/task/%d/status", tid))
-		for line := range strings.SplitSeq(string(b), "\n") {
-			if v, ok := strings.CutPrefix(line, "Cpus_allowed_list:"); ok {
-				r.Threads[fmt.Sprint(tid)] = strings.TrimSpace(v)
-			}
-		}
+		r.Threads[fmt.Sprint(tid)], _ = cputest.Allowed(fmt.Sprintf("/proc/self/task/%d", tid))
 	}
 	if set, ok := JobCPUs(); ok {
 		r.Jobs = List(set)

@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/ttkit/ttkit/internal/cputest"
 	"github.com/ttkit/ttkit/internal/usertest"
 )
 
@@ -337,16 +338,7 @@ func TestHelpers_GiveTheProgramItsCPUsAlike(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ours unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &ours); err != nil {
-		t.Fatal(err)
-	}
-	last := -1
-	for cpu := range len(ours) * 64 {
-		if ours.IsSet(cpu) {
-			last = cpu
-		}
-	}
+	last := cputest.Last(cputest.Ours(t))
 	req := probeRequest(t, exe, t.TempDir())
 	req.CPUs = new(unix.CPUSet)
 	req.CPUs.Set(last)
@@ -355,11 +347,12 @@ func TestHelpers_GiveTheProgramItsCPUsAlike(t *testing.T) {
 		t.Errorf("the program given CPU %d: %v; want %q", last, o, want)
 	}
 	req.CPUs = nil
-	status, _ := os.ReadFile("/proc/self/status")
-	_, list, _ := strings.Cut(string(status), "Cpus_allowed_list:")
-	list, _, _ = strings.Cut(list, "\n")
+	list, err := cputest.Allowed("/proc/self")
+	if err != nil {
+		t.Fatal(err)
+	}
 	o = same(t, req.Encode(), []byte{Go}, "")
-	if want := "Cpus_allowed_list=" + strings.TrimSpace(list) + "\n"; o.exit != 0 || !strings.Contains(o.out, want) {
+	if want := "Cpus_allowed_list=" + list + "\n"; o.exit != 0 || !strings.Contains(o.out, want) {
 		t.Errorf("the program given no CPUs: %v; want %q, this process's", o, want)
 	}
 }

@@ -28,14 +28,12 @@ func keptMain(cpu string) int {
 		return 1
 	}
 	defer sp.discard()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", sp.proc.PID))
+	list, err := cputest.Allowed(fmt.Sprintf("/proc/%d", sp.proc.PID))
 	if err != nil {
-		fmt.Println("reading the spare's status:", err)
+		fmt.Println("reading the spare's CPUs:", err)
 		return 1
 	}
-	_, v, _ := strings.Cut(string(b), "Cpus_allowed_list:")
-	v, _, _ = strings.Cut(v, "\n")
-	fmt.Printf("spare=%s\n", strings.TrimSpace(v))
+	fmt.Printf("spare=%s\n", list)
 	return 0
 }
 

@@ -1,45 +1,19 @@
 package runner
 
 import (
-	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/ttkit/ttkit/internal/fusetest"
+	"github.com/ttkit/ttkit/internal/proctest"
 	"github.com/ttkit/ttkit/queued/account"
 	"github.com/ttkit/ttkit/queued/jobcgroup"
 )
-
-// ourChildren is the set of this process's children (field 4 of each
-// /proc/<pid>/stat is the parent).
-func ourChildren(t *testing.T) map[int]bool {
-	t.Helper()
-	names, err := pidNames("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	self := strconv.Itoa(os.Getpid())
-	kids := map[int]bool{}
-	for _, name := range names {
-		b, err := os.ReadFile("/proc/" + name + "/stat")
-		if err != nil {
-			continue
-		}
-		if i := bytes.LastIndexByte(b, ')'); i >= 0 {
-			if f := strings.Fields(string(b[i+1:])); len(f) > 1 && f[1] == self {
-				pid, _ := strconv.Atoi(name)
-				kids[pid] = true
-			}
-		}
-	}
-	return kids
-}
 
 // warmSpare runs a job, so that a spare helper waits for the next one,
 // and returns this process's children then, the spare among them.
@@ -61,7 +35,7 @@ func warmSpare(t *testing.T, b *bundle) map[int]bool {
 			t.Fatal("no spare helper waits 30 s after a job ran")
 		}
 	}
-	return ourChildren(t)
+	return proctest.Children(t, os.Getpid())
 }
 
 // startedBy returns spec with an OnStart that reports the iteration's

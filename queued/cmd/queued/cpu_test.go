@@ -2,47 +2,24 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/ttkit/ttkit/internal/cputest"
+	"github.com/ttkit/ttkit/internal/proctest"
 	"github.com/ttkit/ttkit/queued/cpupin"
 )
 
 // cpusOf is a task's Cpus_allowed_list; path is its /proc directory.
 func cpusOf(t *testing.T, path string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(path, "status"))
+	list, err := cputest.Allowed(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, v, _ := strings.Cut(string(b), "Cpus_allowed_list:")
-	v, _, _ = strings.Cut(v, "\n")
-	return strings.TrimSpace(v)
-}
-
-// spawnerOf is the pid of queued's spawner (the C build of queued-exec
-// has one, runner/spawner.go), or 0.
-func spawnerOf(t *testing.T, queued int) int {
-	t.Helper()
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
-		stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if i := strings.LastIndexByte(string(stat), ')'); strings.TrimSpace(string(comm)) == "queued-spawn" && i > 0 {
-			if f := strings.Fields(string(stat)[i+1:]); len(f) > 1 && f[1] == strconv.Itoa(queued) {
-				return pid
-			}
-		}
-	}
-	return 0
+	return list
 }
 
 // queued keeps its own threads to one CPU (TT_DEVICE_DAEMON_CPU, auto
@@ -87,7 +64,8 @@ func TestQueued_KeepsItsThreadsToOneCPUAndNotItsJobs(t *testing.T) {
 					t.Errorf("queued's thread %s may use CPUs %s (its first %s)", filepath.Base(task), l, first)
 				}
 			}
-			if sp := spawnerOf(t, pid); sp != 0 {
+			// The C build of queued-exec has a spawner (runner/spawner.go).
+			for _, sp := range proctest.ChildrenNamed(t, pid, "queued-spawn") {
 				if l := cpusOf(t, fmt.Sprintf("/proc/%d", sp)); l != all {
 					t.Errorf("queued's spawner may use CPUs %s, want %s", l, all)
 				}
