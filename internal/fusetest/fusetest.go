@@ -17,6 +17,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ttkit/ttkit/internal/proctest"
 )
 
 // HangingDir mounts a FUSE file system whose server never reads a request
@@ -75,23 +77,8 @@ func HangOver(t testing.TB, dir string) (abort func()) {
 // KillStuckChildren SIGKILLs this process's children that wait on a FUSE
 // request.
 func KillStuckChildren() {
-	entries, _ := os.ReadDir("/proc")
-	self := strconv.Itoa(os.Getpid())
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		i := strings.LastIndexByte(string(b), ')')
-		f := strings.Fields(string(b)[i+1:])
-		if len(f) < 2 || f[1] != self {
-			continue
-		}
-		if w, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "wchan")); strings.HasPrefix(string(w), "fuse") {
+	for pid := range proctest.Children(os.Getpid()) {
+		if w, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "wchan")); strings.HasPrefix(string(w), "fuse") {
 			syscall.Kill(pid, syscall.SIGKILL)
 		}
 	}

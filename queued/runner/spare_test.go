@@ -35,7 +35,7 @@ func warmSpare(t *testing.T, b *bundle) map[int]bool {
 			t.Fatal("no spare helper waits 30 s after a job ran")
 		}
 	}
-	return proctest.Children(t, os.Getpid())
+	return proctest.Children(os.Getpid())
 }
 
 // startedBy returns spec with an OnStart that reports the iteration's

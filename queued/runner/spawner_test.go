@@ -51,7 +51,7 @@ func TestSpawner_SparesAreForksThatStayOurChildren(t *testing.T) {
 	}
 	b := setup(t, 1<<20)
 	before := warmSpare(t, b)
-	spawnerPIDs := proctest.ChildrenNamed(t, os.Getpid(), spawnerName)
+	spawnerPIDs := proctest.ChildrenNamed(os.Getpid(), spawnerName)
 	if len(spawnerPIDs) != 1 {
 		t.Fatalf("spawners among our children: %v, want one", spawnerPIDs)
 	}
@@ -103,7 +103,7 @@ func TestSpawner_SparesAreForksThatStayOurChildren(t *testing.T) {
 		t.Fatalf("%+v", res)
 	}
 	wantSpare(t, before, pids)
-	second := proctest.ChildrenNamed(t, os.Getpid(), spawnerName)
+	second := proctest.ChildrenNamed(os.Getpid(), spawnerName)
 	if len(second) != 1 || second[0] == spawnerPIDs[0] {
 		t.Fatalf("spawners after the first was killed: %v (the first was %d); want a new one", second, spawnerPIDs[0])
 	}
@@ -122,7 +122,7 @@ func TestSpawner_SparesAreForksThatStayOurChildren(t *testing.T) {
 	}()
 	dropSpawner("", spawnerOf(t, ""))
 	warmSpare(t, b) // a new spawner, with the short timeout
-	stopped := proctest.ChildrenNamed(t, os.Getpid(), spawnerName)
+	stopped := proctest.ChildrenNamed(os.Getpid(), spawnerName)
 	if len(stopped) != 1 {
 		t.Fatalf("spawners: %v, want one", stopped)
 	}
@@ -141,7 +141,7 @@ func TestSpawner_SparesAreForksThatStayOurChildren(t *testing.T) {
 	if took := time.Since(start); took > 10*time.Second {
 		t.Fatalf("the spare took %v with the spawner stopped", took)
 	}
-	if slices.Contains(proctest.ChildrenNamed(t, os.Getpid(), spawnerName), stopped[0]) {
+	if slices.Contains(proctest.ChildrenNamed(os.Getpid(), spawnerName), stopped[0]) {
 		t.Fatalf("the stopped spawner %d is still our child once a spare was made without it", stopped[0])
 	}
 	before = warmSpare(t, b)
@@ -150,7 +150,7 @@ func TestSpawner_SparesAreForksThatStayOurChildren(t *testing.T) {
 		t.Fatalf("%+v", res)
 	}
 	wantSpare(t, before, pids)
-	if now := proctest.ChildrenNamed(t, os.Getpid(), spawnerName); len(now) != 1 || now[0] == stopped[0] {
+	if now := proctest.ChildrenNamed(os.Getpid(), spawnerName); len(now) != 1 || now[0] == stopped[0] {
 		t.Fatalf("spawners after one was stopped: %v; want a new one", now)
 	}
 }

@@ -65,7 +65,7 @@ func TestQueued_KeepsItsThreadsToOneCPUAndNotItsJobs(t *testing.T) {
 				}
 			}
 			// The C build of queued-exec has a spawner (runner/spawner.go).
-			for _, sp := range proctest.ChildrenNamed(t, pid, "queued-spawn") {
+			for _, sp := range proctest.ChildrenNamed(pid, "queued-spawn") {
 				if l := cpusOf(t, fmt.Sprintf("/proc/%d", sp)); l != all {
 					t.Errorf("queued's spawner may use CPUs %s, want %s", l, all)
 				}
